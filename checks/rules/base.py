@@ -1,0 +1,43 @@
+"""The contract between the checker engines and the rules they run.
+
+A rule looks at one *group* of history records (for example every record about one
+topic-partition, or every fetch of one fetch session) and returns the anomalies it
+proves. Engines (local Python, Spark) only group records and gather results; all
+judgement lives in rules, so both engines give the same answer by construction.
+
+A record is the plain dict of one history line (DESIGN.md, "History format").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Protocol, Sequence
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    """One proven deviation. `indices` are the history indices that prove it."""
+
+    name: str  # one of the DESIGN.md anomaly names, e.g. "lost-write"
+    indices: tuple[int, ...]
+    message: str
+    known: bool = False  # accepted by the chosen profile: reported under "known"
+    details: dict = field(default_factory=dict)
+
+    def as_example(self) -> dict:
+        return {"indices": list(self.indices), "message": self.message, **self.details}
+
+
+class Rule(Protocol):
+    """A checker rule. Pure: no I/O, no cluster, same input -> same output."""
+
+    #: anomaly names this rule can produce (for documentation and counts)
+    anomalies: tuple[str, ...]
+
+    def group_keys(self, record: dict) -> Iterable[str]:
+        """The groups this record belongs to (empty: the rule ignores it).
+
+        A record may belong to several groups, e.g. a metadata record is context
+        for every fetch group of its partition."""
+
+    def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
+        """Judge one group. `records` are sorted by `index`."""

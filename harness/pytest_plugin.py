@@ -1,0 +1,1 @@
+"""pytest plugin: ducktape-style fixtures for kipcheck (filled in by the harness)."""
