@@ -1,0 +1,259 @@
+"""Reading, validating and converting histories (DESIGN.md, "History format").
+
+A history is read as a stream of plain dicts, one per record, so that big histories are
+never held in memory here. Every record is validated on the way; the first bad record
+raises `HistoryError` with a one-line message naming the line (JSONL) or row (Parquet),
+because a checker that silently skips a record could certify a history it never saw.
+
+`to_parquet` turns the harness's JSONL into the Parquet file the Spark engine reads. Its
+schema is explicit and independent of the writer: typed key columns for grouping plus the
+operation-specific `value` kept as a JSON string.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+JSONL_NAME = "history.jsonl"
+PARQUET_NAME = "history.parquet"
+
+TYPES = frozenset({"invoke", "ok", "fail", "info"})
+
+#: Operations DESIGN.md names, plus a few a Kafka workload sanely records.
+KNOWN_F = frozenset({
+    "send", "poll", "fetch", "list_offsets", "offsets_for_leader_epoch", "metadata",
+    "metadata_propagation", "assign", "fault",
+    # sane extras: consumer positioning and bookkeeping, admin probes, run markers
+    "seek", "subscribe", "commit", "create_topics", "describe_cluster", "log",
+})
+
+REQUIRED = ("index", "time", "process", "type", "f", "value")
+
+#: value fields the history rules rely on, by f (checked on every record of that f)
+VALUE_REQUIRED = {
+    "send": ("topic", "partition"),
+    "assign": ("partitions",),
+    "seek": ("topic", "partition"),
+}
+
+PARQUET_SCHEMA = pa.schema([
+    pa.field("index", pa.int64(), nullable=False),
+    pa.field("time", pa.int64(), nullable=False),
+    pa.field("process", pa.string(), nullable=False),  # "3", "nemesis", "observer"
+    pa.field("type", pa.string(), nullable=False),
+    pa.field("f", pa.string(), nullable=False),
+    pa.field("topic", pa.string()),  # value.topic when the record names one partition
+    pa.field("partition", pa.int32()),
+    pa.field("value", pa.string(), nullable=False),  # the whole value object as JSON
+])
+
+
+class HistoryError(ValueError):
+    """A history that cannot be checked. The message is one line naming the place."""
+
+
+def _problem(where: str, what: str) -> HistoryError:
+    return HistoryError(f"{where}: {' '.join(str(what).split())}")
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def validate(record, where: str, previous_index: int | None = None) -> dict:
+    """Check one record against the contract; return it. `where` names it in errors."""
+    if not isinstance(record, dict):
+        raise _problem(where, f"expected a JSON object, got {type(record).__name__}")
+    for name in REQUIRED:
+        if name not in record:
+            raise _problem(where, f"missing field {name!r}")
+    if not _is_int(record["index"]) or record["index"] < 0:
+        raise _problem(where, f"index must be a non-negative integer, got {record['index']!r}")
+    if previous_index is not None and record["index"] <= previous_index:
+        raise _problem(where, f"index {record['index']} does not follow index {previous_index}")
+    if not _is_int(record["time"]):
+        raise _problem(where, f"time must be integer nanoseconds, got {record['time']!r}")
+    process = record["process"]
+    if not (_is_int(process) or (isinstance(process, str) and process)):
+        raise _problem(where, f"process must be an integer or a name, got {process!r}")
+    if record["type"] not in TYPES:
+        raise _problem(where, f"unknown type {record['type']!r} (expected one of {sorted(TYPES)})")
+    f = record["f"]
+    if f not in KNOWN_F:
+        raise _problem(where, f"unknown f {f!r}")
+    value = record["value"]
+    if not isinstance(value, dict):
+        raise _problem(where, f"value must be a JSON object, got {type(value).__name__}")
+    for name in VALUE_REQUIRED.get(f, ()):
+        if name not in value:
+            raise _problem(where, f"{f} record is missing value field {name!r}")
+    if f in ("send", "seek") and not _is_int(value["partition"]):
+        raise _problem(where, f"partition must be an integer, got {value['partition']!r}")
+    if f == "poll" and record["type"] == "ok":
+        recs = value.get("records")
+        if not isinstance(recs, list) or any(
+                not isinstance(r, list) or len(r) < 4 or not _is_int(r[1]) or not _is_int(r[2])
+                for r in recs):
+            raise _problem(where, "ok poll needs value.records as [[topic, partition, offset, value], ...]")
+    return record
+
+
+# --- locating and reading ---------------------------------------------------------------
+
+def resolve(path: str | Path, prefer_parquet: bool = True) -> Path:
+    """The history file for a run directory or file path.
+
+    In a run directory the Parquet copy is preferred when it is at least as new as the
+    JSONL (it is written after the run from the JSONL); otherwise the JSONL is used."""
+    p = Path(path)
+    if p.is_dir():
+        jsonl, parquet = p / JSONL_NAME, p / PARQUET_NAME
+        if prefer_parquet and parquet.exists() and (
+                not jsonl.exists() or parquet.stat().st_mtime >= jsonl.stat().st_mtime):
+            return parquet
+        if jsonl.exists():
+            return jsonl
+        if parquet.exists():
+            return parquet
+        raise HistoryError(f"{p}: no {JSONL_NAME} or {PARQUET_NAME} in this directory")
+    if not p.exists():
+        raise HistoryError(f"{p}: no such file or directory")
+    return p
+
+
+def is_parquet(path: Path) -> bool:
+    if path.is_dir():  # a Spark-written Parquet directory
+        return any(path.glob("*.parquet"))
+    return path.suffix == ".parquet"
+
+
+def iter_history(path: str | Path) -> Iterator[dict]:
+    """Yield the validated records of a history (run directory, JSONL or Parquet)."""
+    p = resolve(path)
+    yield from (_iter_parquet(p) if is_parquet(p) else _iter_jsonl(p))
+
+
+def read_history(path: str | Path) -> list[dict]:
+    """All records of a small history, validated, in index order."""
+    return list(iter_history(path))
+
+
+def _iter_jsonl(path: Path) -> Iterator[dict]:
+    previous = None
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            where = f"{path.name}:{lineno}"
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except UnicodeDecodeError as e:
+                raise _problem(where, f"not UTF-8 text ({e.reason})") from None
+            except json.JSONDecodeError as e:
+                # the line ended mid-value: a cut-off last line or a torn write
+                truncated = (not raw.endswith(b"\n") or e.msg.startswith("Unterminated")
+                             or e.pos >= len(raw.rstrip()))
+                raise _problem(where, f"{'truncated' if truncated else 'invalid'} JSON ({e.msg}, "
+                                      f"at column {e.colno})") from None
+            yield validate(record, where, previous)
+            previous = record["index"]
+
+
+def decode_row(index, time, process, type_, f, value_json, where: str) -> dict:
+    """One Parquet row back into the record dict the rules see (not yet validated)."""
+    try:
+        value = json.loads(value_json)
+    except (TypeError, json.JSONDecodeError) as e:
+        raise _problem(where, f"value column is not valid JSON ({e})") from None
+    return {"index": index, "time": time, "process": _process_from_column(process),
+            "type": type_, "f": f, "value": value}
+
+
+def _process_from_column(text):
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def _iter_parquet(path: Path) -> Iterator[dict]:
+    try:
+        dataset = pq.ParquetFile(path) if path.is_file() else None
+        batches = dataset.iter_batches(batch_size=65536) if dataset else \
+            pq.read_table(path).to_batches(65536)
+    except (pa.ArrowException, OSError) as e:
+        raise _problem(path.name, f"unreadable Parquet ({e})") from None
+    previous, row = None, 0
+    cols = ("index", "time", "process", "type", "f", "value")
+    for batch in batches:
+        missing = [c for c in cols if c not in batch.schema.names]
+        if missing:
+            raise _problem(path.name, f"Parquet history is missing column {missing[0]!r}")
+        columns = [batch.column(c).to_pylist() for c in cols]
+        for values in zip(*columns):
+            row += 1
+            where = f"{path.name}: row {row}"
+            record = decode_row(*values, where)
+            yield validate(record, where, previous)
+            previous = record["index"]
+
+
+# --- JSONL -> Parquet -------------------------------------------------------------------
+
+def key_columns(record: dict) -> tuple[str | None, int | None]:
+    """The (topic, partition) a record names directly, or (None, None)."""
+    value = record["value"]
+    topic, partition = value.get("topic"), value.get("partition")
+    if isinstance(topic, str) and _is_int(partition):
+        return topic, partition
+    return None, None
+
+
+def to_parquet(jsonl_path: str | Path, parquet_path: str | Path, batch_rows: int = 65536) -> int:
+    """Convert a JSONL history to Parquet (streaming, validating). Returns the row count.
+
+    Writes to a temporary name first so a failed conversion never leaves a partial file
+    that `resolve` would prefer."""
+    jsonl_path, parquet_path = Path(jsonl_path), Path(parquet_path)
+    tmp = parquet_path.with_name(parquet_path.name + ".tmp")
+    rows = 0
+    cols: dict[str, list] = {name: [] for name in PARQUET_SCHEMA.names}
+
+    def flush(writer):
+        writer.write_table(pa.Table.from_pydict(cols, schema=PARQUET_SCHEMA))
+        for v in cols.values():
+            v.clear()
+
+    try:
+        with pq.ParquetWriter(tmp, PARQUET_SCHEMA, compression="zstd") as writer:
+            for record in _iter_jsonl(jsonl_path):
+                topic, partition = key_columns(record)
+                cols["index"].append(record["index"])
+                cols["time"].append(record["time"])
+                cols["process"].append(str(record["process"]))
+                cols["type"].append(record["type"])
+                cols["f"].append(record["f"])
+                cols["topic"].append(topic)
+                cols["partition"].append(partition)
+                cols["value"].append(json.dumps(record["value"], separators=(",", ":")))
+                rows += 1
+                if len(cols["index"]) >= batch_rows:
+                    flush(writer)
+            flush(writer)
+        tmp.replace(parquet_path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return rows
+
+
+def write_jsonl(records: Iterable[dict], path: str | Path) -> None:
+    """Write records as JSONL (tests and benchmarks; the harness has its own writer)."""
+    with open(path, "w") as fh:
+        for r in records:
+            fh.write(json.dumps(r, separators=(",", ":")) + "\n")

@@ -1,0 +1,134 @@
+"""What both engines share: the rule list, running a rule on a group, counting records,
+and turning anomalies into the verdict dict of DESIGN.md. Engines only move data; the
+same code here decides the answer, so the local and Spark engines agree by construction.
+
+Besides the DESIGN.md anomaly names, a rule may return an `Anomaly` named `UNKNOWN`
+("unknown"): not a deviation but a reason the history could not be decided (e.g. the
+linearisation budget ran out). It makes the verdict "unknown" unless a real anomaly is
+proven, and is listed under the verdict's extra key "unknown".
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Iterable, Sequence
+
+from checks.rules.base import Anomaly
+
+UNKNOWN = "unknown"
+
+#: every anomaly name of DESIGN.md, in its order; each is a key of the verdict
+ANOMALY_NAMES = (
+    "lost-write", "duplicate", "inconsistent-offset", "nonmonotonic-poll", "poll-skip",
+    "uncommitted-read", "hwm-regression", "wrong-fetch-error", "preferred-replica-violation",
+    "fetch-session-violation", "tiered-offset-violation", "hwm-propagation-delay",
+)
+
+#: examples kept per name (the smallest proofs first); counts always hold the total
+MAX_EXAMPLES = 50
+
+
+def default_rules() -> list:
+    """The history rules, plus the model-backed rules when that module is importable."""
+    from checks.rules.history_rules import HISTORY_RULES
+
+    rules = list(HISTORY_RULES)
+    try:
+        from checks.rules.model_rules import MODEL_RULES
+    except ImportError:
+        MODEL_RULES = ()
+    return rules + list(MODEL_RULES)
+
+
+def run_rule(rule, key: str, records: Sequence[dict], profile: str) -> list[Anomaly]:
+    """Judge one group. Rules that want the key they were grouped by offer `check_group`."""
+    if hasattr(rule, "check_group"):
+        return rule.check_group(key, records, profile)
+    return rule.check(records, profile)
+
+
+def group_keys(rule, record: dict) -> list[str]:
+    """A rule's keys for a record, de-duplicated in a stable order."""
+    return sorted(set(rule.group_keys(record)))
+
+
+class Counts:
+    """Record counts, accumulated one record at a time (local) or merged (Spark)."""
+
+    def __init__(self):
+        self.records = 0
+        self.by_f: Counter = Counter()
+        self.by_type: Counter = Counter()
+        self.reads = 0
+
+    def add(self, f: str, type_: str, n: int = 1):
+        self.records += n
+        self.by_f[f] += n
+        self.by_type[type_] += n
+        if type_ == "ok" and f in ("poll", "fetch"):
+            self.reads += n
+
+
+def anomaly_to_row(a: Anomaly) -> dict:
+    return {"name": a.name, "known": a.known, "indices": list(a.indices), "message": a.message,
+            "details": json.dumps(a.details, sort_keys=True, default=str)}
+
+
+def anomaly_from_row(row) -> Anomaly:
+    return Anomaly(row["name"], tuple(int(i) for i in row["indices"]), row["message"],
+                   bool(row["known"]), json.loads(row["details"]))
+
+
+def _example_order(a: Anomaly):
+    return (len(a.indices), list(a.indices), a.message)
+
+
+def build_verdict(anomalies: Iterable[Anomaly], counts: Counts, profile: str,
+                  engine: str) -> dict:
+    """The verdict dict (DESIGN.md). A proven anomaly makes it false; otherwise no reads
+    or an undecided search make it "unknown"."""
+    found: dict[str, list[Anomaly]] = {n: [] for n in ANOMALY_NAMES}
+    known: dict[str, list[Anomaly]] = {n: [] for n in ANOMALY_NAMES}
+    unknown: list[Anomaly] = []
+    for a in anomalies:
+        if a.name == UNKNOWN:
+            unknown.append(a)
+        else:
+            (known if a.known else found).setdefault(a.name, []).append(a)
+
+    def examples(items: list[Anomaly]) -> list[dict]:
+        # through JSON, so that both engines give identical plain values
+        return [json.loads(json.dumps(a.as_example(), default=str))
+                for a in sorted(items, key=_example_order)[:MAX_EXAMPLES]]
+
+    if any(found.values()):
+        valid: bool | str = False
+    elif counts.reads == 0 or unknown:
+        valid = UNKNOWN
+    else:
+        valid = True
+    reasons = examples(unknown)
+    if counts.reads == 0:
+        reasons.insert(0, {"indices": [], "message": "the history holds no reads (no ok poll or fetch)"})
+    return {
+        "valid": valid,
+        "anomalies": {n: examples(v) for n, v in found.items()},
+        "known": {n: examples(v) for n, v in known.items()},
+        "unknown": reasons,
+        "profile": profile,
+        "engine": engine,
+        "counts": {
+            "records": counts.records,
+            "reads": counts.reads,
+            "by_f": dict(sorted(counts.by_f.items())),
+            "by_type": dict(sorted(counts.by_type.items())),
+            "anomalies": {n: len(v) for n, v in found.items()},
+            "known": {n: len(v) for n, v in known.items()},
+            "unknown": len(unknown),
+        },
+    }
+
+
+def comparable(verdict: dict) -> dict:
+    """A verdict without the fields that legitimately differ between engines."""
+    return {k: v for k, v in verdict.items() if k != "engine"}
