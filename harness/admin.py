@@ -1,0 +1,96 @@
+"""A thin Admin API wrapper (confluent-kafka) for readiness checks, topics and elections."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException, TopicCollection
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from harness.errors import HarnessError
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    topic: str
+    partition: int
+    leader: int  # -1: no leader
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+class Admin:
+    def __init__(self, bootstrap: str, timeout: float = 10.0):
+        self.timeout = timeout
+        self.client = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000),
+                                   "logger": _quiet_logger()})
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def broker_ids(self) -> list[int]:
+        desc = self.client.describe_cluster(request_timeout=self.timeout).result(timeout=self.timeout + 5)
+        return sorted(n.id for n in desc.nodes)
+
+    def wait_brokers(self, count: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                ids = self.broker_ids()
+                if len(ids) >= count:
+                    return
+                last = f"{len(ids)} of {count} brokers registered"
+            except KafkaException as e:
+                last = str(e)
+            time.sleep(0.5)
+        raise HarnessError(f"cluster not ready within {timeout:.0f} s: {last}")
+
+    def create_topic(self, topic: str, partitions: int, replication_factor: int, config: dict | None = None) -> None:
+        fut = self.client.create_topics([NewTopic(topic, partitions, replication_factor, config=config or {})],
+                                        request_timeout=self.timeout)[topic]
+        try:
+            fut.result(timeout=self.timeout + 5)
+        except KafkaException as e:
+            if e.args[0].name() != "TOPIC_ALREADY_EXISTS":
+                raise HarnessError(f"cannot create topic {topic}: {e.args[0].str()}") from e
+
+    def partitions(self, topic: str) -> list[PartitionView]:
+        fut = self.client.describe_topics(TopicCollection([topic]), request_timeout=self.timeout)[topic]
+        desc = fut.result(timeout=self.timeout + 5)
+        return [PartitionView(topic, p.id, p.leader.id if p.leader else -1,
+                              tuple(r.id for r in p.replicas), tuple(r.id for r in p.isr))
+                for p in desc.partitions]
+
+    def leader(self, topic: str, partition: int) -> int:
+        for p in self.partitions(topic):
+            if p.partition == partition:
+                return p.leader
+        raise HarnessError(f"{topic}-{partition} does not exist")
+
+    def wait_full_isr(self, topic: str, timeout: float) -> list[PartitionView]:
+        """Wait until every partition has a leader and all its replicas in sync."""
+        deadline = time.monotonic() + timeout
+        last = "no answer"
+        while time.monotonic() < deadline:
+            try:
+                parts = self.partitions(topic)
+                if parts and all(p.leader >= 0 and set(p.isr) == set(p.replicas) for p in parts):
+                    return parts
+                last = "; ".join(f"p{p.partition} leader={p.leader} isr={list(p.isr)}" for p in parts)
+            except KafkaException as e:
+                last = str(e.args[0].str() if e.args else e)
+            time.sleep(0.5)
+        raise HarnessError(f"{topic} has no full ISR within {timeout:.0f} s ({last})")
+
+
+def _quiet_logger():
+    """librdkafka logs every refused connection; faults make many. Keep them out of the terminal."""
+    import logging
+    log = logging.getLogger("kipcheck.librdkafka")
+    log.propagate = False
+    log.addHandler(logging.NullHandler())
+    return log

@@ -1,0 +1,239 @@
+"""The native cluster backend: N KRaft nodes as JVMs, each in its own network namespace.
+
+`NativeCluster.up()` formats and starts the nodes and waits until every broker is
+registered and a probe topic has a full ISR. `down()` stops them (controlled
+shutdown, kill -9 after a timeout) and deletes the network. `reap_stale()` tears
+down what a killed harness left, from the state files alone.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import socket
+import sys
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import network
+from harness.errors import HarnessError
+from harness.kafka_dist import KafkaDistribution
+from harness.node import KafkaNode, NodeSpec
+from harness.state import ClusterState, all_states, kill_recorded, process_start_time
+
+BROKER_PORT, CONTROLLER_PORT, CLIENT_PORT = 9092, 9093, 9094
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    brokers: int = 3
+    dedicated_controllers: int = 0  # 0: every node is broker+controller (combined mode)
+    use_namespaces: bool | None = None  # None: when root
+    heap: str = "512m"
+    extra_config: tuple[tuple[str, str], ...] = ()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _kafka_uuid() -> str:
+    """A Kafka cluster id; like Kafka's own Uuid.randomUuid, never starting with '-' (read as an option)."""
+    while True:
+        u = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not u.startswith("-"):
+            return u
+
+
+class NativeCluster:
+    def __init__(self, dist: KafkaDistribution, root: Path, options: ClusterOptions = ClusterOptions(),
+                 owner_pid: int | None = None, cluster_id: str | None = None):
+        self.dist = dist
+        self.root = Path(root)
+        self.options = options
+        self.cluster_id = cluster_id or uuid.uuid4().hex[:8]
+        self.owner_pid = owner_pid
+        self.use_namespaces = network.namespaces_available() if options.use_namespaces is None else options.use_namespaces
+        self.state: ClusterState | None = None
+        self.nodes: list[KafkaNode] = []
+        self.net: network.BridgeNetwork | None = None
+
+    # -- topology --------------------------------------------------------------------
+    @property
+    def mode(self) -> str:
+        return "namespaces" if self.use_namespaces else "loopback"
+
+    @property
+    def brokers(self) -> list[KafkaNode]:
+        return [n for n in self.nodes if n.spec.is_broker]
+
+    @property
+    def controllers(self) -> list[KafkaNode]:
+        return [n for n in self.nodes if n.spec.is_controller]
+
+    def node(self, node_id: int) -> KafkaNode:
+        for n in self.nodes:
+            if n.spec.node_id == node_id:
+                return n
+        raise HarnessError(f"no node {node_id} in this cluster")
+
+    def bootstrap_servers(self) -> str:
+        return ",".join(n.spec.advertised_client or n.spec.client_address for n in self.brokers)
+
+    def racks(self) -> dict[int, str]:
+        return {n.spec.node_id: n.spec.rack for n in self.brokers}
+
+    def _plan(self) -> list[NodeSpec]:
+        o = self.options
+        roles = []
+        if o.dedicated_controllers:
+            roles += [("controller",)] * o.dedicated_controllers
+            roles += [("broker",)] * o.brokers
+        else:
+            roles += [("broker", "controller")] * o.brokers
+        specs = []
+        for i, r in enumerate(roles, start=1):
+            if self.use_namespaces:
+                host = self.net.add_host(f"n{i}", 10 + i)
+                ports = (BROKER_PORT, CONTROLLER_PORT, CLIENT_PORT)
+            else:
+                host = network.Host(f"n{i}", "127.0.0.1", None)
+                ports = (_free_port(), _free_port(), _free_port())
+            broker_index = sum(1 for x in roles[:i] if "broker" in x)
+            specs.append(NodeSpec(node_id=i, roles=r, rack=f"rack-{broker_index if 'broker' in r else 'c' + str(i)}",
+                                  host=host, internal_port=ports[0], controller_port=ports[1], client_port=ports[2],
+                                  extra_config=dict(o.extra_config)))
+        return specs
+
+    # -- lifecycle -------------------------------------------------------------------
+    def up(self, timeout: float = 120.0, progress=None) -> None:
+        """Create the network, format and start every node, and wait until ready."""
+        step = progress or (lambda msg: None)
+        reap_stale()
+        self.root.mkdir(parents=True, exist_ok=True)
+        for old in self.root.glob("node-*"):  # a reused directory must not leak an old cluster id
+            shutil.rmtree(old, ignore_errors=True)
+        subnet_index = None
+        if self.use_namespaces:
+            used = network.used_subnet_indices(all_states())
+            subnet_index = next(i for i in range(16, 250) if i not in used)
+        self.state = ClusterState.create(self.cluster_id, self.owner_pid, root=str(self.root), mode=self.mode,
+                                         kafka_version=self.dist.version)
+        if self.owner_pid is not None:
+            self._start_reaper()
+        if self.use_namespaces:
+            step("creating network namespaces")
+            self.net = network.BridgeNetwork(self.cluster_id, subnet_index, self.state)
+            self.net.create_bridge()
+        specs = self._plan()
+        voters = ",".join(f"{s.node_id}@{s.host.address}:{s.controller_port}" for s in specs if s.is_controller)
+        uuid_ = _kafka_uuid()
+        self.nodes = [KafkaNode(s, self.root, self.dist, self.state, uuid_, voters, self.options.heap) for s in specs]
+        self.state.update(cluster_uuid=uuid_, bootstrap=self.bootstrap_servers(),
+                          specs=[_spec_json(s) for s in specs])
+        step("formatting storage")
+        _parallel(n.format for n in self.nodes)
+        step("starting nodes")
+        for n in self.nodes:
+            n.start_node()
+        deadline = time.monotonic() + timeout
+        for n in self.nodes:
+            n.wait_listening(max(1.0, deadline - time.monotonic()))
+        step("waiting for brokers to register")
+        from harness.admin import Admin  # the admin client is only needed once nodes run
+        with Admin(self.bootstrap_servers()) as admin:
+            admin.wait_brokers(len(self.brokers), max(1.0, deadline - time.monotonic()))
+            step("waiting for a full ISR")
+            rf = min(3, len(self.brokers))
+            admin.create_topic("__kipcheck_ready", partitions=1, replication_factor=rf)
+            admin.wait_full_isr("__kipcheck_ready", max(1.0, deadline - time.monotonic()))
+
+    def _start_reaper(self) -> None:
+        """A detached watchdog that tears the cluster down if the owning harness dies."""
+        proc = subprocess.Popen([sys.executable, "-m", "harness.reaper", str(self.state.path)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True, cwd=str(Path(__file__).resolve().parent.parent))
+        self.state.set_entry("helpers", "reaper", {"pid": proc.pid, "start": process_start_time(proc.pid)})
+
+    def down(self, grace: float = 5.0) -> None:
+        """Stop every node (SIGTERM, SIGKILL after `grace`), then delete the network and the state.
+
+        All nodes stop at once: the data is thrown away, and a one-by-one controlled
+        shutdown would hang on the last nodes once the quorum is gone."""
+        if self.state is None:
+            return
+        _parallel((lambda n=n: n.stop_node(clean_shutdown=True, timeout=grace)) for n in self.nodes)
+        teardown(self.state)
+        self.state = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.down()
+
+    @classmethod
+    def attach(cls, state: ClusterState, dist: KafkaDistribution) -> "NativeCluster":
+        """Rebuild a handle on a running cluster (for `kipcheck cluster status|down`)."""
+        c = cls(dist, Path(state.data["root"]), cluster_id=state.data["cluster_id"],
+                owner_pid=state.data.get("owner_pid"))
+        c.state = state
+        c.use_namespaces = state.data["mode"] == "namespaces"
+        specs = [_spec_from_json(d) for d in state.data.get("specs", [])]
+        voters = ",".join(f"{s.node_id}@{s.host.address}:{s.controller_port}" for s in specs if s.is_controller)
+        c.nodes = [KafkaNode(s, c.root, dist, state, state.data["cluster_uuid"], voters) for s in specs]
+        return c
+
+
+def _spec_json(s: NodeSpec) -> dict:
+    return {"node_id": s.node_id, "roles": list(s.roles), "rack": s.rack, "host": [s.host.name, s.host.address, s.host.netns],
+            "ports": [s.internal_port, s.controller_port, s.client_port], "advertised_client": s.advertised_client,
+            "extra_config": s.extra_config}
+
+
+def _spec_from_json(d: dict) -> NodeSpec:
+    return NodeSpec(node_id=d["node_id"], roles=tuple(d["roles"]), rack=d["rack"], host=network.Host(*d["host"]),
+                    internal_port=d["ports"][0], controller_port=d["ports"][1], client_port=d["ports"][2],
+                    advertised_client=d.get("advertised_client"), extra_config=d.get("extra_config", {}))
+
+
+def _parallel(calls) -> None:
+    """Run blocking node operations side by side (formatting is a JVM start each)."""
+    from concurrent.futures import ThreadPoolExecutor
+    calls = list(calls)
+    with ThreadPoolExecutor(max_workers=max(1, len(calls))) as pool:
+        for f in [pool.submit(c) for c in calls]:
+            f.result()
+
+
+def teardown(state: ClusterState) -> None:
+    """Remove everything a state file records: processes, helpers, namespaces, links."""
+    for rec in state.data.get("nodes", {}).values():
+        kill_recorded(rec.get("pid"), rec.get("start"))
+    for name, rec in state.data.get("helpers", {}).items():
+        if rec.get("pid") != os.getpid():
+            kill_recorded(rec.get("pid"), rec.get("start"))
+    network.delete_network(state.data.get("namespaces", []), state.data.get("links", []))
+    state.remove()
+
+
+def reap_stale() -> list[str]:
+    """Tear down clusters whose harness died; delete our namespaces that no state names."""
+    reaped = []
+    states = all_states()
+    for st in states:
+        if st.is_stale():
+            teardown(st)
+            reaped.append(st.data["cluster_id"])
+    known = {ns for st in all_states() for ns in st.data.get("namespaces", [])}
+    if network.namespaces_available():
+        orphans = [ns for ns in network.list_namespaces() if ns.startswith(network.NS_PREFIX) and ns not in known]
+        if orphans:
+            network.delete_network(orphans, [])
+            reaped.extend(orphans)
+    return reaped

@@ -1,0 +1,156 @@
+"""Find a Kafka to run: jars resolved from Maven Central by Maven, or an unpacked distribution.
+
+Resolution writes a throw-away pom and lets Maven copy the runtime classpath of
+`kafka_2.13` (plus a log4j2 SLF4J binding and the test jars that carry
+`LocalTieredStorage`) into a per-version cache, so a warm run needs no network.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import HarnessError
+
+MAVEN_METADATA = "https://repo1.maven.org/maven2/org/apache/kafka/kafka_2.13/maven-metadata.xml"
+MIN_DEFAULT = (4, 3)  # KIP-1023's follower.fetch.last.tiered.offset.enable exists from 4.3
+LOG4J_VERSION = "2.24.3"
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("KIPCHECK_CACHE", Path.home() / ".cache" / "kipcheck"))
+
+
+@dataclass(frozen=True)
+class KafkaDistribution:
+    version: str
+    classpath: tuple[Path, ...]
+    java: str
+
+    def java_command(self, main_class: str, *args: str, jvm_opts: tuple[str, ...] = ()) -> list[str]:
+        cp = os.pathsep.join(str(p) for p in self.classpath)
+        return [self.java, *jvm_opts, "-cp", cp, main_class, *args]
+
+
+def find_java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    candidate = Path(java_home, "bin", "java") if java_home else None
+    java = str(candidate) if candidate and candidate.exists() else shutil.which("java")
+    if not java:
+        raise HarnessError("java not found: install a JDK 17+ or set JAVA_HOME")
+    return java
+
+
+def _version_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+
+
+def _candidate_versions() -> list[str]:
+    """Released 4.x versions (>= 4.3) on Maven Central, newest first."""
+    try:
+        with urllib.request.urlopen(MAVEN_METADATA, timeout=20) as resp:
+            xml = resp.read().decode()
+    except OSError as e:
+        raise HarnessError(f"cannot read Kafka versions from Maven Central ({e}); pass --kafka-version") from e
+    versions = re.findall(r"<version>(4\.\d+\.\d+)</version>", xml)
+    return sorted((v for v in versions if _version_key(v)[:2] >= MIN_DEFAULT), key=_version_key, reverse=True)
+
+
+def default_version() -> str:
+    """The newest 4.x release whose whole classpath Maven Central serves.
+
+    The newest version listed is sometimes only partly published (seen: 4.4.0 lacked
+    kafka-tools-api), so each candidate is resolved before it is chosen. The choice is
+    remembered for a day so warm runs work offline."""
+    memo = cache_root() / "default-version.json"
+    if memo.exists():
+        data = json.loads(memo.read_text())
+        if time.time() - data.get("at", 0) < 86400 and (cache_root() / "kafka" / data["version"] / ".complete").exists():
+            return data["version"]
+    errors = []
+    for v in _candidate_versions():
+        try:
+            _resolve_maven(v)
+        except HarnessError as e:
+            errors.append(f"{v}: {e}")
+            continue
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        memo.write_text(json.dumps({"version": v, "at": time.time()}))
+        return v
+    raise HarnessError("no Kafka 4.x >= 4.3 resolves from Maven Central: " + "; ".join(errors))
+
+
+_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
+<groupId>kipcheck</groupId><artifactId>kafka-classpath</artifactId><version>1</version><packaging>pom</packaging>
+<dependencies>
+<dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>{v}</version></dependency>
+<dependency><groupId>org.apache.logging.log4j</groupId><artifactId>{binding}</artifactId><version>{log4j}</version></dependency>
+<dependency><groupId>org.slf4j</groupId><artifactId>slf4j-api</artifactId><version>{slf4j}</version></dependency>
+<dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-storage</artifactId><version>{v}</version><classifier>test</classifier></dependency>
+<dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-clients</artifactId><version>{v}</version><classifier>test</classifier></dependency>
+</dependencies></project>
+"""
+
+
+def _resolve_maven(version: str) -> Path:
+    lib = cache_root() / "kafka" / version
+    if (lib / ".complete").exists():
+        return lib
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise HarnessError("mvn not found: install Maven (apt-get install maven) or pass --kafka-home")
+    # Kafka 4.x logs through SLF4J 2; older lines used SLF4J 1.
+    # A direct slf4j-api pin: otherwise Maven's nearest-wins picks a 1.7 api from a transitive
+    # dependency and the binding is silently ignored (no broker logs).
+    modern = _version_key(version) >= (3, 7)
+    binding, slf4j = ("log4j-slf4j2-impl", "2.0.17") if modern else ("log4j-slf4j-impl", "1.7.36")
+    staging = Path(tempfile.mkdtemp(prefix="kipcheck-mvn-"))
+    try:
+        (staging / "pom.xml").write_text(_POM.format(v=version, binding=binding, log4j=LOG4J_VERSION, slf4j=slf4j))
+        out = staging / "lib"
+        proc = subprocess.run(
+            [mvn, "-q", "-B", "-f", str(staging / "pom.xml"), "dependency:copy-dependencies",
+             "-DincludeScope=runtime", f"-DoutputDirectory={out}"],
+            capture_output=True, text=True)
+        if proc.returncode != 0:
+            missing = re.search(r"Could not (?:find|resolve)[^\n]*?artifact ([^\s]+)", proc.stdout + proc.stderr)
+            why = f"missing {missing.group(1)}" if missing else "see `mvn -X`"
+            raise HarnessError(f"Kafka {version} does not resolve from Maven Central ({why})")
+        lib.parent.mkdir(parents=True, exist_ok=True)
+        if lib.exists():
+            shutil.rmtree(lib)
+        shutil.move(str(out), lib)
+        (lib / ".complete").write_text(version)
+        return lib
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _home_version(home: Path) -> str:
+    for jar in (home / "libs").glob("kafka_2.13-*.jar"):
+        m = re.match(r"kafka_2\.13-(\d+\.\d+\.\d+)\.jar$", jar.name)
+        if m:
+            return m.group(1)
+    raise HarnessError(f"{home} is not an unpacked Kafka distribution (no libs/kafka_2.13-*.jar)")
+
+
+def resolve(version: str | None = None, kafka_home: str | None = None) -> KafkaDistribution:
+    """The Kafka to run, as a classpath and a java binary."""
+    java = find_java()
+    if kafka_home:
+        home = Path(kafka_home)
+        v = _home_version(home)
+        jars = sorted((home / "libs").glob("*.jar"))
+        return KafkaDistribution(v, tuple(jars), java)
+    v = version or default_version()
+    if not re.fullmatch(r"\d+\.\d+\.\d+", v):
+        raise HarnessError(f"not a Kafka version: {v!r} (expected e.g. 4.3.1)")
+    lib = _resolve_maven(v)
+    return KafkaDistribution(v, tuple(sorted(lib.glob("*.jar"))), java)

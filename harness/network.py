@@ -1,0 +1,137 @@
+"""Private network for a native cluster: one namespace per node on a bridge.
+
+Addresses come from 198.18.0.0/15 (RFC 2544, set aside for benchmarking), so they
+never collide with a real network. The bridge's own address is the harness's
+(root namespace) view of the cluster; clients reach nodes directly through it.
+Partitions are iptables rules in a node's own namespace, in a chain named
+KIPCHECK, so deleting the namespace deletes every rule with it.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+
+from harness.errors import HarnessError
+
+NS_PREFIX = "kipcheck-"
+CHAIN = "KIPCHECK"
+
+
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise HarnessError(f"`ip {' '.join(args)}` failed: {proc.stderr.strip()}")
+    return proc
+
+
+def namespaces_available() -> bool:
+    """Namespaces need root and the `ip` tool; without them nodes share loopback."""
+    return os.geteuid() == 0 and subprocess.run(["which", "ip"], capture_output=True).returncode == 0
+
+
+def iptables_available() -> bool:
+    return subprocess.run(["which", "iptables"], capture_output=True).returncode == 0
+
+
+def list_namespaces() -> list[str]:
+    out = _ip("netns", "list", check=False).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def namespace_pids(ns: str) -> list[int]:
+    out = _ip("netns", "pids", ns, check=False).stdout
+    return [int(x) for x in out.split()]
+
+
+@dataclass(frozen=True)
+class Host:
+    """A node's place on the network."""
+
+    name: str
+    address: str
+    netns: str | None  # None: the root namespace (loopback mode)
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """The command line that runs argv on this host."""
+        return ["ip", "netns", "exec", self.netns, *argv] if self.netns else argv
+
+    def iptables(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        if not self.netns:
+            raise HarnessError("packet-level faults need network namespaces (run as root)")
+        proc = subprocess.run(self.wrap(["iptables", "-w", *args]), capture_output=True, text=True)
+        if check and proc.returncode != 0:
+            raise HarnessError(f"iptables {' '.join(args)} on {self.name} failed: {proc.stderr.strip()}")
+        return proc
+
+
+class BridgeNetwork:
+    """Creates and deletes the bridge, the namespaces and their veth pairs.
+
+    Every resource name is recorded in the cluster state before it is created, so a
+    teardown from the state alone (after a crash) finds everything."""
+
+    def __init__(self, cluster_id: str, subnet_index: int, state):
+        self.cluster_id = cluster_id
+        self.subnet = f"198.18.{subnet_index}"
+        self.bridge = f"kcb{cluster_id[:8]}"
+        self.state = state
+
+    @property
+    def gateway(self) -> str:
+        return f"{self.subnet}.1"
+
+    def create_bridge(self) -> None:
+        self.state.update(subnet=self.subnet)
+        self.state.append("links", self.bridge)
+        _ip("link", "add", self.bridge, "type", "bridge")
+        _ip("addr", "add", f"{self.gateway}/24", "dev", self.bridge)
+        _ip("link", "set", self.bridge, "up")
+
+    def add_host(self, name: str, octet: int) -> Host:
+        ns = f"{NS_PREFIX}{self.cluster_id}-{name}"
+        veth = f"kcv{self.cluster_id[:6]}{octet:03d}"
+        self.state.append("namespaces", ns)
+        self.state.append("links", veth)
+        _ip("netns", "add", ns)
+        _ip("link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
+        _ip("link", "set", veth, "master", self.bridge, "up")
+        address = f"{self.subnet}.{octet}"
+        _ip("-n", ns, "addr", "add", f"{address}/24", "dev", "eth0")
+        _ip("-n", ns, "link", "set", "eth0", "up")
+        _ip("-n", ns, "link", "set", "lo", "up")
+        _ip("-n", ns, "route", "add", "default", "via", self.gateway)
+        host = Host(name, address, ns)
+        if iptables_available():
+            host.iptables("-N", CHAIN)
+            host.iptables("-I", "INPUT", "-j", CHAIN)
+            host.iptables("-I", "OUTPUT", "-j", CHAIN)
+        return host
+
+
+def delete_network(namespaces: list[str], links: list[str]) -> None:
+    """Delete namespaces (and with them every rule and veth end inside) and links."""
+    for ns in namespaces:
+        if ns in list_namespaces():
+            for pid in namespace_pids(ns):
+                try:
+                    os.kill(pid, 9)
+                except ProcessLookupError:
+                    pass
+            _ip("netns", "del", ns, check=False)
+    for link in links:
+        _ip("link", "del", link, check=False)
+
+
+def used_subnet_indices(states) -> set[int]:
+    used = set()
+    for s in states:
+        sub = s.data.get("subnet")
+        if sub:
+            used.add(int(sub.rsplit(".", 1)[1]))
+    out = _ip("-4", "addr", "show", check=False).stdout
+    for line in out.splitlines():
+        line = line.strip()
+        if line.startswith("inet 198.18."):
+            used.add(int(line.split()[1].split(".")[2]))
+    return used

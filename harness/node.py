@@ -1,0 +1,237 @@
+"""One Kafka KRaft node as a ducktape-style service: start_node, stop_node, clean_node, logs.
+
+The node knows its directory, its host (namespace + address) and its ports; it knows
+nothing of other nodes beyond the quorum string it is given. Every process it starts
+is recorded in the cluster state at once, so a crashed harness leaves no orphan.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.kafka_dist import KafkaDistribution
+from harness.network import Host
+from harness.state import ClusterState, kill_recorded, process_start_time, same_process_alive
+
+LOG4J2 = """status = warn
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = {logfile}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FILE
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+logger.controller.name = org.apache.kafka.controller
+logger.controller.level = INFO
+"""
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    node_id: int
+    roles: tuple[str, ...]  # ("broker", "controller"), ("broker",) or ("controller",)
+    rack: str
+    host: Host
+    internal_port: int  # inter-broker listener
+    controller_port: int
+    client_port: int  # what clients (and the fetch prober) connect to
+    advertised_client: str | None = None  # host:port clients are told (a proxy, when one fronts the node)
+    extra_config: dict = field(default_factory=dict)
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles
+
+    @property
+    def client_address(self) -> str:
+        return f"{self.host.address}:{self.client_port}"
+
+
+class KafkaNode:
+    def __init__(self, spec: NodeSpec, root: Path, dist: KafkaDistribution, state: ClusterState,
+                 cluster_uuid: str, quorum_voters: str, heap: str = "512m"):
+        self.spec = spec
+        self.dir = root / f"node-{spec.node_id}"
+        self.data_dir = self.dir / "data"
+        self.metadata_dir = self.dir / "metadata"
+        self.dist = dist
+        self.state = state
+        self.cluster_uuid = cluster_uuid
+        self.quorum_voters = quorum_voters
+        self.heap = heap
+        self.proc: subprocess.Popen | None = None
+
+    # -- configuration -------------------------------------------------------------
+    def server_properties(self) -> dict:
+        s = self.spec
+        listeners, protocol_map = [], ["CONTROLLER:PLAINTEXT"]
+        if s.is_broker:
+            listeners += [f"INTERNAL://{s.host.address}:{s.internal_port}", f"CLIENT://{s.host.address}:{s.client_port}"]
+            protocol_map += ["INTERNAL:PLAINTEXT", "CLIENT:PLAINTEXT"]
+        if s.is_controller:
+            listeners.append(f"CONTROLLER://{s.host.address}:{s.controller_port}")
+        props = {
+            "process.roles": ",".join(s.roles),
+            "node.id": s.node_id,
+            "controller.quorum.voters": self.quorum_voters,
+            "controller.listener.names": "CONTROLLER",
+            "listeners": ",".join(listeners),
+            "listener.security.protocol.map": ",".join(protocol_map),
+            "log.dirs": str(self.data_dir),
+            "metadata.log.dir": str(self.metadata_dir),
+        }
+        if s.is_broker:
+            props.update({
+                "advertised.listeners": f"INTERNAL://{s.host.address}:{s.internal_port},"
+                                        f"CLIENT://{s.advertised_client or s.client_address}",
+                "inter.broker.listener.name": "INTERNAL",
+                "broker.rack": s.rack,
+                # KIP-392: consumers with client.rack fetch from the closest in-sync replica
+                "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector",
+                "offsets.topic.replication.factor": 3,
+                "transaction.state.log.replication.factor": 3,
+                "transaction.state.log.min.isr": 2,
+                "default.replication.factor": 3,
+                "min.insync.replicas": 2,
+                "auto.create.topics.enable": "false",
+                "group.initial.rebalance.delay.ms": 0,
+                # faults should show within a short run: drop lagging followers after 8 s
+                "replica.lag.time.max.ms": 8000,
+                "unclean.leader.election.enable": "false",
+                "num.network.threads": 2,
+                "num.io.threads": 4,
+                "log.flush.interval.messages": 9223372036854775807,
+            })
+        props.update(s.extra_config)
+        return props
+
+    def write_config(self) -> Path:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        path = self.dir / "server.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in self.server_properties().items()))
+        (self.dir / "log4j2.properties").write_text(LOG4J2.format(logfile=self.dir / "server.log"))
+        return path
+
+    def _jvm_opts(self) -> tuple[str, ...]:
+        return (f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
+                "-Dkafka.logs.dir=" + str(self.dir))
+
+    # -- lifecycle -------------------------------------------------------------------
+    def format(self) -> None:
+        """Format storage with the cluster's id (`kafka.tools.StorageTool format`)."""
+        config = self.write_config()
+        argv = self.spec.host.wrap(self.dist.java_command(
+            "kafka.tools.StorageTool", "format", "-t", self.cluster_uuid, "-c", str(config), "--ignore-formatted",
+            jvm_opts=("-Xmx256m", f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}")))
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            raise HarnessError(f"formatting node {self.spec.node_id} failed: {_first_error(proc.stderr + proc.stdout)}")
+
+    def start_node(self) -> None:
+        if self.alive():
+            return
+        config = self.write_config()
+        out = open(self.dir / "stdout.log", "ab")
+        argv = self.spec.host.wrap(self.dist.java_command("kafka.Kafka", str(config), jvm_opts=self._jvm_opts()))
+        # own session: a Ctrl-C in the terminal reaches the harness, which stops nodes in order
+        self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
+        out.close()
+        self._record(self.proc.pid)
+
+    def _record(self, pid: int | None) -> None:
+        self.state.set_entry("nodes", str(self.spec.node_id), {
+            "pid": pid, "start": process_start_time(pid) if pid else None,
+            "netns": self.spec.host.netns, "address": self.spec.host.address, "dir": str(self.dir),
+        })
+
+    @property
+    def pid(self) -> int | None:
+        rec = self.state.data["nodes"].get(str(self.spec.node_id))
+        return rec["pid"] if rec and self.alive() else None
+
+    def alive(self) -> bool:
+        rec = self.state.data["nodes"].get(str(self.spec.node_id))
+        return bool(rec) and same_process_alive(rec.get("pid"), rec.get("start"))
+
+    def stop_node(self, clean_shutdown: bool = True, timeout: float = 30.0) -> None:
+        """SIGTERM (a controlled shutdown) and wait; SIGKILL after `timeout` or when not clean."""
+        rec = self.state.data["nodes"].get(str(self.spec.node_id))
+        if rec:
+            kill_recorded(rec.get("pid"), rec.get("start"), grace=timeout if clean_shutdown else 0.0)
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            self.proc = None
+        self._record(None)
+
+    def signal(self, sig: int) -> None:
+        pid = self.pid
+        if pid is None:
+            raise HarnessError(f"node {self.spec.node_id} is not running")
+        os.kill(pid, sig)
+
+    def pause(self) -> None:
+        self.signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.signal(signal.SIGCONT)
+
+    def clean_node(self, metadata: bool = False) -> None:
+        """Wipe the log directory (and with `metadata`, the metadata log), then reformat."""
+        if self.alive():
+            raise HarnessError(f"node {self.spec.node_id} must be stopped before its disk is wiped")
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+        if metadata:
+            shutil.rmtree(self.metadata_dir, ignore_errors=True)
+        self.format()
+
+    def logs(self) -> list[Path]:
+        return [p for p in (self.dir / "server.log", self.dir / "stdout.log") if p.exists()]
+
+    def wait_listening(self, timeout: float) -> None:
+        """Wait until the node accepts TCP connections on its main port."""
+        port = self.spec.client_port if self.spec.is_broker else self.spec.controller_port
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                tail = _tail(self.dir / "stdout.log") or _tail(self.dir / "server.log")
+                raise HarnessError(f"node {self.spec.node_id} exited during start: {tail}")
+            try:
+                with socket.create_connection((self.spec.host.address, port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise HarnessError(f"node {self.spec.node_id} did not listen on port {port} within {timeout:.0f} s")
+
+
+def _tail(path: Path, lines: int = 3) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    errs = [l for l in text if "ERROR" in l or "Exception" in l]
+    return " | ".join((errs or text)[-lines:])[-400:]
+
+
+def _first_error(output: str) -> str:
+    """The line of a JVM tool's output that says what went wrong (not the stack trace)."""
+    lines = [l.strip() for l in output.splitlines() if l.strip() and not l.strip().startswith("at ")]
+    errs = [l for l in lines if "Exception" in l or "Error" in l or "error" in l]
+    return (errs or lines or ["no output"])[0][:300]

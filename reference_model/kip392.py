@@ -1,0 +1,270 @@
+"""KIP-392: Allow consumers to fetch from closest replica.
+
+Each rule is a small function named after what it decides; its docstring names the
+KIP section. Values are those of `state.Replica` / `state.PartitionState`; `None`
+means unknown, and then every outcome that some value allows is allowed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+
+from . import profiles
+from .profiles import Profile
+from .state import (
+    NO_PREFERENCE,
+    NONE,
+    NOT_LEADER_OR_FOLLOWER,
+    OFFSET_NOT_AVAILABLE,
+    OFFSET_OUT_OF_RANGE,
+    UNKNOWN_OFFSET,
+    PartitionState,
+    Replica,
+)
+
+# Names of the fetch-offset cases of "Out of range handling".
+READABLE = "readable"  # committed and local: records may be returned
+AT_END = "at-end"  # offset == HWM == LEO: nothing to return yet, no error
+CASE1 = "case1-uncommitted"  # HWM <= offset <= LEO (not AT_END)
+CASE2 = "case2-unavailable"  # LEO <= offset < HWM
+CASE3 = "case3-too-small"  # offset < log start
+CASE4 = "case4-too-large"  # offset > LEO and offset >= HWM
+
+
+@dataclass(frozen=True)
+class FetchOutcome:
+    """One allowed answer for one partition of a consumer fetch.
+
+    Records may be returned only at offsets below `records_below` (equal to the
+    fetch offset: none at all). `hwm` / `log_start` None: any value is allowed."""
+
+    error: str
+    records_below: int
+    hwm: int | None = None
+    log_start: int | None = None
+
+    def matches(self, error: str, record_offsets, hwm: int | None, log_start: int | None) -> bool:
+        return (
+            error == self.error
+            and all(o < self.records_below for o in record_offsets)
+            and (self.hwm is None or hwm == self.hwm)
+            and (self.log_start is None or log_start == self.log_start)
+        )
+
+
+def classify_fetch_offset(offset: int, log_start: int, leo: int, hwm: int) -> str:
+    """KIP-392 "Out of range handling": which of the four cases an offset is in.
+
+    Case 3 (below log start) wins; then committed-and-local offsets are readable;
+    an offset at HWM == LEO is the ordinary end of the log."""
+    if offset < log_start:
+        return CASE3
+    if offset < min(hwm, leo):
+        return READABLE
+    if offset == hwm == leo:
+        return AT_END
+    if hwm <= offset <= leo:
+        return CASE1
+    if leo <= offset < hwm:
+        return CASE2
+    return CASE4
+
+
+def effective_hwm(replica: Replica, profile: Profile) -> int | None:
+    """KIP-392 "Follower Fetching": an out-of-sync follower may hold a HWM above its LEO
+    (case 2). Kafka caps it at the LEO (profile deviation `hwm-capped-at-leo`)."""
+    if profile.allows(profiles.HWM_CAPPED_AT_LEO) and replica.hwm is not None and replica.leo is not None:
+        return min(replica.hwm, replica.leo)
+    return replica.hwm
+
+
+def fetch_case_outcomes(case: str, offset: int, log_start: int, hwm: int, profile: Profile) -> frozenset[FetchOutcome]:
+    """KIP-392 "Out of range handling", cases 1-4, and "Follower Fetching" (only
+    committed data): the answers allowed for one case.
+
+    Out-of-range answers carry the replica's log start and HWM ("Case 3"), except
+    where the profile accepts -1 for both."""
+    none_beyond = offset  # records_below == offset: no records
+    if case == READABLE:
+        return frozenset({FetchOutcome(NONE, hwm, hwm, log_start)})
+    if case == AT_END:
+        return frozenset({FetchOutcome(NONE, none_beyond, hwm, log_start)})
+    if case in (CASE1, CASE2):
+        if case == CASE1 and profile.allows(profiles.FETCH_ABOVE_HWM_EMPTY):
+            return frozenset({FetchOutcome(NONE, none_beyond, hwm, log_start)})
+        return frozenset({FetchOutcome(OFFSET_NOT_AVAILABLE, none_beyond)})
+    if profile.allows(profiles.OUT_OF_RANGE_WITHOUT_OFFSETS):
+        return frozenset({FetchOutcome(OFFSET_OUT_OF_RANGE, none_beyond, UNKNOWN_OFFSET, UNKNOWN_OFFSET)})
+    return frozenset({FetchOutcome(OFFSET_OUT_OF_RANGE, none_beyond, hwm, log_start)})
+
+
+def _candidates(offset: int, known: list[int]) -> list[int]:
+    """Values an unknown offset may take that matter for the case comparisons."""
+    points = {offset, *known}
+    return sorted({p + d for p in points for d in (-1, 0, 1)} | {offset + 2})
+
+
+def consistent_replicas(replica: Replica, offset: int, profile: Profile):
+    """Concrete (log_start, leo, hwm) triples consistent with what is known.
+
+    Invariants used: log start <= LEO and log start <= HWM (a HWM below the log
+    start is raised to it); with `hwm-capped-at-leo` also HWM <= LEO."""
+    known = [v for v in (replica.log_start, replica.leo, replica.hwm) if v is not None]
+    cands = _candidates(offset, known)
+    choices = [[v] if v is not None else [c for c in cands if c >= 0] for v in (replica.log_start, replica.leo, replica.hwm)]
+    capped = profile.allows(profiles.HWM_CAPPED_AT_LEO)
+    for s, e, h in product(*choices):
+        if s <= e and s <= h and (not capped or h <= e):
+            yield s, e, h
+
+
+def consumer_fetch_outcomes(replica: Replica, offset: int, profile: Profile | str = "kip") -> frozenset[FetchOutcome]:
+    """KIP-392 "Follower Fetching" + "Out of range handling": every answer a replica
+    in a state consistent with `replica` may give a consumer fetching at `offset`."""
+    profile = profiles.get(profile)
+    out: set[FetchOutcome] = set()
+    for s, e, h in consistent_replicas(replica, offset, profile):
+        out |= fetch_case_outcomes(classify_fetch_offset(offset, s, e, h), offset, s, h, profile)
+    return frozenset(out)
+
+
+def follower_fetch_outcomes(leader: Replica, offset: int) -> frozenset[FetchOutcome]:
+    """KIP-392 "Follower Fetching": replication itself reads up to the leader's LEO
+    (followers replicate uncommitted data); below log start is out of range."""
+    if offset < leader.log_start or offset > leader.leo:
+        return frozenset({FetchOutcome(OFFSET_OUT_OF_RANGE, offset)})
+    return frozenset({FetchOutcome(NONE, leader.leo, leader.hwm, leader.log_start)})
+
+
+def follower_learns_hwm(follower: Replica, leader_hwm: int, profile: Profile | str = "kip") -> Replica:
+    """KIP-392 "High watermark propagation": a follower takes the HWM from the leader's
+    fetch response; the KIP lets it exceed the follower's LEO (case 2), Kafka caps it."""
+    profile = profiles.get(profile)
+    hwm = max(leader_hwm, follower.log_start or 0)
+    if profile.allows(profiles.HWM_CAPPED_AT_LEO) and follower.leo is not None:
+        hwm = min(hwm, follower.leo)
+    return follower.with_(hwm=hwm)
+
+
+# --- Finding the preferred follower -------------------------------------------------
+
+def eligible_read_replicas(partition: PartitionState, fetch_offset: int) -> tuple[Replica, ...]:
+    """KIP-392 "Finding the preferred follower": the replicas a selector may pick:
+    in-sync replicas with log start <= fetch offset <= LEO, and always the leader."""
+    return tuple(
+        r
+        for r in partition.replicas
+        if r.broker == partition.leader
+        or (r.broker in partition.isr and r.log_start is not None and r.leo is not None and r.log_start <= fetch_offset <= r.leo)
+    )
+
+
+def leader_selector(partition: PartitionState, client_rack: str | None, fetch_offset: int) -> frozenset[int]:
+    """KIP-392 "Broker API", LeaderSelector: always the current leader."""
+    return frozenset({partition.leader})
+
+
+def rack_aware_selector(partition: PartitionState, client_rack: str | None, fetch_offset: int) -> frozenset[int]:
+    """KIP-392 "Broker API", RackAwareReplicaSelector: no client rack -> the leader;
+    the leader if it is in the client's rack; else the most caught-up (largest LEO)
+    eligible replica of that rack (ties: any of them); no such replica -> the leader."""
+    if not client_rack:
+        return frozenset({partition.leader})
+    same_rack = [r for r in eligible_read_replicas(partition, fetch_offset) if r.rack == client_rack]
+    if not same_rack:
+        return frozenset({partition.leader})
+    if any(r.broker == partition.leader for r in same_rack):
+        return frozenset({partition.leader})
+    best = max(r.leo for r in same_rack)
+    return frozenset(r.broker for r in same_rack if r.leo == best)
+
+
+SELECTORS = {"LeaderSelector": leader_selector, "RackAwareReplicaSelector": rack_aware_selector}
+
+
+def preferred_read_replica_outcomes(
+    partition: PartitionState, broker: int, replica_id: int, client_rack: str | None, fetch_offset: int,
+    selector: str = "RackAwareReplicaSelector",
+) -> frozenset[int]:
+    """KIP-392 "Protocol Changes": the PreferredReadReplica field a broker may answer.
+
+    Only the leader selects, and only for consumers (replica id < 0); the leader
+    itself is sent as -1 ("fetch from the leader")."""
+    if broker != partition.leader or replica_id >= 0:
+        return frozenset({NO_PREFERENCE})
+    chosen = SELECTORS[selector](partition, client_rack, fetch_offset)
+    return frozenset(NO_PREFERENCE if b == partition.leader else b for b in chosen)
+
+
+# --- OffsetsForLeaderEpoch and the consumer's reset rules ----------------------------
+
+@dataclass(frozen=True)
+class EpochEndOffset:
+    error: str
+    leader_epoch: int = -1
+    end_offset: int = -1
+
+
+def epoch_end_offset(epochs: tuple[tuple[int, int], ...], leo: int, requested: int) -> tuple[int, int]:
+    """KIP-320 (used by KIP-392 "Case 4"): the largest epoch <= requested and its end
+    offset: the next epoch's start offset, or the LEO for the latest epoch.
+    `epochs` are (epoch, start offset) in increasing order; (-1, -1) if none fits."""
+    found = [(e, i) for i, (e, _) in enumerate(epochs) if e <= requested]
+    if not found:
+        return (-1, -1)
+    epoch, i = found[-1]
+    end = epochs[i + 1][1] if i + 1 < len(epochs) else leo
+    return (epoch, end)
+
+
+def offsets_for_leader_epoch(
+    partition: PartitionState, broker: int, epochs: tuple[tuple[int, int], ...], requested_epoch: int,
+    consumer: bool, profile: Profile | str = "kip",
+) -> frozenset[EpochEndOffset]:
+    """KIP-392 "Protocol Changes" (OffsetsForLeaderEpoch): only the leader answers;
+    for a consumer the end offset is capped at the HWM, and a new leader whose HWM
+    still lags answers the latest epoch with OFFSET_NOT_AVAILABLE."""
+    profile = profiles.get(profile)
+    if broker != partition.leader:
+        return frozenset({EpochEndOffset(NOT_LEADER_OR_FOLLOWER)})
+    leader = partition.leader_replica
+    epoch, end = epoch_end_offset(epochs, leader.leo, requested_epoch)
+    if not consumer or profile.allows(profiles.OFFSETS_FOR_LEADER_EPOCH_UNCAPPED) or epoch < 0:
+        return frozenset({EpochEndOffset(NONE, epoch, end)})
+    if partition.hwm_pending and epoch == partition.leader_epoch:
+        return frozenset({EpochEndOffset(OFFSET_NOT_AVAILABLE)})
+    return frozenset({EpochEndOffset(NONE, epoch, min(end, leader.hwm))})
+
+
+def out_of_range_action(fetch_offset: int, log_start: int, epoch_known: bool) -> str:
+    """KIP-392 "Case 3" / "Case 4": what a consumer does on OFFSET_OUT_OF_RANGE.
+
+    Below the replica's log start: skip the KIP-320 truncation check and apply the
+    reset policy ("reset"). Otherwise validate the position with the leader by
+    OffsetsForLeaderEpoch ("validate"), or reset if no epoch is known."""
+    if fetch_offset < log_start or not epoch_known:
+        return "reset"
+    return "validate"
+
+
+def validation_result(fetch_offset: int, fetch_epoch: int, answer: EpochEndOffset) -> str:
+    """KIP-392 "Case 4" steps a-c: the leader's answer for the fetch epoch proves the
+    offset valid ("continue": same epoch, end offset >= fetch offset) or truncated."""
+    if answer.error != NONE:
+        return "retry"
+    if answer.leader_epoch == fetch_epoch and answer.end_offset >= fetch_offset:
+        return "continue"
+    return "truncated"
+
+
+def reset_offset(policy: str, serving: Replica, leader: Replica) -> int:
+    """KIP-392 "Case 3" reset rules: "earliest" -> the log start of the replica the
+    consumer fetches from; "latest" -> the leader's end offset as a consumer sees it
+    (its HWM); "none" -> an error to the application."""
+    if policy == "earliest":
+        return serving.log_start
+    if policy == "latest":
+        return leader.hwm
+    if policy == "none":
+        raise LookupError("reset policy none: no offset to reset to")
+    raise ValueError(f"unknown reset policy {policy!r}")
