@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -44,18 +45,26 @@ def spark_session(master: str | None = None):
         paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         if root not in paths:
             os.environ["PYTHONPATH"] = os.pathsep.join([root, *paths])
+    warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
     builder = (SparkSession.builder.master(master).appName("kipcheck-check")
                .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config("spark.sql.shuffle.partitions", "8"))
     if master.startswith("local"):
         builder = builder.config("spark.driver.memory", os.environ.get("KIPCHECK_SPARK_MEMORY", "2g"))
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
 
 
 def _explode(rules: Sequence):
     """mapInArrow function: validated rows, one per (rule, key) they belong to."""
     import pyarrow as pa
+
+    schema = pa.schema([("rule", pa.int32()), ("key", pa.string()), ("index", pa.int64()),
+                        ("time", pa.int64()), ("process", pa.string()), ("type", pa.string()),
+                        ("f", pa.string()), ("value", pa.string())])
 
     def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -70,7 +79,7 @@ def _explode(rules: Sequence):
                         out["key"].append(key)
                         for c, v in zip(_COLUMNS, row):
                             out[c].append(v)
-            yield pa.RecordBatch.from_pydict(out)
+            yield pa.RecordBatch.from_pydict(out, schema=schema)
 
     return fn
 

@@ -1,0 +1,48 @@
+"""Which model profile a check uses: asked for, or the one for the run's Kafka version.
+
+The profiles themselves belong to `reference_model.profiles`; this module only reads the
+run's `config.json` and validates names, falling back to `kip` alone when the reference
+model is not importable.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from checks.history import HistoryError
+
+
+def known_profiles() -> list[str]:
+    try:
+        from reference_model.profiles import PROFILES
+    except ImportError:
+        return ["kip"]
+    return sorted(PROFILES)
+
+
+def profile_for_version(version: str | None) -> str:
+    """"4.3.1" -> "kafka-4.3" when that profile exists, else "kip"."""
+    try:
+        from reference_model.profiles import for_version
+    except ImportError:
+        return "kip"
+    return for_version(version)
+
+
+def kafka_version(path: str | Path) -> str | None:
+    """The `kafka_version` of the run a history belongs to, when its config.json says."""
+    p = Path(path)
+    config = (p if p.is_dir() else p.parent) / "config.json"
+    try:
+        return json.loads(config.read_text()).get("kafka_version")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def choose_profile(path: str | Path, asked: str | None = None) -> str:
+    """The profile to check `path` with: `asked` if given (and known), else by version."""
+    if asked is not None:
+        if asked not in known_profiles():
+            raise HistoryError(f"unknown profile {asked!r}; known: {', '.join(known_profiles())}")
+        return asked
+    return profile_for_version(kafka_version(path))
