@@ -1,0 +1,85 @@
+"""KIP-1023: Follower fetch from tiered offset (and the ListOffsets timestamps)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .state import OFFSET_MOVED_TO_TIERED_STORAGE, OFFSET_OUT_OF_RANGE, UNKNOWN_OFFSET, TieredLog
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LAST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
+
+
+def earliest_pending_upload(log: TieredLog) -> int:
+    """KIP-1023 "FetchOffet API Changes": the offset after the highest offset on remote
+    storage; -1 while the leader does not know it (nothing uploaded or not learnt yet)."""
+    return log.last_tiered + 1 if log.last_tiered >= 0 else UNKNOWN_OFFSET
+
+
+def list_offsets(log: TieredLog, timestamp: int, isolation_level: str = "read_uncommitted", replica_id: int = -1) -> int:
+    """KIP-1023 "List Offsets API": -2 log start, -1 latest (LEO for a replica, LSO for
+    read_committed, HWM for other clients: KIP-392 committed-only), -3 offset of the max
+    timestamp, -4 local log start, -5 last tiered offset, -6 earliest pending upload."""
+    if timestamp == EARLIEST:
+        return log.log_start
+    if timestamp == LATEST:
+        if replica_id >= 0:
+            return log.leo
+        return log.lso if isolation_level == "read_committed" else log.hwm
+    if timestamp == MAX_TIMESTAMP:
+        return log.max_timestamp_offset
+    if timestamp == EARLIEST_LOCAL:
+        return log.local_log_start
+    if timestamp == LAST_TIERED:
+        return log.last_tiered
+    if timestamp == EARLIEST_PENDING_UPLOAD:
+        return earliest_pending_upload(log)
+    raise ValueError(f"not a special ListOffsets timestamp: {timestamp}")
+
+
+def inequality_violations(log: TieredLog) -> tuple[str, ...]:
+    """KIP-1023 "High-Level Design": Lz >= Ly >= Lx and Ly >= Ry >= Rx (remote values
+    only when known, i.e. >= 0). Returns the names of the broken ones."""
+    checks = [
+        ("Lz>=Ly", log.leo >= log.lso),
+        ("Ly>=Lx", log.lso >= log.local_log_start),
+    ]
+    if log.last_tiered >= 0:
+        checks.append(("Ly>=Ry", log.lso >= log.last_tiered))
+        if log.remote_log_start >= 0:
+            checks.append(("Ry>=Rx", log.last_tiered >= log.remote_log_start))
+    return tuple(name for name, ok in checks if not ok)
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """What an empty follower does next: fetch from `fetch_offset` with `log_start`
+    (auxiliary state built for [log_start, fetch_offset)), or `retry` later."""
+
+    action: str  # "fetch" | "retry"
+    fetch_offset: int = UNKNOWN_OFFSET
+    log_start: int = UNKNOWN_OFFSET
+
+
+def follower_bootstrap(
+    error: str, enabled: bool, follower_empty: bool, leader_log_start: int, leader_local_log_start: int,
+    pending_upload: int,
+) -> Bootstrap:
+    """KIP-1023 "ReplicaFetcher Changes" (and "Case 2.1/2.2" for the old behaviour).
+
+    Old behaviour (feature off, or follower not empty): OFFSET_OUT_OF_RANGE -> restart
+    at the leader's log start; OFFSET_MOVED_TO_TIERED_STORAGE -> at its local log start.
+    New: the earliest pending upload offset; if unknown (-1) use the local log start when
+    nothing was ever uploaded (log start == local log start), else retry; if below the
+    leader's log start, nothing valid is on remote: replicate what the leader has locally."""
+    if not (enabled and follower_empty):
+        if error == OFFSET_OUT_OF_RANGE:
+            return Bootstrap("fetch", leader_log_start, leader_log_start)
+        if error == OFFSET_MOVED_TO_TIERED_STORAGE:
+            return Bootstrap("fetch", leader_local_log_start, leader_log_start)
+        raise ValueError(f"bootstrap starts from an out-of-range answer, not {error}")
+    if pending_upload == UNKNOWN_OFFSET:
+        if leader_log_start == leader_local_log_start:
+            return Bootstrap("fetch", leader_local_log_start, leader_log_start)
+        return Bootstrap("retry")
+    if pending_upload < leader_log_start:
+        return Bootstrap("fetch", leader_local_log_start, leader_local_log_start)
+    return Bootstrap("fetch", pending_upload, leader_log_start)

@@ -1,0 +1,233 @@
+"""KIP-227: Incremental fetch requests and fetch sessions.
+
+Sessions and the cache are immutable values (`state.Session`, `state.SessionCache`);
+`handle_request` returns every allowed (response, next cache) pair.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from . import profiles
+from .profiles import Profile
+from .state import (
+    FETCH_SESSION_ID_NOT_FOUND,
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    INVALID_FETCH_SESSION_EPOCH,
+    MAX_INT32,
+    NO_SESSION,
+    NONE,
+    CachedPartition,
+    Session,
+    SessionCache,
+)
+
+SESSIONLESS = "sessionless"  # 0 / -1
+NEW = "new"  # 0 / 0
+CLOSE_AND_NEW = "close-and-new"  # ID / 0
+INCREMENTAL = "incremental"  # ID / EPOCH
+CLOSE = "close"  # ID / -1
+
+
+def next_epoch(epoch: int) -> int:
+    """KIP-227 "Fetch Epoch": incremented by one per request; after MAX_INT it wraps
+    to 1 (epochs are always positive). A negative epoch has no successor."""
+    if epoch < 0:
+        return FINAL_EPOCH
+    return 1 if epoch == MAX_INT32 else epoch + 1
+
+
+def request_kind(session_id: int, epoch: int) -> str:
+    """KIP-227 "FetchRequest Metadata meaning": the row of the session id/epoch table.
+
+    Anything else (e.g. id 0 with a positive epoch) is an incremental request for a
+    session that cannot exist."""
+    if epoch == FINAL_EPOCH:
+        return SESSIONLESS if session_id == NO_SESSION else CLOSE
+    if epoch == INITIAL_EPOCH:
+        return NEW if session_id == NO_SESSION else CLOSE_AND_NEW
+    return INCREMENTAL
+
+
+@dataclass(frozen=True)
+class FetchRequest:
+    session_id: int
+    epoch: int
+    privileged: bool  # KIP-227 "Privileged bit": the fetcher is a follower
+    partitions: tuple[tuple[str, int, int], ...] = ()  # (topic, partition, fetch offset)
+    forgotten: tuple[tuple[str, int], ...] = ()
+    now_ms: int = 0
+
+
+@dataclass(frozen=True)
+class SessionResponse:
+    """Top-level answer: error code and session id; `created` marks a new session."""
+
+    error: str
+    session_id: int
+    created: bool = False
+
+
+# --- Fetch Session Caching -------------------------------------------------------
+
+def may_evict(existing: Session, new_privileged: bool, new_size: int, now_ms: int, eviction_ms: int) -> bool:
+    """KIP-227 "Fetch Session Caching": a new session evicts an existing one iff
+    1. the new one is a follower's and the existing one a consumer's, or
+    2. the existing one has been inactive longer than the eviction time, or
+    3. the existing one is older than the eviction time and the new one has more partitions."""
+    if new_privileged and not existing.privileged:
+        return True
+    if now_ms - existing.last_used_ms > eviction_ms:
+        return True
+    return now_ms - existing.created_ms > eviction_ms and new_size > existing.size
+
+
+def kafka_eviction_victim(cache: SessionCache, new_privileged: bool, new_size: int, now_ms: int) -> int | None:
+    """Kafka's single choice (profile `evict-smallest`): the least recently used
+    session if idle too long; else the smallest (privileged, size, id) session among
+    those a new session of its kind may evict, if the new (privileged, size) is not smaller.
+    A consumer may evict only sessions older than the eviction time; a follower also
+    any consumer session."""
+    if not cache.sessions:
+        return None
+    lru = min(cache.sessions, key=lambda s: (s.last_used_ms, s.id))
+    if now_ms - lru.last_used_ms > cache.eviction_ms:
+        return lru.id
+    old = lambda s: now_ms - s.created_ms > cache.eviction_ms  # noqa: E731
+    pool = [s for s in cache.sessions if old(s) or (new_privileged and not s.privileged)]
+    if not pool:
+        return None
+    victim = min(pool, key=lambda s: (s.privileged, s.size, s.id))
+    return victim.id if (new_privileged, new_size) > (victim.privileged, victim.size) else None
+
+
+def admission_outcomes(cache: SessionCache, privileged: bool, size: int, now_ms: int, profile: Profile) -> frozenset:
+    """KIP-227 "Fetch Session Caching": may a new session get a slot, and whom may it
+    evict? Results: ("free", None), ("evict", session id) or ("rejected", None)."""
+    if len(cache.sessions) < cache.slots:
+        return frozenset({("free", None)})
+    if profile.allows(profiles.EVICT_SMALLEST):
+        victim = kafka_eviction_victim(cache, privileged, size, now_ms)
+        return frozenset({("evict", victim) if victim is not None else ("rejected", None)})
+    victims = {s.id for s in cache.sessions if may_evict(s, privileged, size, now_ms, cache.eviction_ms)}
+    return frozenset({("evict", v) for v in victims} or {("rejected", None)})
+
+
+def fresh_session_id(cache: SessionCache, requested: int | None = None) -> int:
+    """KIP-227 "Fetch Session ID": non-zero and unique on the broker. Replay is
+    deterministic, so the id is the one the scenario gives, else max + 1."""
+    if requested is not None and requested != NO_SESSION and cache.get(requested) is None:
+        return requested
+    return max((s.id for s in cache.sessions), default=0) + 1
+
+
+def _create(cache: SessionCache, req: FetchRequest, profile: Profile, new_id: int | None):
+    out = []
+    for kind, victim in admission_outcomes(cache, req.privileged, len(req.partitions), req.now_ms, profile):
+        if kind == "rejected":
+            out.append((SessionResponse(NONE, NO_SESSION), cache))
+            continue
+        base = cache.without(victim) if kind == "evict" else cache
+        sid = fresh_session_id(base, new_id)
+        parts = tuple(CachedPartition(t, p, o) for t, p, o in req.partitions)
+        session = Session(sid, next_epoch(INITIAL_EPOCH), req.privileged, parts, req.now_ms, req.now_ms)
+        out.append((SessionResponse(NONE, sid, created=True), base.with_session(session)))
+    return out
+
+
+def update_session_partitions(session: Session, req: FetchRequest) -> tuple[CachedPartition, ...]:
+    """KIP-227 "Incremental Fetch Requests": listed partitions are added or get their
+    new fetch offset (keeping their place in the rotation); forgotten ones leave."""
+    by_key = {p.key: p for p in session.partitions}
+    order = [p.key for p in session.partitions]
+    for t, p, o in req.partitions:
+        if (t, p) in by_key:
+            by_key[(t, p)] = replace(by_key[(t, p)], fetch_offset=o)
+        else:
+            by_key[(t, p)] = CachedPartition(t, p, o)
+            order.append((t, p))
+    gone = set(req.forgotten)
+    return tuple(by_key[k] for k in order if k not in gone)
+
+
+def handle_request(cache: SessionCache, req: FetchRequest, profile: Profile | str = "kip", new_id: int | None = None):
+    """KIP-227 "FetchRequest Metadata meaning", the new error codes and "FetchResponse
+    Metadata meaning": every allowed (SessionResponse, next cache).
+
+    Wrong epoch: INVALID_FETCH_SESSION_EPOCH, session kept, response id 0 or the
+    session's id (DESIGN.md). Unknown id: FETCH_SESSION_ID_NOT_FOUND, id 0."""
+    profile = profiles.get(profile)
+    kind = request_kind(req.session_id, req.epoch)
+    if kind == SESSIONLESS:
+        return [(SessionResponse(NONE, NO_SESSION), cache)]
+    if kind in (CLOSE, CLOSE_AND_NEW):
+        cache = cache.without(req.session_id)
+        if kind == CLOSE:
+            return [(SessionResponse(NONE, NO_SESSION), cache)]
+    if kind in (NEW, CLOSE_AND_NEW):
+        return _create(cache, req, profile, new_id)
+    session = cache.get(req.session_id)
+    if session is None:
+        return [(SessionResponse(FETCH_SESSION_ID_NOT_FOUND, NO_SESSION), cache)]
+    if session.epoch != req.epoch:
+        return [
+            (SessionResponse(INVALID_FETCH_SESSION_EPOCH, NO_SESSION), cache),
+            (SessionResponse(INVALID_FETCH_SESSION_EPOCH, session.id), cache),
+        ]
+    parts = update_session_partitions(session, req)
+    if not parts and profile.allows(profiles.EMPTY_SESSION_CLOSED):
+        return [(SessionResponse(NONE, NO_SESSION), cache.without(session.id))]
+    updated = replace(session, partitions=parts, epoch=next_epoch(session.epoch), last_used_ms=req.now_ms)
+    return [(SessionResponse(NONE, session.id), cache.with_session(updated))]
+
+
+# --- Incremental requests and responses -------------------------------------------
+
+def incremental_request_contents(session: Session, wanted: dict[tuple[str, int], int]):
+    """KIP-227 "Incremental Fetch Requests": send only partitions that are new or whose
+    fetch offset changed, and forget those no longer wanted.
+    Returns (partitions to send as (topic, partition, offset), forgotten keys)."""
+    cached = {p.key: p.fetch_offset for p in session.partitions}
+    send = tuple((t, p, o) for (t, p), o in wanted.items() if cached.get((t, p)) != o)
+    forget = tuple(k for k in cached if k not in wanted)
+    return send, forget
+
+
+@dataclass(frozen=True)
+class PartitionResponse:
+    error: str = NONE
+    hwm: int = -1
+    log_start: int = -1
+    has_records: bool = False
+    preferred_read_replica: int = -1
+
+
+def must_include(cached: CachedPartition, resp: PartitionResponse, profile: Profile | str = "kip") -> bool:
+    """KIP-227 "Incremental Fetch Responses": a partition is in an incremental response
+    iff its HWM or log start changed since the session last sent them, or there is new
+    data. Kafka also sends errors and preferred replicas (`incremental-extra-partitions`)."""
+    profile = profiles.get(profile)
+    changed = resp.hwm != cached.hwm or resp.log_start != cached.log_start or resp.has_records
+    if profile.allows(profiles.INCREMENTAL_EXTRA_PARTITIONS):
+        changed = changed or resp.error != NONE or resp.preferred_read_replica >= 0
+    return changed
+
+
+def after_response(cached: CachedPartition, resp: PartitionResponse) -> CachedPartition:
+    """KIP-227 "Cached data about each partition": HWM and log start come from the
+    leader's latest answer (an error leaves the HWM unknown, so it is sent again)."""
+    hwm = -1 if resp.error != NONE else resp.hwm
+    return replace(cached, hwm=hwm, log_start=resp.log_start)
+
+
+def rotate(order: tuple, returned_with_records: tuple) -> tuple:
+    """KIP-227 "Handling Partition Size Limits": partitions that returned data move to
+    the end of the session's list, in the order they were returned."""
+    moved = [k for k in returned_with_records if k in order]
+    return tuple(k for k in order if k not in moved) + tuple(moved)
+
+
+def top_level_error_view(error: str, requested: tuple) -> dict:
+    """KIP-227 "Top-level error code": when set, every requested partition is to be
+    taken as having received that error."""
+    return {key: error for key in requested}
