@@ -215,6 +215,41 @@ def key_columns(record: dict) -> tuple[str | None, int | None]:
     return None, None
 
 
+class ParquetSink:
+    """Appends records to a Parquet history in batches (the explicit schema above)."""
+
+    def __init__(self, path: str | Path, batch_rows: int = 65536):
+        self.batch_rows = batch_rows
+        self.rows = 0
+        self._cols: dict[str, list] = {name: [] for name in PARQUET_SCHEMA.names}
+        self._writer = pq.ParquetWriter(path, PARQUET_SCHEMA, compression="zstd")
+
+    def add(self, record: dict) -> None:
+        topic, partition = key_columns(record)
+        c = self._cols
+        c["index"].append(record["index"])
+        c["time"].append(record["time"])
+        c["process"].append(str(record["process"]))
+        c["type"].append(record["type"])
+        c["f"].append(record["f"])
+        c["topic"].append(topic)
+        c["partition"].append(partition)
+        c["value"].append(json.dumps(record["value"], separators=(",", ":")))
+        self.rows += 1
+        if len(c["index"]) >= self.batch_rows:
+            self._flush()
+
+    def _flush(self):
+        if self._cols["index"]:
+            self._writer.write_table(pa.Table.from_pydict(self._cols, schema=PARQUET_SCHEMA))
+            for v in self._cols.values():
+                v.clear()
+
+    def close(self) -> None:
+        self._flush()
+        self._writer.close()
+
+
 def to_parquet(jsonl_path: str | Path, parquet_path: str | Path, batch_rows: int = 65536) -> int:
     """Convert a JSONL history to Parquet (streaming, validating). Returns the row count.
 
@@ -222,34 +257,17 @@ def to_parquet(jsonl_path: str | Path, parquet_path: str | Path, batch_rows: int
     that `resolve` would prefer."""
     jsonl_path, parquet_path = Path(jsonl_path), Path(parquet_path)
     tmp = parquet_path.with_name(parquet_path.name + ".tmp")
-    rows = 0
-    cols: dict[str, list] = {name: [] for name in PARQUET_SCHEMA.names}
-
-    def flush(writer):
-        writer.write_table(pa.Table.from_pydict(cols, schema=PARQUET_SCHEMA))
-        for v in cols.values():
-            v.clear()
-
     try:
-        with pq.ParquetWriter(tmp, PARQUET_SCHEMA, compression="zstd") as writer:
+        sink = ParquetSink(tmp, batch_rows)
+        try:
             for record in _iter_jsonl(jsonl_path):
-                topic, partition = key_columns(record)
-                cols["index"].append(record["index"])
-                cols["time"].append(record["time"])
-                cols["process"].append(str(record["process"]))
-                cols["type"].append(record["type"])
-                cols["f"].append(record["f"])
-                cols["topic"].append(topic)
-                cols["partition"].append(partition)
-                cols["value"].append(json.dumps(record["value"], separators=(",", ":")))
-                rows += 1
-                if len(cols["index"]) >= batch_rows:
-                    flush(writer)
-            flush(writer)
+                sink.add(record)
+        finally:
+            sink.close()
         tmp.replace(parquet_path)
     finally:
         tmp.unlink(missing_ok=True)
-    return rows
+    return sink.rows
 
 
 def write_jsonl(records: Iterable[dict], path: str | Path) -> None:

@@ -251,7 +251,9 @@ def send_order(d: Digest, budget: int) -> list[Anomaly]:
 
     out, start, failed = [], 0, False
     for window in linearize.windows(ops):
-        if len(window) > 1:
+        if len(window) == 1:  # nothing overlaps it: no search needed
+            failed |= not step(start, window[0])
+        else:
             res = linearize.check(window, linearize.Model(start, step), budget=budget)
             if res.ok is None:
                 first = placed[window[0].id][0]
