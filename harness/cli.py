@@ -1,0 +1,194 @@
+"""The `kipcheck` command line. Every user error is one line on stderr and exit code 2."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from harness.errors import HarnessError
+
+EXIT_VALID, EXIT_ANOMALIES, EXIT_ERROR, EXIT_UNKNOWN = 0, 1, 2, 3
+
+
+def _exit_for(verdict: dict | None) -> int:
+    if verdict is None:
+        return EXIT_ERROR
+    return {True: EXIT_VALID, False: EXIT_ANOMALIES}.get(verdict["valid"], EXIT_UNKNOWN)
+
+
+def _kafka_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kafka-version", default=None,
+                   help="Kafka version from Maven Central (default: newest 4.x >= 4.3 that resolves)")
+    p.add_argument("--kafka-home", default=None, help="use an unpacked Kafka distribution instead of Maven")
+    p.add_argument("--brokers", type=int, default=3, help="broker count (default 3)")
+    p.add_argument("--controllers", type=int, default=0,
+                   help="dedicated controllers (default 0: every node is broker+controller)")
+
+
+def cmd_run(args) -> int:
+    from faults.registry import parse_kinds
+    from harness.progress import ProgressUI
+    from harness.run import RunOptions, run
+    faults = None if args.faults is None else ([] if args.faults == "none" else parse_kinds(args.faults))
+    opts = RunOptions(duration=args.duration, seed=args.seed, kafka_version=args.kafka_version,
+                      kafka_home=args.kafka_home, brokers=args.brokers, controllers=args.controllers,
+                      faults=faults, intensity=args.intensity, runs_dir=args.runs_dir, engine=args.engine,
+                      profile=args.profile)
+    ui = ProgressUI(quiet=args.quiet)
+    run_dir, verdict = run(opts, ui)
+    if verdict is not None:
+        flagged = {k: len(v) for k, v in verdict["anomalies"].items() if v}
+        known = {k: len(v) for k, v in verdict["known"].items() if v}
+        print(f"valid: {verdict['valid']}" + (f"  anomalies: {flagged}" if flagged else "")
+              + (f"  known: {known}" if known else ""))
+    print(f"report: {run_dir / 'report' / 'index.html'}")
+    return _exit_for(verdict)
+
+
+def cmd_cluster(args) -> int:
+    from harness.cluster import ClusterOptions, NativeCluster, reap_stale, teardown
+    from harness.state import all_states
+    if args.action == "up":
+        from harness.kafka_dist import resolve
+        from harness.progress import ProgressUI
+        dist = resolve(args.kafka_version, args.kafka_home)
+        root = Path(args.dir or Path("runs") / "cluster").resolve()
+        cluster = NativeCluster(dist, root, ClusterOptions(args.brokers, args.controllers), owner_pid=None)
+        ui = ProgressUI()
+        try:
+            with ui.step(f"starting {args.brokers} Kafka {dist.version} nodes ({cluster.mode})"):
+                cluster.up(progress=ui.substep)
+        except BaseException:
+            cluster.down()
+            raise
+        print(json.dumps({"cluster_id": cluster.cluster_id, "bootstrap": cluster.bootstrap_servers(),
+                          "mode": cluster.mode, "racks": cluster.racks(), "dir": str(root)}))
+        return 0
+    if args.action == "status":
+        reaped = reap_stale()
+        for r in reaped:
+            print(f"cleaned up stale {r}")
+        states = all_states()
+        if not states:
+            print("no clusters")
+        for st in states:
+            d = st.data
+            from harness.state import same_process_alive
+            nodes = {k: ("up" if same_process_alive(v.get("pid"), v.get("start")) else "down")
+                     for k, v in d.get("nodes", {}).items()}
+            print(json.dumps({"cluster_id": d["cluster_id"], "kafka_version": d.get("kafka_version"),
+                              "mode": d.get("mode"), "bootstrap": d.get("bootstrap"), "nodes": nodes,
+                              "owner_pid": d.get("owner_pid"), "dir": d.get("root")}))
+        return 0
+    if args.action == "down":
+        reaped = reap_stale()
+        n = 0
+        for st in all_states():
+            if args.id and st.data["cluster_id"] != args.id:
+                continue
+            teardown(st)
+            n += 1
+        print(f"stopped {n} cluster(s)" + (f", cleaned {len(reaped)} stale" if reaped else ""))
+        return 0
+    raise HarnessError(f"unknown cluster action {args.action}")
+
+
+def cmd_report(args) -> int:
+    from reports.html import write_report
+    path = write_report(Path(args.run))
+    print(path)
+    return 0
+
+
+def cmd_model(args) -> int:
+    from reference_model.scenario import replay
+    try:
+        scenario = json.loads(Path(args.scenario).read_text())
+    except (OSError, ValueError) as e:
+        raise HarnessError(f"cannot read scenario {args.scenario}: {e}") from None
+    print(json.dumps(replay(scenario, profile=args.profile), indent=2))
+    return 0
+
+
+def cmd_history(args) -> int:
+    from checks.history import HistoryError, iter_history
+    from collections import Counter
+    by_f, by_type, by_process = Counter(), Counter(), Counter()
+    try:
+        for rec in iter_history(args.run):
+            by_f[rec["f"]] += 1
+            by_type[rec["type"]] += 1
+            by_process[str(rec["process"])] += 1
+    except HistoryError as e:
+        raise HarnessError(str(e)) from None
+    print(json.dumps({"records": sum(by_f.values()), "by_f": dict(by_f.most_common()),
+                      "by_type": dict(by_type.most_common()), "by_process": dict(by_process.most_common())},
+                     indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kipcheck", description="Chaos and KIP conformance checks for Kafka (KRaft)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="cluster up, workload + faults, check, report")
+    r.add_argument("--duration", type=float, default=60.0, help="seconds of workload (default 60)")
+    r.add_argument("--seed", type=int, default=0, help="seed of the fault schedule")
+    r.add_argument("--faults", default=None,
+                   help="comma-separated fault kinds for a seeded schedule, or 'none' "
+                        "(default: isolate partition 0's leader once)")
+    r.add_argument("--intensity", type=float, default=1.0, help="fault schedule intensity (default 1.0)")
+    r.add_argument("--runs-dir", default="runs", help="where run directories go (default ./runs)")
+    r.add_argument("--engine", choices=("local", "spark"), default="local", help="checker engine")
+    r.add_argument("--profile", default=None, help="model profile (default: from the Kafka version)")
+    r.add_argument("--quiet", action="store_true", help="no progress display")
+    _kafka_args(r)
+    r.set_defaults(func=cmd_run)
+
+    c = sub.add_parser("cluster", help="keep a cluster running to poke at it")
+    c.add_argument("action", choices=("up", "status", "down"))
+    c.add_argument("--id", default=None, help="with down: only this cluster")
+    c.add_argument("--dir", default=None, help="with up: node directories (default ./runs/cluster)")
+    _kafka_args(c)
+    c.set_defaults(func=cmd_cluster)
+
+    from checks.cli_check import add_check_arguments, run_check_command
+    k = sub.add_parser("check", help="check a history against the reference model")
+    add_check_arguments(k)
+    k.set_defaults(func=run_check_command)
+
+    rep = sub.add_parser("report", help="(re)write a run's HTML report")
+    rep.add_argument("run", help="run directory")
+    rep.set_defaults(func=cmd_report)
+
+    m = sub.add_parser("model", help="replay a scenario through the reference model")
+    msub = m.add_subparsers(dest="model_command", required=True)
+    mr = msub.add_parser("replay", help="print each step's allowed outcomes as JSON")
+    mr.add_argument("scenario", help="scenario JSON file (see docs/model.md)")
+    mr.add_argument("--profile", default="kip", help="kip or kafka-X.Y")
+    mr.set_defaults(func=cmd_model)
+
+    h = sub.add_parser("history", help="history tools")
+    hsub = h.add_subparsers(dest="history_command", required=True)
+    hs = hsub.add_parser("stats", help="counts by f, type and process")
+    hs.add_argument("run", help="run directory or history file")
+    hs.set_defaults(func=cmd_history)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except HarnessError as e:
+        print(f"kipcheck: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("kipcheck: interrupted; faults healed and cluster stopped", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

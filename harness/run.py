@@ -1,0 +1,200 @@
+"""`kipcheck run`: cluster up, workload + faults, heal, final reads, check, report.
+
+Whatever goes wrong (an exception, Ctrl-C, SIGTERM), the run heals every fault,
+stops the cluster, closes the history and still writes what it can: the history
+and node logs are never lost. A SIGKILLed run is cleaned up by its reaper or by
+the next start.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import signal
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from harness.admin import Admin
+from harness.cluster import ClusterOptions, NativeCluster
+from harness.errors import HarnessError
+from harness.history import History
+from harness.kafka_dist import resolve
+from harness.workload import ConsumerWorker, ProducerWorker, WorkloadOptions, final_read
+from faults.nemesis import Nemesis, heal_all
+from faults import schedule as schedules
+
+
+@dataclass
+class RunOptions:
+    duration: float = 60.0
+    seed: int = 0
+    kafka_version: str | None = None
+    kafka_home: str | None = None
+    brokers: int = 3
+    controllers: int = 0
+    faults: list[str] | None = None  # None: the single leader isolation; []: no faults
+    intensity: float = 1.0
+    runs_dir: str = "runs"
+    engine: str = "local"
+    profile: str | None = None
+    workload: WorkloadOptions = field(default_factory=WorkloadOptions)
+
+
+class RunContext:
+    """What faults may touch during a run (see faults.base.FaultContext)."""
+
+    def __init__(self, cluster: NativeCluster, topic: str):
+        self.cluster, self.topic = cluster, topic
+
+    def admin(self) -> Admin:
+        return Admin(self.cluster.bootstrap_servers())
+
+    def leader_of(self, topic: str, partition: int) -> int:
+        leader = self.admin().leader(topic, partition)
+        if leader < 0:
+            raise HarnessError(f"{topic}-{partition} has no leader")
+        return leader
+
+
+def new_run_dir(runs_dir: str, seed: int) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = Path(runs_dir) / f"{stamp}-s{seed}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = Path(f"{base}-{n}")
+    path.mkdir(parents=True)
+    return path
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _sigterm_as_interrupt():
+    """SIGTERM unwinds like Ctrl-C, so the finally blocks heal and tear down."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+
+
+def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
+    """Do a whole run; return the run directory and the verdict (None when it did not get that far).
+
+    `ui` shows progress (see harness.progress); errors propagate after cleanup."""
+    _sigterm_as_interrupt()
+    run_dir = new_run_dir(options.runs_dir, options.seed)
+    ui.note(f"run directory {run_dir}")
+    w = options.workload
+    if options.faults is None:
+        plan = schedules.single_partition(options.duration, w.topic)
+    else:
+        plan = schedules.generate(options.seed, options.faults, options.duration, w.topic, options.intensity)
+    config = {"seed": options.seed, "duration": options.duration, "backend": "native",
+              "options": {k: v for k, v in asdict(options).items() if k != "workload"},
+              "workload": asdict(w), "schedule": [s.as_json() for s in plan],
+              "python": platform.python_version(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    (run_dir / "config.json").write_text(json.dumps(config, indent=2))
+
+    with ui.step("resolving Kafka"):
+        dist = resolve(options.kafka_version, options.kafka_home)
+    config.update(kafka_version=dist.version)
+    (run_dir / "config.json").write_text(json.dumps(config, indent=2))
+
+    cluster = NativeCluster(dist, run_dir / "cluster", ClusterOptions(options.brokers, options.controllers),
+                            owner_pid=os.getpid())
+    history = History(run_dir / "history.jsonl")
+    verdict = None
+    try:
+        with ui.step(f"starting {options.brokers} Kafka {dist.version} nodes"):
+            cluster.up(progress=ui.substep)
+        config.update(mode=cluster.mode, racks=cluster.racks(), bootstrap=cluster.bootstrap_servers())
+        (run_dir / "config.json").write_text(json.dumps(config, indent=2))
+        if cluster.mode == "loopback":
+            ui.note("not root: nodes share loopback; packet-level partitions are unavailable, proxy faults only")
+        ctx = RunContext(cluster, w.topic)
+        with ui.step("creating the workload topic"):
+            admin = ctx.admin()
+            admin.create_topic(w.topic, w.partitions, min(3, options.brokers))
+            parts = admin.wait_full_isr(w.topic, 60)
+        rack = w.consumer_rack or _follower_rack(cluster, parts)
+        config.update(consumer_rack=rack)
+        (run_dir / "config.json").write_text(json.dumps(config, indent=2))
+        _drive(cluster, ctx, options, plan, history, rack, ui)
+        with ui.step("healing and waiting for a full ISR"):
+            heal_all(ctx, history)
+            try:
+                ctx.admin().wait_full_isr(w.topic, 60)
+            except HarnessError as e:
+                ui.note(f"warning: {e}")
+        with ui.step("final reads from the beginning"):
+            if not final_read(cluster.bootstrap_servers(), w, history):
+                ui.note("warning: the final reads did not reach every partition's end; lost-write is incomplete")
+    finally:
+        try:
+            if cluster.state is not None:
+                with ui.step("stopping the cluster"):
+                    try:
+                        heal_all(RunContext(cluster, w.topic))
+                    finally:
+                        cluster.down()
+        finally:
+            history.close()
+            verdict = _check_and_report(run_dir, options, ui)
+    return run_dir, verdict
+
+
+def _follower_rack(cluster: NativeCluster, parts) -> str:
+    """The rack of a follower of partition 0: a consumer there reads from a follower (KIP-392)."""
+    p0 = next(p for p in parts if p.partition == 0)
+    follower = next(r for r in p0.replicas if r != p0.leader)
+    return cluster.racks()[follower]
+
+
+def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str, ui) -> None:
+    stop = threading.Event()
+    w = options.workload
+    bootstrap = cluster.bootstrap_servers()
+    producers = [ProducerWorker(bootstrap, w, history, stop, i) for i in range(w.producers)]
+    consumers = [ConsumerWorker(bootstrap, w, history, stop, i, rack) for i in range(w.consumers)]
+    nemesis = Nemesis(ctx, plan, history, stop)
+    workers = [*producers, *consumers]
+    for t in [*workers, nemesis]:
+        t.start()
+    try:
+        with ui.timed("workload and faults", options.duration) as tick:
+            t0 = time.monotonic()
+            while (elapsed := time.monotonic() - t0) < options.duration:
+                for t in [*workers, nemesis]:
+                    if t.error:
+                        raise HarnessError(f"{t.name} failed: {t.error}")
+                tick(elapsed, sent=sum(p.sent for p in producers), read=sum(c.read for c in consumers),
+                     faults=len(nemesis.windows))
+                time.sleep(0.25)
+    finally:
+        stop.set()
+        for t in [nemesis, *workers]:
+            t.join(timeout=30)
+
+
+def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:
+    """Parquet, verdict, report: each step independent, so a crash in one keeps the others."""
+    from checks.api import check, write_verdict
+    from checks.history import HistoryError, to_parquet
+    verdict = None
+    try:
+        with ui.step("writing Parquet"):
+            to_parquet(run_dir / "history.jsonl", run_dir / "history.parquet")
+        with ui.step(f"checking the history ({options.engine})"):
+            verdict = check(run_dir, engine=options.engine, profile=options.profile)
+            write_verdict(verdict, run_dir / "verdict.json")
+    except HistoryError as e:
+        ui.note(f"error: {e}")
+    try:
+        from reports.html import write_report
+        with ui.step("writing the report"):
+            write_report(run_dir)
+    except Exception as e:  # the run's data is intact; say so
+        ui.note(f"error: report not written: {e}")
+    return verdict

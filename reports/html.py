@@ -1,0 +1,177 @@
+"""Turns a run directory into `report/index.html`: verdict, anomalies, pictures, logs.
+
+Pictures first where people would rather look than read: a timeline of operations
+against fault windows, and send latency and throughput over time.
+"""
+from __future__ import annotations
+
+import html
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from checks.history import iter_history  # noqa: E402
+
+COLORS = {"ok": "#2a9d3f", "fail": "#d62728", "info": "#f0a030"}
+
+
+def _fault_windows(records: list[dict], end: float) -> list[tuple[float, float, str]]:
+    """(start s, stop s, label) per fault, from the nemesis' start/stop records."""
+    open_, windows = {}, []
+    for r in records:
+        if r["f"] != "fault" or r["type"] != "ok":
+            continue
+        v = r["value"]
+        key = (v.get("fault"), tuple(v.get("targets", [])))
+        if v.get("phase") == "start":
+            open_[key] = r["time"] / 1e9
+        elif v.get("phase") == "stop":
+            for k in [k for k in open_ if k[0] == v.get("fault")]:
+                windows.append((open_.pop(k), r["time"] / 1e9, f"{k[0]} {list(k[1])}"))
+    windows += [(t, end, f"{k[0]} {list(k[1])}") for k, t in open_.items()]
+    return windows
+
+
+def _operations(records: list[dict]) -> list[dict]:
+    """Pair each completion with its invoke (one operation in flight per process)."""
+    pending, ops = {}, []
+    for r in records:
+        if r["type"] == "invoke":
+            pending[r["process"]] = r
+        elif r["process"] in pending:
+            inv = pending.pop(r["process"])
+            ops.append({"process": r["process"], "f": r["f"], "type": r["type"], "start": inv["time"] / 1e9,
+                        "end": r["time"] / 1e9, "index": r["index"], "value": r["value"]})
+    return ops
+
+
+def _shade(ax, windows) -> None:
+    for i, (a, b, label) in enumerate(windows):
+        ax.axvspan(a, b, color="#d62728", alpha=0.12, lw=0)
+        ax.text(a, 1.0, label, transform=ax.get_xaxis_transform(), fontsize=7, va="bottom", color="#a01010",
+                rotation=0, clip_on=False)
+
+
+def timeline_png(ops: list[dict], windows, anomaly_indices: set[int], path: Path) -> None:
+    lanes = sorted({(o["f"], str(o["process"])) for o in ops if o["process"] != "nemesis"},
+                   key=lambda x: (x[0], int(x[1]) if x[1].isdigit() else 0))
+    lane_of = {lane: i for i, lane in enumerate(lanes)}
+    fig, ax = plt.subplots(figsize=(12, max(2.5, 0.35 * len(lanes) + 1.5)))
+    for type_, color in COLORS.items():
+        sel = [o for o in ops if o["type"] == type_ and o["process"] != "nemesis"]
+        ax.scatter([o["end"] for o in sel], [lane_of[(o["f"], str(o["process"]))] for o in sel], s=4, color=color,
+                   label=type_, marker="|")
+    bad = [o for o in ops if o["index"] in anomaly_indices and o["process"] != "nemesis"]
+    if bad:
+        ax.scatter([o["end"] for o in bad], [lane_of[(o["f"], str(o["process"]))] for o in bad], s=40,
+                   color="black", marker="x", label="anomaly")
+    _shade(ax, windows)
+    ax.set_yticks(range(len(lanes)), [f"{f} p{p}" for f, p in lanes], fontsize=7)
+    ax.set_xlabel("seconds since run start")
+    ax.legend(loc="upper right", fontsize=7, ncols=4)
+    ax.set_title("Operations by process against fault windows (red)", fontsize=10, pad=14)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def latency_png(ops: list[dict], windows, path: Path) -> None:
+    sends = [o for o in ops if o["f"] == "send"]
+    polls = [o for o in ops if o["f"] == "poll" and o["type"] == "ok"]
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(12, 5.5), sharex=True)
+    for type_, color in COLORS.items():
+        sel = [o for o in sends if o["type"] == type_]
+        ax1.scatter([o["start"] for o in sel], [(o["end"] - o["start"]) * 1000 for o in sel], s=3, color=color,
+                    label=f"send {type_}")
+    ax1.set_yscale("log")
+    ax1.set_ylabel("send latency (ms)")
+    ax1.legend(fontsize=7, loc="upper right")
+    _shade(ax1, windows)
+    per_sec_sent, per_sec_read = defaultdict(int), defaultdict(int)
+    for o in sends:
+        if o["type"] == "ok":
+            per_sec_sent[int(o["end"])] += 1
+    for o in polls:
+        per_sec_read[int(o["end"])] += len(o["value"].get("records", []))
+    xs = range(0, int(max([o["end"] for o in ops] + [1])) + 1)
+    ax2.plot(xs, [per_sec_sent[x] for x in xs], label="acknowledged sends/s", color="#1f77b4")
+    ax2.plot(xs, [per_sec_read[x] for x in xs], label="records read/s", color="#9467bd")
+    ax2.set_ylabel("per second")
+    ax2.set_xlabel("seconds since run start")
+    ax2.legend(fontsize=7, loc="upper right")
+    for a, b, _ in windows:
+        ax2.axvspan(a, b, color="#d62728", alpha=0.12, lw=0)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _examples_table(section: dict, limit: int = 20) -> str:
+    rows = []
+    for name, examples in section.items():
+        for ex in examples[:limit]:
+            rows.append(f"<tr><td>{html.escape(name)}</td><td>{html.escape(str(ex.get('indices', [])))}</td>"
+                        f"<td>{html.escape(str(ex.get('message', ex)))}</td></tr>")
+        if len(examples) > limit:
+            rows.append(f"<tr><td>{html.escape(name)}</td><td colspan=2>… {len(examples) - limit} more</td></tr>")
+    if not rows:
+        return "<p>none</p>"
+    return "<table><tr><th>anomaly</th><th>history indices</th><th>what</th></tr>" + "".join(rows) + "</table>"
+
+
+def write_report(run_dir: Path) -> Path:
+    run_dir = Path(run_dir)
+    out = run_dir / "report"
+    out.mkdir(exist_ok=True)
+    config = json.loads((run_dir / "config.json").read_text()) if (run_dir / "config.json").exists() else {}
+    verdict_path = run_dir / "verdict.json"
+    verdict = json.loads(verdict_path.read_text()) if verdict_path.exists() else None
+    records = list(iter_history(run_dir / "history.jsonl")) if (run_dir / "history.jsonl").exists() else []
+    ops = _operations(records)
+    end = max([r["time"] for r in records] + [0]) / 1e9
+    windows = _fault_windows(records, end)
+    flagged = set()
+    for examples in (verdict or {}).get("anomalies", {}).values():
+        for ex in examples:
+            flagged.update(ex.get("indices", []))
+    if ops:
+        timeline_png(ops, windows, flagged, out / "timeline.png")
+        latency_png(ops, windows, out / "latency.png")
+    valid = verdict["valid"] if verdict else "not checked"
+    badge = {True: ("VALID", "#2a9d3f"), False: ("INVALID", "#d62728")}.get(valid, (str(valid).upper(), "#888"))
+    counts = {}
+    for r in records:
+        counts[f"{r['f']} {r['type']}"] = counts.get(f"{r['f']} {r['type']}", 0) + 1
+    logs = sorted((run_dir / "cluster").glob("node-*/*.log")) if (run_dir / "cluster").exists() else []
+    log_links = "".join(f'<li><a href="../{html.escape(str(p.relative_to(run_dir)))}">'
+                        f'{html.escape(str(p.relative_to(run_dir)))}</a> ({p.stat().st_size // 1024} KiB)</li>'
+                        for p in logs)
+    schedule = "".join(f"<tr><td>{html.escape(s['kind'])}</td><td>{s['start']:.1f}</td><td>{s['duration']:.1f}</td>"
+                       f"<td>{html.escape(json.dumps(s.get('params', {})))}</td></tr>"
+                       for s in config.get("schedule", []))
+    why = html.escape(str((verdict or {}).get("reason", "")))
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>kipcheck run {html.escape(run_dir.name)}</title>
+<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}}table{{border-collapse:collapse;font-size:13px}}
+td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}}.badge{{color:#fff;padding:4px 12px;border-radius:4px}}
+img{{max-width:100%;border:1px solid #eee}}</style></head><body>
+<h1>kipcheck run <code>{html.escape(run_dir.name)}</code> <span class="badge" style="background:{badge[1]}">{badge[0]}</span></h1>
+<p>Kafka {html.escape(str(config.get('kafka_version', '?')))} · seed {config.get('seed', '?')} ·
+{config.get('duration', '?')} s · mode {html.escape(str(config.get('mode', '?')))} ·
+profile {html.escape(str((verdict or {}).get('profile', '?')))} · consumer rack {html.escape(str(config.get('consumer_rack', '-')))}</p>
+{f'<p><b>Why:</b> {why}</p>' if why else ''}
+<h2>Timeline</h2>{'<img src="timeline.png" alt="operations against fault windows">' if ops else '<p>no operations</p>'}
+<h2>Latency and throughput</h2>{'<img src="latency.png" alt="send latency and throughput">' if ops else ''}
+<h2>Anomalies</h2>{_examples_table((verdict or {}).get('anomalies', {}))}
+<h2>Known deviations (accepted by the profile)</h2>{_examples_table((verdict or {}).get('known', {}))}
+<h2>Faults</h2><table><tr><th>kind</th><th>start (s)</th><th>duration (s)</th><th>params</th></tr>{schedule}</table>
+<h2>History</h2><table>{''.join(f'<tr><td>{html.escape(k)}</td><td>{v}</td></tr>' for k, v in sorted(counts.items()))}</table>
+<p>Files: <a href="../history.jsonl">history.jsonl</a> · <a href="../verdict.json">verdict.json</a> · <a href="../config.json">config.json</a></p>
+<h2>Node logs</h2><ul>{log_links or '<li>none</li>'}</ul>
+</body></html>"""
+    (out / "index.html").write_text(page)
+    return out / "index.html"
