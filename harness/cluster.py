@@ -232,7 +232,10 @@ def reap_stale() -> list[str]:
             reaped.append(st.data["cluster_id"])
     known = {ns for st in all_states() for ns in st.data.get("namespaces", [])}
     if network.namespaces_available():
-        orphans = [ns for ns in network.list_namespaces() if ns.startswith(network.NS_PREFIX) and ns not in known]
+        # A namespace is recorded before it is created, so one no state names is an orphan
+        # (e.g. its state file was deleted by hand); the age check spares one being created now.
+        orphans = [ns for ns in network.list_namespaces()
+                   if ns.startswith(network.NS_PREFIX) and ns not in known and network.namespace_age(ns) > 30]
         if orphans:
             network.delete_network(orphans, [])
             reaped.extend(orphans)

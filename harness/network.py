@@ -39,6 +39,15 @@ def list_namespaces() -> list[str]:
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
 
+def namespace_age(ns: str) -> float:
+    """Seconds since `ip netns add` created the namespace (its mount point's mtime)."""
+    import time
+    try:
+        return time.time() - os.stat(f"/run/netns/{ns}").st_mtime
+    except OSError:
+        return 0.0
+
+
 def namespace_pids(ns: str) -> list[int]:
     out = _ip("netns", "pids", ns, check=False).stdout
     return [int(x) for x in out.split()]

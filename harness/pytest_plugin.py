@@ -1,1 +1,134 @@
-"""pytest plugin: ducktape-style fixtures for kipcheck (filled in by the harness)."""
+"""pytest plugin: ducktape-style services as fixtures for tests against live Kafka.
+
+Fixtures
+- `kafka_dist` (session): the Kafka to run (`--kafka-version`, `--kafka-home`).
+- `cluster` (session): one native KRaft cluster shared by the session's tests; a test
+  that breaks it must heal it (the `nemesis` fixture does that for faults).
+- `fresh_cluster` (function): a private cluster for tests that are destructive.
+- `topic` (function): a new RF=3 topic with a full ISR on `cluster`.
+- `history` (function): a History in the test's own directory.
+- `nemesis` (function): injects FaultSpecs on `cluster`; heals everything afterwards.
+
+Node logs of a failed test are attached to its report, and its history and logs
+stay under pytest's base temp directory.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("kipcheck")
+    g.addoption("--kafka-version", default=os.environ.get("KIPCHECK_KAFKA_VERSION"),
+                help="Kafka version for cluster tests (default: newest 4.x >= 4.3 that resolves)")
+    g.addoption("--kafka-home", default=None, help="unpacked Kafka distribution for cluster tests")
+    g.addoption("--kipcheck-brokers", type=int, default=3, help="brokers in the shared test cluster")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cluster: needs a live Kafka cluster (slow)")
+
+
+@pytest.fixture(scope="session")
+def kafka_dist(pytestconfig):
+    from harness.kafka_dist import resolve
+    return resolve(pytestconfig.getoption("--kafka-version"), pytestconfig.getoption("--kafka-home"))
+
+
+def _start(dist, root: Path, brokers: int):
+    from harness.cluster import ClusterOptions, NativeCluster
+    cluster = NativeCluster(dist, root, ClusterOptions(brokers=brokers), owner_pid=os.getpid())
+    try:
+        cluster.up()
+    except BaseException:
+        cluster.down()
+        raise
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def cluster(kafka_dist, tmp_path_factory, pytestconfig):
+    c = _start(kafka_dist, tmp_path_factory.mktemp("cluster"), pytestconfig.getoption("--kipcheck-brokers"))
+    yield c
+    c.down()
+
+
+@pytest.fixture
+def fresh_cluster(kafka_dist, tmp_path):
+    c = _start(kafka_dist, tmp_path / "cluster", 3)
+    yield c
+    c.down()
+
+
+@pytest.fixture
+def topic(cluster):
+    from harness.admin import Admin
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    admin = Admin(cluster.bootstrap_servers())
+    admin.create_topic(name, partitions=3, replication_factor=min(3, len(cluster.brokers)))
+    admin.wait_full_isr(name, 60)
+    return name
+
+
+@pytest.fixture
+def history(tmp_path):
+    from harness.history import History
+    h = History(tmp_path / "history.jsonl")
+    yield h
+    h.close()
+
+
+class NemesisHandle:
+    """Inject and heal single faults from a test, each recorded in the test's history."""
+
+    def __init__(self, cluster, topic: str, history):
+        from harness.run import RunContext
+        self.ctx = RunContext(cluster, topic)
+        self.history = history
+
+    def inject(self, spec) -> dict:
+        from faults.registry import kind
+        op = self.history.invoke("nemesis", "fault", {"fault": spec.kind, **spec.params, "phase": "start"})
+        injected = kind(spec.kind).inject(self.ctx, spec)
+        op.ok(**injected)
+        return injected
+
+    def heal(self, spec, injected: dict) -> None:
+        from faults.registry import kind
+        op = self.history.invoke("nemesis", "fault", {"fault": spec.kind, **spec.params, "phase": "stop"})
+        kind(spec.kind).heal(self.ctx, spec, injected)
+        op.ok()
+
+    def heal_all(self) -> None:
+        from faults.nemesis import heal_all
+        heal_all(self.ctx, self.history)
+
+
+@pytest.fixture
+def nemesis(cluster, topic, history):
+    handle = NemesisHandle(cluster, topic, history)
+    yield handle
+    handle.heal_all()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed:
+        return
+    for name in ("cluster", "fresh_cluster"):
+        c = item.funcargs.get(name) if hasattr(item, "funcargs") else None
+        if c is None:
+            continue
+        for node in c.nodes:
+            for log in node.logs():
+                try:
+                    tail = log.read_text(errors="replace").splitlines()[-40:]
+                except OSError:
+                    continue
+                report.sections.append((f"{log.parent.name}/{log.name} (last 40 lines)", "\n".join(tail)))

@@ -1,0 +1,105 @@
+"""`kipcheck run` end to end on a real 3-node cluster: verdict, report, history, hygiene."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.network import list_namespaces
+from harness.state import all_states
+
+pytestmark = pytest.mark.cluster
+
+
+def _kipcheck(*args, **kw):
+    return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+def _kafka_args(pytestconfig):
+    v = pytestconfig.getoption("--kafka-version")
+    return ["--kafka-version", v] if v else []
+
+
+def _jvms_under(path: Path) -> list[str]:
+    out = subprocess.run(["pgrep", "-af", "kafka.Kafka"], capture_output=True, text=True).stdout
+    return [l for l in out.splitlines() if str(path) in l]
+
+
+def _leftovers(run_dir: Path) -> list[str]:
+    left = _jvms_under(run_dir)
+    cfg = json.loads((run_dir / "config.json").read_text())
+    states = [s for s in all_states() if s.data.get("root") == str(run_dir / "cluster")]
+    left += [f"state {s.data['cluster_id']}" for s in states]
+    left += [ns for ns in list_namespaces() for s in states if s.data["cluster_id"] in ns]
+    return left
+
+
+def test_run_is_valid_and_leaves_report_and_nothing_running(tmp_path, pytestconfig):
+    proc = _kipcheck("run", "--duration", "40", "--seed", "7", "--runs-dir", str(tmp_path), "--quiet",
+                     *_kafka_args(pytestconfig))
+    out, err = proc.communicate(timeout=400)
+    run_dir = next(tmp_path.iterdir())
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{out}\n{err[-3000:]}"
+
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["valid"] is True
+    assert not any(verdict["anomalies"].values())
+
+    records = [json.loads(l) for l in (run_dir / "history.jsonl").read_text().splitlines()]
+    assert [r["index"] for r in records] == list(range(len(records)))
+    ok_sends = [r for r in records if r["f"] == "send" and r["type"] == "ok"]
+    ok_polls = [r for r in records if r["f"] == "poll" and r["type"] == "ok" and r["value"]["records"]]
+    assert len(ok_sends) > 100 and ok_polls
+    phases = [(r["value"]["fault"], r["value"]["phase"]) for r in records if r["f"] == "fault" and r["type"] == "ok"]
+    assert ("partition", "start") in phases and ("partition", "stop") in phases
+    # every acknowledged value was read back by someone
+    read_values = {rec[3] for r in ok_polls for rec in r["value"]["records"]}
+    assert {r["value"]["value"] for r in ok_sends} <= read_values
+
+    html = (run_dir / "report" / "index.html").read_text()
+    assert "VALID" in html and "timeline.png" in html
+    assert (run_dir / "report" / "timeline.png").stat().st_size > 10_000
+    assert (run_dir / "history.parquet").exists()
+    assert list((run_dir / "cluster").glob("node-*/server.log"))
+    assert _leftovers(run_dir) == []
+
+
+def test_sigkilled_run_is_cleaned_up_and_keeps_its_history(tmp_path, pytestconfig):
+    proc = _kipcheck("run", "--duration", "300", "--seed", "3", "--runs-dir", str(tmp_path), "--quiet",
+                     *_kafka_args(pytestconfig))
+    try:
+        deadline = time.monotonic() + 180
+        history = None
+        while time.monotonic() < deadline:
+            runs = list(tmp_path.iterdir())
+            history = runs[0] / "history.jsonl" if runs else None
+            if history and history.exists() and '"type":"ok","f":"send"' in history.read_text():
+                break
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(1)
+        else:
+            pytest.fail("the run never acknowledged a send")
+        run_dir = history.parent
+        assert _jvms_under(run_dir), "the cluster should be running before the kill"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 30  # the reaper polls every second; teardown takes a few
+        while time.monotonic() < deadline and _leftovers(run_dir):
+            time.sleep(1)
+        assert _leftovers(run_dir) == []
+        lines = history.read_text().splitlines()
+        assert all(json.loads(l) for l in lines)  # every line written before the kill is whole
+        # and the next start (here: cluster status) finds nothing stale to clean
+        status = subprocess.run([sys.executable, "-m", "harness.cli", "cluster", "status"],
+                                capture_output=True, text=True)
+        assert status.returncode == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
