@@ -116,12 +116,14 @@ def _resolve_maven(version: str) -> Path:
         (staging / "pom.xml").write_text(_POM.format(v=version, binding=binding, log4j=LOG4J_VERSION, slf4j=slf4j))
         out = staging / "lib"
         proc = subprocess.run(
-            [mvn, "-q", "-B", "-f", str(staging / "pom.xml"), "dependency:copy-dependencies",
+            [mvn, "-q", "-B", "-U", "-f", str(staging / "pom.xml"), "dependency:copy-dependencies",
              "-DincludeScope=runtime", f"-DoutputDirectory={out}"],
             capture_output=True, text=True)
         if proc.returncode != 0:
-            missing = re.search(r"Could not (?:find|resolve)[^\n]*?artifact ([^\s]+)", proc.stdout + proc.stderr)
-            why = f"missing {missing.group(1)}" if missing else "see `mvn -X`"
+            out = proc.stdout + proc.stderr
+            missing = (re.search(r"artifacts? could not be resolved: ([^\s,]+?)[,:]?\s", out)
+                       or re.search(r"Could not find artifact ([^\s]+)", out))
+            why = f"missing {missing.group(1)}" if missing else "no network? see `mvn -X`"
             raise HarnessError(f"Kafka {version} does not resolve from Maven Central ({why})")
         lib.parent.mkdir(parents=True, exist_ok=True)
         if lib.exists():
@@ -154,3 +156,13 @@ def resolve(version: str | None = None, kafka_home: str | None = None) -> KafkaD
         raise HarnessError(f"not a Kafka version: {v!r} (expected e.g. 4.3.1)")
     lib = _resolve_maven(v)
     return KafkaDistribution(v, tuple(sorted(lib.glob("*.jar"))), java)
+
+
+if __name__ == "__main__":  # `python -m harness.kafka_dist [VERSION]`: fill the cache (used by install.sh)
+    import sys
+    try:
+        d = resolve(sys.argv[1] if len(sys.argv) > 1 else None)
+    except HarnessError as e:
+        print(f"kipcheck: {e}", file=sys.stderr)
+        sys.exit(2)
+    print(f"Kafka {d.version}: {len(d.classpath)} jars in {d.classpath[0].parent}")
