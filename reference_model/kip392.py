@@ -70,14 +70,6 @@ def classify_fetch_offset(offset: int, log_start: int, leo: int, hwm: int) -> st
     return CASE4
 
 
-def effective_hwm(replica: Replica, profile: Profile) -> int | None:
-    """KIP-392 "Follower Fetching": an out-of-sync follower may hold a HWM above its LEO
-    (case 2). Kafka caps it at the LEO (profile deviation `hwm-capped-at-leo`)."""
-    if profile.allows(profiles.HWM_CAPPED_AT_LEO) and replica.hwm is not None and replica.leo is not None:
-        return min(replica.hwm, replica.leo)
-    return replica.hwm
-
-
 def fetch_case_outcomes(case: str, offset: int, log_start: int, hwm: int, profile: Profile) -> frozenset[FetchOutcome]:
     """KIP-392 "Out of range handling", cases 1-4, and "Follower Fetching" (only
     committed data): the answers allowed for one case.
@@ -108,14 +100,15 @@ def consistent_replicas(replica: Replica, offset: int, profile: Profile):
     """Concrete (log_start, leo, hwm) triples consistent with what is known.
 
     Invariants used: log start <= LEO and log start <= HWM (a HWM below the log
-    start is raised to it); with `hwm-capped-at-leo` also HWM <= LEO."""
+    start is raised to it). KIP-392 "Follower Fetching" lets an out-of-sync follower's
+    HWM exceed its LEO (case 2); with `hwm-capped-at-leo` (Kafka) it is capped at the LEO."""
     known = [v for v in (replica.log_start, replica.leo, replica.hwm) if v is not None]
     cands = _candidates(offset, known)
     choices = [[v] if v is not None else [c for c in cands if c >= 0] for v in (replica.log_start, replica.leo, replica.hwm)]
     capped = profile.allows(profiles.HWM_CAPPED_AT_LEO)
     for s, e, h in product(*choices):
-        if s <= e and s <= h and (not capped or h <= e):
-            yield s, e, h
+        if s <= e and s <= h:
+            yield s, e, (min(h, e) if capped else h)
 
 
 def consumer_fetch_outcomes(replica: Replica, offset: int, profile: Profile | str = "kip") -> frozenset[FetchOutcome]:

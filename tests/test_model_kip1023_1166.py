@@ -1,0 +1,89 @@
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from reference_model import kip1023, kip1166
+from reference_model.scenario import replay
+from reference_model.state import MAX_INT64, TieredLog
+
+LOG = TieredLog(log_start=0, local_log_start=60, lso=105, leo=120, hwm=110, remote_log_start=0, last_tiered=79, max_timestamp_offset=119)
+
+
+def test_list_offsets_timestamps():
+    assert [kip1023.list_offsets(LOG, t) for t in (-2, -3, -4, -5, -6)] == [0, 119, 60, 79, 80]
+    assert kip1023.list_offsets(LOG, -1) == 110
+    assert kip1023.list_offsets(LOG, -1, "read_committed") == 105
+    assert kip1023.list_offsets(LOG, -1, replica_id=2) == 120
+    assert kip1023.earliest_pending_upload(TieredLog(0, 0, 5, 5, 5)) == -1
+    with pytest.raises(ValueError):
+        kip1023.list_offsets(LOG, -7)
+
+
+def test_inequalities_each_detected():
+    assert kip1023.inequality_violations(LOG) == ()
+    assert kip1023.inequality_violations(TieredLog(0, 60, 105, 100, 100)) == ("Lz>=Ly",)
+    assert kip1023.inequality_violations(TieredLog(0, 106, 105, 120, 110)) == ("Ly>=Lx",)
+    assert kip1023.inequality_violations(TieredLog(0, 60, 105, 120, 110, 0, 106)) == ("Ly>=Ry",)
+    assert kip1023.inequality_violations(TieredLog(0, 60, 105, 120, 110, 80, 79)) == ("Ry>=Rx",)
+    assert kip1023.inequality_violations(TieredLog(0, 60, 105, 120, 110, 0, 105)) == ()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 1000), min_size=5, max_size=5))
+def test_sorted_offsets_satisfy_inequalities(xs):
+    rx, ry, lx, ly, lz = sorted(xs)[0], sorted(xs)[1], sorted(xs)[1], sorted(xs)[3], sorted(xs)[4]
+    log = TieredLog(rx, lx, ly, lz, ly, rx, ry)
+    assert kip1023.inequality_violations(log) == ()
+    assert kip1023.earliest_pending_upload(log) == ry + 1
+
+
+def test_bootstrap_and_fallbacks():
+    B = kip1023.Bootstrap
+    f = kip1023.follower_bootstrap
+    assert f("OFFSET_MOVED_TO_TIERED_STORAGE", True, True, 0, 60, 80) == B("fetch", 80, 0)
+    assert f("OFFSET_OUT_OF_RANGE", True, True, 0, 60, -1) == B("retry")
+    assert f("OFFSET_OUT_OF_RANGE", True, True, 60, 60, -1) == B("fetch", 60, 60)
+    assert f("OFFSET_OUT_OF_RANGE", True, True, 50, 60, 30) == B("fetch", 60, 60)
+    assert f("OFFSET_OUT_OF_RANGE", True, True, 50, 60, 50) == B("fetch", 50, 50)
+    assert f("OFFSET_OUT_OF_RANGE", False, True, 50, 60, 80) == B("fetch", 50, 50)
+    assert f("OFFSET_MOVED_TO_TIERED_STORAGE", True, False, 50, 60, 80) == B("fetch", 60, 50)
+    with pytest.raises(ValueError):
+        f("NONE", False, True, 0, 0, 0)
+
+
+def test_kip1166_field_and_parking():
+    assert kip1166.remote_hwm_meaning(-1) == "unknown"
+    assert kip1166.remote_hwm_meaning(0) == "known"
+    assert kip1166.remote_hwm_meaning(MAX_INT64) == "not-supported"
+    assert kip1166.remote_hwm_meaning(MAX_INT64 - 1) == "known"
+    with pytest.raises(ValueError):
+        kip1166.remote_hwm_meaning(-2)
+    assert kip1166.should_park(True, 10, 10)
+    assert not kip1166.should_park(True, 9, 10)
+    assert not kip1166.should_park(False, 10, 10)
+    assert not kip1166.should_park(True, -1, 0)
+    assert kip1166.should_park(True, MAX_INT64, 10**12)
+    assert kip1166.complete_on_hwm_change((4, 5, 6), 5) == (True, False, False)
+    assert kip1166.field_considered("kraft") and not kip1166.field_considered("consumer")
+    assert kip1166.propagation_within_bound({"1": 0, "2": 500}, 500)
+    assert not kip1166.propagation_within_bound({"1": 0, "2": 501}, 500)
+    assert kip1166.propagation_within_bound({}, 0)
+
+
+def test_documented_scenarios_replay():
+    docs = Path(__file__).parent.parent / "docs" / "scenarios"
+    sc = json.loads((docs / "kip392-fetch-above-hwm.json").read_text())
+    kip, kafka = replay(sc, "kip"), replay(sc, "kafka-4.3")
+    assert [o["error"] for o in kip[0]["allowed"]] == ["OFFSET_NOT_AVAILABLE"]
+    assert [(o["error"], o["records_below"]) for o in kafka[0]["allowed"]] == [("NONE", 9)]
+    assert kip[1]["allowed"][0]["preferred_read_replica"] == 2
+    assert kip[4]["allowed"] == [{"error": "NONE", "leader_epoch": 3, "end_offset": 10}]
+    assert kafka[4]["allowed"][0]["end_offset"] == 12
+    s = replay(json.loads((docs / "kip227-session.json").read_text()))
+    assert s[3]["allowed"] == [{"error": "NONE", "session_id": 7, "created": True}]
+    assert s[4]["allowed"][0]["error"] == "FETCH_SESSION_ID_NOT_FOUND"
+    t = replay(json.loads((docs / "kip1023-tiered.json").read_text()))
+    assert [x["allowed"][0].get("offset") for x in t[:5]] == [0, 105, 60, 79, 80]
+    json.dumps(t)

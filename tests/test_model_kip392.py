@@ -1,0 +1,163 @@
+"""KIP-392 rules of the reference model: cases 1-4, selectors, OffsetsForLeaderEpoch, resets."""
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from reference_model import kip392, profiles
+from reference_model.state import PartitionState, Replica
+
+KIP, KAFKA = profiles.get("kip"), profiles.get("kafka-4.3")
+
+
+def outcomes(offset, s=2, e=10, h=6, profile=KIP):
+    return kip392.consumer_fetch_outcomes(Replica(1, log_start=s, leo=e, hwm=h), offset, profile)
+
+
+@pytest.mark.parametrize("offset,case", [(1, kip392.CASE3), (2, kip392.READABLE), (5, kip392.READABLE),
+                                         (6, kip392.CASE1), (10, kip392.CASE1), (11, kip392.CASE4)])
+def test_cases_on_in_sync_replica(offset, case):
+    assert kip392.classify_fetch_offset(offset, 2, 10, 6) == case
+
+
+def test_case2_and_at_end():
+    assert kip392.classify_fetch_offset(4, 0, 4, 8) == kip392.CASE2
+    assert kip392.classify_fetch_offset(7, 0, 4, 8) == kip392.CASE2
+    assert kip392.classify_fetch_offset(8, 0, 4, 8) == kip392.CASE4
+    assert kip392.classify_fetch_offset(5, 0, 5, 5) == kip392.AT_END
+
+
+def test_case_errors_under_kip():
+    assert {o.error for o in outcomes(7)} == {"OFFSET_NOT_AVAILABLE"}
+    assert {o.error for o in outcomes(1)} == {"OFFSET_OUT_OF_RANGE"}
+    (oor,) = outcomes(12)
+    assert (oor.error, oor.hwm, oor.log_start) == ("OFFSET_OUT_OF_RANGE", 6, 2)  # carries log start and HWM
+    (ok,) = outcomes(3)
+    assert (ok.error, ok.records_below, ok.hwm, ok.log_start) == ("NONE", 6, 6, 2)
+
+
+def test_kafka_answers_empty_between_hwm_and_leo_and_out_of_range_without_offsets():
+    (o,) = outcomes(7, profile=KAFKA)
+    assert (o.error, o.records_below) == ("NONE", 7)
+    (oor,) = outcomes(12, profile=KAFKA)
+    assert (oor.hwm, oor.log_start) == (-1, -1)
+
+
+def test_case2_under_kafka_is_out_of_range_because_hwm_is_capped():
+    r = Replica(1, log_start=0, leo=4, hwm=8)
+    assert {o.error for o in kip392.consumer_fetch_outcomes(r, 6, KIP)} == {"OFFSET_NOT_AVAILABLE"}
+    assert {o.error for o in kip392.consumer_fetch_outcomes(r, 6, KAFKA)} == {"OFFSET_OUT_OF_RANGE"}
+    assert kip392.follower_learns_hwm(Replica(2, leo=4, hwm=0), 8, KIP).hwm == 8
+    assert kip392.follower_learns_hwm(Replica(2, leo=4, hwm=0), 8, KAFKA).hwm == 4
+
+
+def test_unknown_leo_allows_both_case1_and_case4():
+    r = Replica(1, log_start=0, leo=None, hwm=5)
+    assert {o.error for o in kip392.consumer_fetch_outcomes(r, 7, KIP)} == {"OFFSET_NOT_AVAILABLE", "OFFSET_OUT_OF_RANGE"}
+    assert "NONE" not in {o.error for o in kip392.consumer_fetch_outcomes(r, 7, KIP)}
+    assert {o.error for o in kip392.consumer_fetch_outcomes(r, 5, KIP)} >= {"NONE"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 20), st.integers(0, 20), st.integers(0, 20), st.integers(0, 25), st.sampled_from([KIP, KAFKA]))
+def test_reads_never_reach_hwm(s, e, h, offset, profile):
+    """Committed-only reads: no allowed outcome returns an offset >= HWM (or >= LEO)."""
+    e, h = max(e, s), max(h, s)
+    for o in kip392.consumer_fetch_outcomes(Replica(1, log_start=s, leo=e, hwm=h), offset, profile):
+        assert o.records_below <= max(offset, min(h, e) if profile is KAFKA else h)
+        if o.records_below > offset:
+            assert o.error == "NONE" and s <= offset < min(h, e)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 30), st.integers(0, 30), st.integers(0, 30))
+def test_hwm_never_exceeds_leo_under_kafka(leo, leader_hwm, start):
+    start = min(start, leo)
+    r = kip392.follower_learns_hwm(Replica(2, log_start=start, leo=leo, hwm=start), leader_hwm, KAFKA)
+    assert start <= r.hwm <= leo
+
+
+def part(leader=1, isr=(1, 2, 3), **leos):
+    reps = (Replica(1, "a", 0, leos.get("l1", 10), 8), Replica(2, "b", 0, leos.get("l2", 10), 8),
+            Replica(3, "b", leos.get("s3", 0), leos.get("l3", 9), 8), Replica(4, "c", 0, 10, 8))
+    return PartitionState(leader, 5, frozenset(isr), reps)
+
+
+def test_rack_aware_selector_vectors():
+    # ReplicaSelectorTest facts: same-rack replica chosen, most caught-up; leader when in rack; none -> leader
+    assert kip392.rack_aware_selector(part(), "b", 5) == {2}
+    assert kip392.rack_aware_selector(part(l2=9, l3=9), "b", 5) == {2, 3}
+    assert kip392.rack_aware_selector(part(), "a", 5) == {1}
+    assert kip392.rack_aware_selector(part(), "c", 5) == {1}  # 4 not in ISR
+    assert kip392.rack_aware_selector(part(), None, 5) == {1}
+    assert kip392.rack_aware_selector(part(), "", 5) == {1}
+    assert kip392.rack_aware_selector(part(isr=(1, 3)), "b", 5) == {3}
+    assert kip392.rack_aware_selector(part(isr=(1, 3), s3=6), "b", 5) == {1}  # log start above fetch offset
+    assert kip392.rack_aware_selector(part(l2=4, l3=4), "b", 5) == {1}  # LEO below fetch offset
+    assert kip392.rack_aware_selector(part(l2=5, l3=4), "b", 5) == {2}  # fetch offset == LEO is eligible
+    assert kip392.leader_selector(part(), "b", 5) == {1}
+
+
+def test_preferred_read_replica_field():
+    p = part()
+    assert kip392.preferred_read_replica_outcomes(p, 1, -1, "b", 5) == {2}
+    assert kip392.preferred_read_replica_outcomes(p, 1, -1, "a", 5) == {-1}  # leader sent as -1
+    assert kip392.preferred_read_replica_outcomes(p, 2, -1, "b", 5) == {-1}  # only the leader selects
+    assert kip392.preferred_read_replica_outcomes(p, 1, 2, "b", 5) == {-1}  # not for followers
+    assert kip392.preferred_read_replica_outcomes(p, 1, -1, "b", 5, "LeaderSelector") == {-1}
+
+
+def leader_state(hwm=8, leo=12, pending=False):
+    return PartitionState(1, 3, frozenset({1, 2}), (Replica(1, leo=leo, hwm=hwm), Replica(2, leo=leo, hwm=hwm)), pending)
+
+
+EPOCHS = ((0, 0), (2, 4), (3, 7))
+
+
+def test_epoch_end_offset():
+    assert kip392.epoch_end_offset(EPOCHS, 12, 0) == (0, 4)
+    assert kip392.epoch_end_offset(EPOCHS, 12, 1) == (0, 4)
+    assert kip392.epoch_end_offset(EPOCHS, 12, 2) == (2, 7)
+    assert kip392.epoch_end_offset(EPOCHS, 12, 3) == (3, 12)
+    assert kip392.epoch_end_offset(((1, 0),), 12, 0) == (-1, -1)
+
+
+def test_offsets_for_leader_epoch_capped_for_consumers_only():
+    (c,) = kip392.offsets_for_leader_epoch(leader_state(), 1, EPOCHS, 3, True, KIP)
+    assert (c.error, c.leader_epoch, c.end_offset) == ("NONE", 3, 8)
+    (r,) = kip392.offsets_for_leader_epoch(leader_state(), 1, EPOCHS, 3, False, KIP)
+    assert r.end_offset == 12
+    (k,) = kip392.offsets_for_leader_epoch(leader_state(), 1, EPOCHS, 3, True, KAFKA)
+    assert k.end_offset == 12
+    (old,) = kip392.offsets_for_leader_epoch(leader_state(), 1, EPOCHS, 2, True, KIP)
+    assert old.end_offset == 7
+    (pending,) = kip392.offsets_for_leader_epoch(leader_state(pending=True), 1, EPOCHS, 3, True, KIP)
+    assert pending.error == "OFFSET_NOT_AVAILABLE"
+    (older,) = kip392.offsets_for_leader_epoch(leader_state(pending=True), 1, EPOCHS, 2, True, KIP)
+    assert older.error == "NONE"
+    (nl,) = kip392.offsets_for_leader_epoch(leader_state(), 2, EPOCHS, 3, True, KIP)
+    assert nl.error == "NOT_LEADER_OR_FOLLOWER"
+
+
+def test_consumer_reset_and_out_of_range_handling():
+    serving, leader = Replica(2, log_start=5, hwm=9), Replica(1, log_start=3, hwm=11)
+    assert kip392.reset_offset("earliest", serving, leader) == 5
+    assert kip392.reset_offset("latest", serving, leader) == 11
+    with pytest.raises(LookupError):
+        kip392.reset_offset("none", serving, leader)
+    with pytest.raises(ValueError):
+        kip392.reset_offset("sideways", serving, leader)
+    assert kip392.out_of_range_action(4, 5, True) == "reset"
+    assert kip392.out_of_range_action(5, 5, True) == "validate"
+    assert kip392.out_of_range_action(9, 5, False) == "reset"
+    E = kip392.EpochEndOffset
+    assert kip392.validation_result(10, 3, E("NONE", 3, 10)) == "continue"
+    assert kip392.validation_result(10, 3, E("NONE", 3, 9)) == "truncated"
+    assert kip392.validation_result(10, 3, E("NONE", 2, 12)) == "truncated"
+    assert kip392.validation_result(10, 3, E("OFFSET_NOT_AVAILABLE")) == "retry"
+
+
+def test_follower_fetch_reads_uncommitted_up_to_leo():
+    (o,) = kip392.follower_fetch_outcomes(Replica(1, log_start=2, leo=10, hwm=6), 7)
+    assert (o.error, o.records_below) == ("NONE", 10)
+    assert {o.error for o in kip392.follower_fetch_outcomes(Replica(1, log_start=2, leo=10, hwm=6), 11)} == {"OFFSET_OUT_OF_RANGE"}
+    assert {o.error for o in kip392.follower_fetch_outcomes(Replica(1, log_start=2, leo=10, hwm=6), 1)} == {"OFFSET_OUT_OF_RANGE"}
+    assert {o.error for o in kip392.follower_fetch_outcomes(Replica(1, log_start=2, leo=10, hwm=6), 10)} == {"NONE"}

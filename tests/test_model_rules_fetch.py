@@ -1,0 +1,182 @@
+"""Each model-backed anomaly: a hand-made history that must be flagged, and a
+near-identical valid one that must pass."""
+from checks.rules.fetch_rules import ConsumerFetchRule, FetchSessionRule, HighWatermarkRule, PreferredReplicaRule
+from checks.rules.kip1023_rules import TieredOffsetRule
+from checks.rules.kip1166_rules import PropagationRule
+from checks.rules.model_rules import MODEL_RULES
+
+
+def history(*ops):
+    """ops: (process, f, invoke value, completion value); invoke and ok records."""
+    out, t = [], 0
+    for proc, f, inv, done in ops:
+        out.append({"index": len(out), "time": t, "process": proc, "type": "invoke", "f": f, "value": inv})
+        t += 10
+        if done is not None:
+            out.append({"index": len(out), "time": t, "process": proc, "type": "ok", "f": f, "value": {**inv, **done}})
+            t += 10
+    return out
+
+
+def run(rule, records, profile="kip"):
+    groups = {}
+    for r in records:
+        for k in rule.group_keys(r):
+            groups.setdefault(k, []).append(r)
+    return [a for g in groups.values() for a in rule.check(g, profile)]
+
+
+def names(anoms, known=False):
+    return sorted(a.name for a in anoms if a.known == known)
+
+
+def fetch(offset, error="NONE", hwm=10, start=0, records=(), broker=2, **extra):
+    inv = {"broker": broker, "replica_id": -1, "rack": "b", "session_id": 0, "session_epoch": -1, "version": 12,
+           "topic": "t", "partition": 0, "fetch_offset": offset, **extra}
+    return (1, "fetch", inv, {"top_error": "NONE", "response_session_id": 0, "error": error, "high_watermark": hwm,
+                              "log_start_offset": start, "preferred_read_replica": extra.get("pref", -1),
+                              "records": [[o, f"v{o}"] for o in records]})
+
+
+def test_uncommitted_read():
+    assert names(run(ConsumerFetchRule(), history(fetch(8, records=[8, 9, 10])))) == ["uncommitted-read"]
+    assert names(run(ConsumerFetchRule(), history(fetch(8, records=[8, 9])))) == []
+
+
+def test_wrong_fetch_error_case1_known_under_kafka():
+    h = history(fetch(12, hwm=10))  # NONE above the HWM
+    assert names(run(ConsumerFetchRule(), h, "kip")) == ["wrong-fetch-error"]
+    assert names(run(ConsumerFetchRule(), h, "kafka-4.3")) == [] and names(run(ConsumerFetchRule(), h, "kafka-4.3"), True) == ["wrong-fetch-error"]
+    assert names(run(ConsumerFetchRule(), history(fetch(10, hwm=10)))) == []  # at the end of the log
+
+
+def test_wrong_fetch_error_below_log_start_and_out_of_range_in_range():
+    assert names(run(ConsumerFetchRule(), history(fetch(2, start=3)), "kafka-4.3")) == ["wrong-fetch-error"]
+    assert names(run(ConsumerFetchRule(), history(fetch(3, start=3)), "kafka-4.3")) == []
+    oor = history(fetch(5, error="OFFSET_OUT_OF_RANGE", hwm=10, start=0))
+    assert names(run(ConsumerFetchRule(), oor)) == ["wrong-fetch-error"]
+    assert names(run(ConsumerFetchRule(), history(fetch(11, error="OFFSET_OUT_OF_RANGE", hwm=10, start=0)))) == []
+    bare = history(fetch(11, error="OFFSET_OUT_OF_RANGE", hwm=-1, start=-1))
+    assert names(run(ConsumerFetchRule(), bare, "kip")) == ["wrong-fetch-error"]
+    assert names(run(ConsumerFetchRule(), bare, "kafka-4.3"), True) == ["wrong-fetch-error"]
+
+
+def test_hwm_regression():
+    bad = history(fetch(0, hwm=10, current_leader_epoch=3), fetch(0, hwm=9, current_leader_epoch=3))
+    assert names(run(HighWatermarkRule(), bad)) == ["hwm-regression"]
+    assert names(run(HighWatermarkRule(), history(fetch(0, hwm=10, current_leader_epoch=3), fetch(0, hwm=10, current_leader_epoch=3)))) == []
+    assert names(run(HighWatermarkRule(), history(fetch(0, hwm=10, current_leader_epoch=3), fetch(0, hwm=9, current_leader_epoch=4)))) == []
+    assert names(run(HighWatermarkRule(), history(fetch(0, hwm=10), fetch(0, hwm=9)))) == []  # epoch unknown
+    kill = ("nemesis", "fault", {"fault": "kill", "targets": [2], "phase": "start"}, None)
+    assert names(run(HighWatermarkRule(), history(fetch(0, hwm=10, current_leader_epoch=3), kill,
+                                                  fetch(0, hwm=9, current_leader_epoch=3)))) == []
+
+
+def test_hwm_regression_epoch_from_metadata_brackets():
+    meta = (9, "metadata", {"broker": 2, "topic": "t", "partition": 0}, {"leader": 2, "leader_epoch": 5, "isr": [1, 2], "replicas": [1, 2]})
+    assert names(run(HighWatermarkRule(), history(meta, fetch(0, hwm=10), fetch(0, hwm=9), meta))) == ["hwm-regression"]
+    assert names(run(HighWatermarkRule(), history(meta, fetch(0, hwm=10), fetch(0, hwm=9)))) == []
+
+
+def test_offsets_for_leader_epoch_above_hwm():
+    ofle = (3, "offsets_for_leader_epoch", {"broker": 2, "replica_id": -1, "topic": "t", "partition": 0, "leader_epoch": 3,
+                                            "current_leader_epoch": 3}, {"error": "NONE", "end_offset": 12, "leader_epoch": 3})
+    h = history(ofle, fetch(0, hwm=10, current_leader_epoch=3))
+    assert names(run(HighWatermarkRule(), h, "kip")) == ["wrong-fetch-error"]
+    assert names(run(HighWatermarkRule(), h, "kafka-4.3"), True) == ["wrong-fetch-error"]
+    assert names(run(HighWatermarkRule(), history(ofle, fetch(0, hwm=12, current_leader_epoch=3)))) == []
+
+
+META = (9, "metadata", {"broker": 1, "topic": "t", "partition": 0},
+        {"leader": 1, "leader_epoch": 5, "isr": [1, 2, 3], "replicas": [1, 2, 3], "racks": {"1": "a", "2": "b", "3": "c"}})
+
+
+def test_preferred_replica():
+    def pf(pref, rack="b"):
+        f = fetch(0, broker=1, pref=pref)
+        return (f[0], f[1], {**f[2], "rack": rack}, f[3])
+    assert names(run(PreferredReplicaRule(), history(META, pf(2), META))) == []
+    assert names(run(PreferredReplicaRule(), history(META, pf(3), META))) == ["preferred-replica-violation"]
+    assert names(run(PreferredReplicaRule(), history(META, pf(2, rack=""), META))) == ["preferred-replica-violation"]
+    assert names(run(PreferredReplicaRule(), history(META, pf(2, rack="a"), META))) == ["preferred-replica-violation"]
+    assert names(run(PreferredReplicaRule(), history(META, pf(7, rack="b"), META))) == ["preferred-replica-violation"]
+    assert names(run(PreferredReplicaRule(), history(META, pf(-1, rack="a"), META))) == []
+
+
+def sfetch(sid, epoch, rid, top="NONE", parts=None, forgotten=()):
+    parts = parts if parts is not None else [{"topic": "t", "partition": 0, "fetch_offset": 0, "error": "NONE",
+                                              "high_watermark": 10, "log_start_offset": 0, "records": [[0, "a"]]}]
+    inv = {"broker": 1, "replica_id": -1, "session_id": sid, "session_epoch": epoch, "version": 12,
+           "partitions": [{k: p[k] for k in ("topic", "partition", "fetch_offset") if k in p} for p in parts],
+           "forgotten": list(forgotten)}
+    return (4, "fetch", inv, {"top_error": top, "response_session_id": rid, "partitions": parts})
+
+
+OMIT = [{"topic": "t", "partition": 0, "omitted": True}]
+EMPTY = [{"topic": "t", "partition": 0, "fetch_offset": 10, "error": "NONE", "high_watermark": 10, "log_start_offset": 0, "records": []}]
+
+
+def test_fetch_session_epochs_and_errors():
+    ok = history(sfetch(0, 0, 42, parts=EMPTY), sfetch(42, 1, 42, parts=OMIT), sfetch(42, 2, 42, parts=OMIT))
+    assert names(run(FetchSessionRule(), ok)) == []
+    assert names(run(FetchSessionRule(), history(sfetch(0, 0, 42, parts=EMPTY), sfetch(42, 1, 42, parts=OMIT), sfetch(42, 1, 42, parts=OMIT)))) == ["fetch-session-violation"]
+    inval = history(sfetch(0, 0, 42, parts=EMPTY), sfetch(42, 1, 42, parts=OMIT), sfetch(42, 1, 0, top="INVALID_FETCH_SESSION_EPOCH", parts=OMIT))
+    assert names(run(FetchSessionRule(), inval)) == []
+    assert names(run(FetchSessionRule(), history(sfetch(0, 0, 42, parts=EMPTY), sfetch(42, 1, 0, top="INVALID_FETCH_SESSION_EPOCH", parts=OMIT)))) == ["fetch-session-violation"]
+    assert names(run(FetchSessionRule(), history(sfetch(0, -1, 42)))) == ["fetch-session-violation"]
+    assert names(run(FetchSessionRule(), history(sfetch(0, -1, 0)))) == []
+    gone = history(sfetch(0, 0, 42, parts=EMPTY), sfetch(42, 1, 0, top="FETCH_SESSION_ID_NOT_FOUND", parts=OMIT), sfetch(42, 2, 42, parts=OMIT))
+    assert names(run(FetchSessionRule(), gone)) == ["fetch-session-violation"]
+    assert names(run(FetchSessionRule(), history(sfetch(0, 0, 42, parts=OMIT)))) == ["fetch-session-violation"]
+
+
+def test_fetch_session_omitted_partition_with_available_data():
+    # session sent HWM 10 and fetch offset 0 is below it: the next incremental response must carry t/0
+    start = [{"topic": "t", "partition": 0, "fetch_offset": 0, "error": "NONE", "high_watermark": 10,
+              "log_start_offset": 0, "records": [[0, "a"], [1, "b"]]}]
+    bad = history(sfetch(0, 0, 42, parts=start), sfetch(42, 1, 42, parts=OMIT))
+    assert names(run(FetchSessionRule(), bad)) == ["fetch-session-violation"]
+    caught_up = [{**start[0], "fetch_offset": 10, "records": []}]
+    assert names(run(FetchSessionRule(), history(sfetch(0, 0, 42, parts=caught_up), sfetch(42, 1, 42, parts=OMIT)))) == []
+
+
+def test_fetch_session_empty_close_known_under_kafka():
+    h = history(sfetch(0, 0, 42, parts=EMPTY), sfetch(42, 1, 0, parts=[], forgotten=[["t", 0]]))
+    assert names(run(FetchSessionRule(), h, "kip")) == ["fetch-session-violation"]
+    assert names(run(FetchSessionRule(), h, "kafka-4.3"), True) == ["fetch-session-violation"]
+
+
+def lo(ts, offset, iso="read_uncommitted"):
+    return (5, "list_offsets", {"broker": 1, "replica_id": -1, "isolation_level": iso, "topic": "t", "partition": 0, "timestamp": ts},
+            {"error": "NONE", "offset": offset, "leader_epoch": 5})
+
+
+M1 = (9, "metadata", {"broker": 1, "topic": "t", "partition": 0}, {"leader": 1, "leader_epoch": 5, "isr": [1], "replicas": [1]})
+
+
+def test_tiered_offsets():
+    assert names(run(TieredOffsetRule(), history(M1, lo(-5, 80), lo(-1, 79, "read_committed"), M1))) == ["tiered-offset-violation"]
+    assert names(run(TieredOffsetRule(), history(M1, lo(-5, 80), lo(-1, 80, "read_committed"), M1))) == []
+    assert names(run(TieredOffsetRule(), history(M1, lo(-5, 80), lo(-6, 80), M1))) == ["tiered-offset-violation"]
+    assert names(run(TieredOffsetRule(), history(M1, lo(-5, 80), lo(-6, 81), M1))) == []
+    assert names(run(TieredOffsetRule(), history(M1, lo(-1, 79, "read_committed"), lo(-5, 80), M1))) == []  # order matters
+
+
+def prop(spread_ms, t_fault=None):
+    recs = history(("observer", "metadata_propagation", {"change": "create t"}, {"seen_by": {"1": 0, "2": spread_ms * 1_000_000}}))
+    if t_fault:
+        recs.insert(0, {"index": 99, "time": 0, "process": "nemesis", "type": "info", "f": "fault",
+                        "value": {"fault": "partition", "targets": [2], "phase": "start"}})
+    return recs
+
+
+def test_propagation_delay():
+    assert names(run(PropagationRule(500), prop(800))) == ["hwm-propagation-delay"]
+    assert names(run(PropagationRule(500), prop(400))) == []
+    assert names(run(PropagationRule(500), prop(800, t_fault=True))) == []
+
+
+def test_model_rules_exported():
+    produced = {n for r in MODEL_RULES for n in r.anomalies}
+    assert produced == {"uncommitted-read", "hwm-regression", "wrong-fetch-error", "preferred-replica-violation",
+                        "fetch-session-violation", "tiered-offset-violation", "hwm-propagation-delay"}
