@@ -117,7 +117,8 @@ def _resolve_maven(version: str) -> Path:
         out = staging / "lib"
         proc = subprocess.run(
             [mvn, "-q", "-B", "-U", "-f", str(staging / "pom.xml"), "dependency:copy-dependencies",
-             "-DincludeScope=runtime", f"-DoutputDirectory={out}"],
+             "-DincludeScope=runtime", f"-DoutputDirectory={out}",
+             *([f"-Dmaven.repo.local={os.environ['KIPCHECK_MAVEN_REPO']}"] if os.environ.get("KIPCHECK_MAVEN_REPO") else [])],
             capture_output=True, text=True)
         if proc.returncode != 0:
             out = proc.stdout + proc.stderr
