@@ -34,6 +34,7 @@ class ClusterOptions:
     use_namespaces: bool | None = None  # None: when root
     heap: str = "512m"
     extra_config: tuple[tuple[str, str], ...] = ()
+    tiered: bool = False  # remote storage on every broker (harness.tiered), for KIP-1023 probes
 
 
 def _free_port() -> int:
@@ -96,6 +97,10 @@ class NativeCluster:
             roles += [("broker",)] * o.brokers
         else:
             roles += [("broker", "controller")] * o.brokers
+        extra = dict(o.extra_config)
+        if o.tiered:
+            from harness import tiered
+            extra = {**tiered.broker_config(self.root / "remote-storage", self.dist.version), **extra}
         specs = []
         for i, r in enumerate(roles, start=1):
             if self.use_namespaces:
@@ -107,7 +112,7 @@ class NativeCluster:
             broker_index = sum(1 for x in roles[:i] if "broker" in x)
             specs.append(NodeSpec(node_id=i, roles=r, rack=f"rack-{broker_index if 'broker' in r else 'c' + str(i)}",
                                   host=host, internal_port=ports[0], controller_port=ports[1], client_port=ports[2],
-                                  extra_config=dict(o.extra_config)))
+                                  extra_config=extra))
         return specs
 
     # -- lifecycle -------------------------------------------------------------------
