@@ -257,19 +257,18 @@ class FetchSessionRule:
             yield f"session:{(record.get('value') or {}).get('broker')}:{record.get('process')}"
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
-        self._profile = profile
         sessions: dict[int, dict] = {}  # id -> {"epoch", "parts": {key: {...}}}
         dead: set[int] = set()
         out: list[Anomaly] = []
         for op in answered(records, ["fetch"]):
-            out += self._step(op, sessions, dead)
+            out += self._step(op, sessions, dead, profile)
         return out
 
     def _flag(self, op: Op, message: str, kind: str | None = "anomaly") -> list[Anomaly]:
         return _anomaly(kind, "fetch-session-violation", op.indices, message,
                         session_id=op.value.get("session_id"), session_epoch=op.value.get("session_epoch"))
 
-    def _step(self, op: Op, sessions: dict, dead: set) -> list[Anomaly]:
+    def _step(self, op: Op, sessions: dict, dead: set, profile: str) -> list[Anomaly]:
         v = op.value
         sid, epoch = as_int(v.get("session_id"), 0), as_int(v.get("session_epoch"), -1)
         top, rid = v.get("top_error", NONE) or NONE, as_int(v.get("response_session_id"), 0)
@@ -323,7 +322,7 @@ class FetchSessionRule:
         if rid != sid:
             if rid == 0 and not s["parts"]:
                 out += self._flag(op, "the session was closed when its last partition was forgotten",
-                                  verdict(lambda pr: pr.allows(profiles.EMPTY_SESSION_CLOSED), self._profile))
+                                  verdict(lambda pr: pr.allows(profiles.EMPTY_SESSION_CLOSED), profile))
             else:
                 out += self._flag(op, f"incremental response has session id {rid}, not {sid}")
             sessions.pop(sid, None)
@@ -339,7 +338,7 @@ class FetchSessionRule:
                 readable_below = c["hwm"] if c.get("lso", -1) < 0 else min(c["hwm"], c["lso"])
                 if c["fetch_offset"] < readable_below:
                     local = c.get("max_seen", -1) >= c["fetch_offset"]
-                    kind = verdict(lambda pr: not (local or pr.allows(profiles.HWM_CAPPED_AT_LEO)), self._profile)
+                    kind = verdict(lambda pr: not (local or pr.allows(profiles.HWM_CAPPED_AT_LEO)), profile)
                     out += self._flag(op, f"incremental response left out {key[0]}/{key[1]} although committed data "
                                           f"was available at its fetch offset {c['fetch_offset']} (HWM {c['hwm']})",
                                       kind if kind != "known" else None)
