@@ -34,6 +34,7 @@ class ClusterOptions:
     use_namespaces: bool | None = None  # None: when root
     heap: str = "512m"
     extra_config: tuple[tuple[str, str], ...] = ()
+    proxied_clients: bool = False  # clients reach each broker through a Toxiproxy proxy (link faults)
     tiered: bool = False  # remote storage on every broker (harness.tiered), for KIP-1023 probes
 
 
@@ -63,6 +64,7 @@ class NativeCluster:
         self.state: ClusterState | None = None
         self.nodes: list[KafkaNode] = []
         self.net: network.BridgeNetwork | None = None
+        self.toxiproxy = None  # harness.toxiproxy.Toxiproxy when options.proxied_clients
 
     # -- topology --------------------------------------------------------------------
     @property
@@ -136,6 +138,11 @@ class NativeCluster:
             self.net = network.BridgeNetwork(self.cluster_id, subnet_index, self.state)
             self.net.create_bridge()
         specs = self._plan()
+        if self.options.proxied_clients:
+            from harness import toxiproxy
+            step("starting toxiproxy")
+            self.toxiproxy = toxiproxy.start_server(self.state, self.root)
+            specs = [toxiproxy.front_client_listener(self.toxiproxy, s) if s.is_broker else s for s in specs]
         voters = ",".join(f"{s.node_id}@{s.host.address}:{s.controller_port}" for s in specs if s.is_controller)
         uuid_ = _kafka_uuid()
         self.nodes = [KafkaNode(s, self.root, self.dist, self.state, uuid_, voters, self.options.heap) for s in specs]
@@ -189,6 +196,9 @@ class NativeCluster:
                 owner_pid=state.data.get("owner_pid"))
         c.state = state
         c.use_namespaces = state.data["mode"] == "namespaces"
+        if state.data.get("toxiproxy"):
+            from harness.toxiproxy import Toxiproxy
+            c.toxiproxy = Toxiproxy(state.data["toxiproxy"]["api"])
         specs = [_spec_from_json(d) for d in state.data.get("specs", [])]
         voters = ",".join(f"{s.node_id}@{s.host.address}:{s.controller_port}" for s in specs if s.is_controller)
         c.nodes = [KafkaNode(s, c.root, dist, state, state.data["cluster_uuid"], voters) for s in specs]
