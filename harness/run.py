@@ -84,6 +84,8 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
 
     `ui` shows progress (see harness.progress); errors propagate after cleanup."""
     _sigterm_as_interrupt()
+    with ui.step("resolving Kafka"):  # first: a bad version or no java leaves nothing behind
+        dist = resolve(options.kafka_version, options.kafka_home)
     run_dir = new_run_dir(options.runs_dir, options.seed)
     ui.note(f"run directory {run_dir}")
     w = options.workload
@@ -95,10 +97,6 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
               "options": {k: v for k, v in asdict(options).items() if k != "workload"},
               "workload": asdict(w), "schedule": [s.as_json() for s in plan],
               "python": platform.python_version(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    (run_dir / "config.json").write_text(json.dumps(config, indent=2))
-
-    with ui.step("resolving Kafka"):
-        dist = resolve(options.kafka_version, options.kafka_home)
     config.update(kafka_version=dist.version)
     (run_dir / "config.json").write_text(json.dumps(config, indent=2))
 

@@ -103,3 +103,29 @@ def test_sigkilled_run_is_cleaned_up_and_keeps_its_history(tmp_path, pytestconfi
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_ctrl_c_heals_stops_the_cluster_and_still_reports(tmp_path, pytestconfig):
+    proc = _kipcheck("run", "--duration", "300", "--seed", "5", "--runs-dir", str(tmp_path), "--quiet",
+                     *_kafka_args(pytestconfig))
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            runs = list(tmp_path.iterdir())
+            history = runs[0] / "history.jsonl" if runs else None
+            if history and history.exists() and '"type":"ok","f":"send"' in history.read_text():
+                break
+            time.sleep(1)
+        else:
+            pytest.fail("the run never acknowledged a send")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 130, err[-2000:]
+        assert "interrupted" in err and "Traceback" not in err
+        run_dir = history.parent
+        assert _leftovers(run_dir) == []
+        assert (run_dir / "report" / "index.html").exists()
+        assert json.loads((run_dir / "verdict.json").read_text())["counts"]["records"] > 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()

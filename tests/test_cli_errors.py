@@ -1,0 +1,54 @@
+"""Bad input gets one line on stderr and exit code 2, never a traceback."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def kipcheck(*args, env=None):
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=120)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def assert_one_line_error(code, err, *words):
+    assert code == 2, err
+    assert "Traceback" not in err
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert len(lines) == 1, err
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+def test_unknown_fault_lists_the_known_ones(tmp_path):
+    code, _, err = kipcheck("run", "--faults", "partition,meteor", "--runs-dir", str(tmp_path))
+    assert_one_line_error(code, err, "meteor", "partition")
+    assert not any(tmp_path.iterdir()), "nothing should start for a bad command line"
+
+
+def test_malformed_history_line_is_named(tmp_path):
+    good = '{"index":0,"time":1,"process":0,"type":"invoke","f":"send","value":{"topic":"t","partition":0,"key":"a","value":"a"}}'
+    (tmp_path / "history.jsonl").write_text(good + "\n" + '{"index":1,"time":2,"proc' + "\n")
+    code, _, err = kipcheck("check", str(tmp_path / "history.jsonl"))
+    assert_one_line_error(code, err, "2")
+
+
+def test_missing_java_is_one_line(tmp_path):
+    env = {"JAVA_HOME": str(tmp_path / "nojdk"), "PATH": "/usr/bin/nothing"}
+    code, _, err = kipcheck("run", "--kafka-version", "4.3.1", "--runs-dir", str(tmp_path), env=env)
+    assert_one_line_error(code, err, "java")
+    assert not any(tmp_path.iterdir())
+
+
+def test_kafka_version_that_does_not_exist(tmp_path):
+    code, _, err = kipcheck("run", "--kafka-version", "0.0.1", "--runs-dir", str(tmp_path))
+    assert_one_line_error(code, err, "0.0.1")
+
+
+@pytest.mark.parametrize("version", ["latest", "4.3"])
+def test_malformed_kafka_version(tmp_path, version):
+    code, _, err = kipcheck("run", "--kafka-version", version, "--runs-dir", str(tmp_path))
+    assert_one_line_error(code, err, version)
