@@ -174,4 +174,7 @@ profile {html.escape(str((verdict or {}).get('profile', '?')))} · consumer rack
 <h2>Node logs</h2><ul>{log_links or '<li>none</li>'}</ul>
 </body></html>"""
     (out / "index.html").write_text(page)
+    if verdict:
+        from reports.allure import write_allure_results
+        write_allure_results(run_dir, verdict, config)
     return out / "index.html"
