@@ -1,7 +1,8 @@
 """pytest plugin: ducktape-style services as fixtures for tests against live Kafka.
 
 Fixtures
-- `kafka_dist` (session): the Kafka to run (`--kafka-version`, `--kafka-home`).
+- `kafka_version`, `kafka_dist` (session): the Kafka to run (`--kafka-version`, `--kafka-home`,
+  or one entry of `--kafka-matrix 4.2.1,4.3.1`, which runs every cluster test per version).
 - `cluster` (session): one native KRaft cluster shared by the session's tests; a test
   that breaks it must heal it (the `nemesis` fixture does that for faults).
 - `fresh_cluster` (function): a private cluster for tests that are destructive.
@@ -27,6 +28,18 @@ def pytest_addoption(parser):
                 help="Kafka version for cluster tests (default: newest 4.x >= 4.3 that resolves)")
     g.addoption("--kafka-home", default=None, help="unpacked Kafka distribution for cluster tests")
     g.addoption("--kipcheck-brokers", type=int, default=3, help="brokers in the shared test cluster")
+    g.addoption("--kafka-matrix", default=os.environ.get("KIPCHECK_KAFKA_MATRIX"),
+                help="comma-separated Kafka versions: every cluster test runs once per version "
+                     "(release qualification), e.g. 4.2.1,4.3.1")
+
+
+def pytest_generate_tests(metafunc):
+    """Release qualification: parametrize every test that needs Kafka by the version matrix."""
+    matrix = metafunc.config.getoption("--kafka-matrix")
+    if matrix and "kafka_version" in metafunc.fixturenames:
+        versions = [v.strip() for v in matrix.split(",") if v.strip()]
+        metafunc.parametrize("kafka_version", versions, indirect=True, scope="session",
+                             ids=[f"kafka-{v}" for v in versions])
 
 
 def pytest_configure(config):
@@ -34,9 +47,15 @@ def pytest_configure(config):
 
 
 @pytest.fixture(scope="session")
-def kafka_dist(pytestconfig):
+def kafka_version(request):
+    """The Kafka version under test: one matrix entry, or `--kafka-version`, or the default."""
+    return getattr(request, "param", None) or request.config.getoption("--kafka-version")
+
+
+@pytest.fixture(scope="session")
+def kafka_dist(kafka_version, pytestconfig):
     from harness.kafka_dist import resolve
-    return resolve(pytestconfig.getoption("--kafka-version"), pytestconfig.getoption("--kafka-home"))
+    return resolve(kafka_version, pytestconfig.getoption("--kafka-home"))
 
 
 def _start(dist, root: Path, brokers: int):
