@@ -1,0 +1,350 @@
+"""The raw-protocol prober: Fetch, ListOffsets and OffsetsForLeaderEpoch straight to each replica.
+
+It asks the questions the KIPs answer and clients never ask on purpose:
+- KIP-392: consumer fetches (replica id -1) with a rack id, to the leader (which may
+  name a preferred read replica) and to followers, at offsets chosen around the HWM,
+  far above the log end and below the log start (cases 1-4).
+- KIP-227: a full fetch session, incremental fetches with and without changes, a wrong
+  epoch, an unknown session id, a forgotten partition, and a close by ID/-1.
+- KIP-1023: ListOffsets with timestamps -1 to -6 (on a tiered topic -4..-6 mean something).
+- KIP-392: OffsetsForLeaderEpoch with replica id -1, to leaders and followers.
+
+Every request is one history operation (DESIGN.md `fetch`, `list_offsets`,
+`offsets_for_leader_epoch`): an answered request is `ok` whatever its error code, a lost
+connection or timeout is `info`, after which the prober continues as a new process.
+"""
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+import time
+
+from kafka.protocol.consumer.fetch import FetchRequest
+from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
+
+from harness.history import History
+from harness.wire import BrokerConnection, MetadataView, UnsupportedVersion, WireError, decode_records, \
+    error_name, metadata
+from harness.workload import Worker
+
+FETCH_MIN_VERSION = 11  # KIP-392: rack id and preferred read replica
+LIST_OFFSETS_TIMESTAMPS = (-1, -2, -3, -4, -5, -6)  # latest .. earliest pending upload (KIP-1023)
+ISOLATION = {0: "read_uncommitted", 1: "read_committed"}
+FAR_ABOVE = 1_000_000_000  # KIP-392 case: above both HWM and LEO
+PARTITION_MAX_BYTES = 16384
+UNKNOWN = {"high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1, "preferred_read_replica": -1,
+           "records": []}
+
+
+class Indeterminate(Exception):
+    """An operation ended `info`: the process must not issue anything more."""
+
+
+class Prober(Worker):
+    """Cycles through probe rounds over `topics` until stopped, one request at a time."""
+
+    def __init__(self, bootstrap: str, topics: list[str], history: History, stop: threading.Event,
+                 pause: float = 0.05, seed: int = 0, timeout: float = 5.0):
+        super().__init__("prober", history, stop)
+        self.bootstrap = [a for a in bootstrap.split(",") if a]
+        self.topics, self.pause, self.timeout = list(topics), pause, timeout
+        self.random = random.Random(seed)
+        self.probes = 0
+        self.process = history.new_process()
+        self._connections: dict[int, BrokerConnection] = {}
+        self._view: MetadataView | None = None
+        self._hwm: dict[tuple, int] = {}  # (broker, topic, partition) -> last HWM it reported
+        self._log_start: dict[tuple, int] = {}  # (topic, partition) -> last log start offset seen
+
+    # -- the loop ----------------------------------------------------------------------
+    def rounds(self):
+        return [self.kip392_cases, self.fetch_session, self.list_offsets, self.offsets_for_leader_epoch]
+
+    def work(self):
+        try:
+            for n in itertools.count():
+                if self.stop_event.is_set():
+                    return
+                self.run_round(self.rounds()[n % len(self.rounds())])
+                self.stop_event.wait(self.pause)
+        finally:
+            self.close()
+
+    def run_round(self, probe) -> None:
+        """Run one probe on a fresh view of the partitions; an `info` starts a new process."""
+        try:
+            self.refresh()
+            targets = [key for key in self._view.partitions if key[0] in self.topics]
+            if targets:
+                probe(self.random.choice(sorted(targets)))
+        except Indeterminate:
+            self.process = self.history.new_process()
+            self.close()
+        except (WireError, UnsupportedVersion):
+            self.close()  # an unrecorded lookup failed: nothing to record, try again later
+            self.stop_event.wait(0.5)
+
+    def refresh(self) -> None:
+        errors = []
+        for address in self._addresses():
+            try:
+                with BrokerConnection(address, timeout=self.timeout) as conn:
+                    self._view = metadata(conn, self.topics)
+                    return
+            except (WireError, UnsupportedVersion) as e:
+                errors.append(str(e))
+        raise WireError("no broker answered Metadata: " + "; ".join(errors))
+
+    def _addresses(self) -> list[str]:
+        known = [addr for addr, _ in self._view.brokers.values()] if self._view else []
+        return list(dict.fromkeys([*known, *self.bootstrap]))
+
+    def connection(self, broker: int) -> BrokerConnection:
+        conn = self._connections.get(broker)
+        if conn is None:
+            conn = BrokerConnection(self._view.brokers[broker][0], timeout=self.timeout)
+            self._connections[broker] = conn
+        return conn
+
+    def close(self) -> None:
+        for conn in self._connections.values():
+            conn.close()
+        self._connections.clear()
+
+    def rack_of(self, broker: int) -> str | None:
+        return self._view.brokers.get(broker, (None, None))[1]
+
+    def call(self, f: str, value: dict, broker: int, send):
+        """Invoke, send via `send(conn)`, complete: ok with `send`'s fields, info on a lost answer."""
+        op = self.history.invoke(self.process, f, value)
+        try:
+            extra = send(self.connection(broker))
+        except (WireError, OSError) as e:
+            self._connections.pop(broker, None)
+            op.info(error=str(e)[:200])
+            raise Indeterminate from None
+        except UnsupportedVersion as e:  # checked before anything was written
+            op.fail(error=str(e))
+            return None
+        self.probes += 1
+        return op.ok(**extra)["value"]
+
+    # -- KIP-392 ---------------------------------------------------------------------
+    def kip392_cases(self, key) -> None:
+        """Consumer fetches around one partition's HWM, on the leader and each follower."""
+        state = self._view.partitions[key]
+        followers = [b for b in state.replicas if b != state.leader and b in self._view.brokers]
+        if state.leader < 0:
+            return
+        for follower in followers:
+            rack = self.rack_of(follower)
+            start = max(self._log_start.get(key, 0), self._hwm.get((state.leader, *key), 0) - 20)
+            # the leader, asked by a client in the follower's rack, should name that follower
+            self.fetch_one(state.leader, key, start, rack, state.leader_epoch)
+            answer = self.fetch_one(follower, key, start, rack, state.leader_epoch)
+            hwm = answer and answer.get("high_watermark", -1)
+            if hwm is None or hwm < 0:
+                continue
+            # at the HWM, just above it (often below the follower's LEO), and far above both
+            for offset in (hwm, hwm + 1, hwm + 5, FAR_ABOVE):
+                self.fetch_one(follower, key, offset, rack, state.leader_epoch)
+            log_start = self._log_start.get(key, 0)
+            self.fetch_one(follower, key, log_start, rack, state.leader_epoch)  # on a tiered topic: remote data
+            if log_start > 0:
+                self.fetch_one(follower, key, log_start - 1, rack, state.leader_epoch)
+        self.fetch_one(state.leader, key, self._hwm.get((state.leader, *key), 0), None, state.leader_epoch)
+
+    def fetch_one(self, broker: int, key, offset: int, rack: str | None, leader_epoch: int) -> dict | None:
+        """One sessionless consumer fetch of one partition; returns the completion value."""
+        topic, partition = key
+        value = {"broker": broker, "replica_id": -1, "rack": rack, "session_id": 0, "session_epoch": -1,
+                 "current_leader_epoch": leader_epoch, "topic": topic, "partition": partition, "fetch_offset": offset}
+        request = self._fetch_request(0, -1, [(topic, partition, offset)], [], rack, leader_epoch)
+
+        def send(conn):
+            version = conn.version_for(FetchRequest, FETCH_MIN_VERSION)
+            response = conn.request(request, version)
+            entries = self._entries(broker, response, [(topic, partition, offset)], incremental=False)
+            return {"version": version, "top_error": error_name(response.error_code),
+                    "response_session_id": response.session_id, **{k: v for k, v in entries[0].items()
+                                                                   if k not in ("topic", "partition", "fetch_offset")}}
+
+        return self.call("fetch", value, broker, send)
+
+    # -- KIP-227 ---------------------------------------------------------------------
+    def fetch_session(self, key) -> None:
+        """One session's life on one replica of `key`, covering every row of KIP-227's table
+        and both session errors."""
+        state = self._view.partitions[key]
+        brokers = [b for b in state.replicas if b in self._view.brokers]
+        if not brokers:
+            return
+        broker = self.random.choice(brokers)
+        rack = self.rack_of(broker)
+        parts = sorted(k for k, s in self._view.partitions.items() if k[0] in self.topics and broker in s.replicas)
+        offsets = {k: max(self._log_start.get(k, 0), self._hwm.get((broker, *k), 0) - 5) for k in parts}
+        full = self.session_fetch(broker, rack, 0, 0, offsets, offsets)  # new session (0/0)
+        session_id = full and full.get("response_session_id", 0)
+        if not session_id:
+            return
+        epoch = 1
+        self.session_fetch(broker, rack, session_id, epoch, offsets, {})  # nothing changed
+        epoch += 1
+        moved = self._advance(broker, offsets, full)
+        self.session_fetch(broker, rack, session_id, epoch, offsets, moved)  # new fetch offsets
+        epoch += 1
+        self.session_fetch(broker, rack, session_id, epoch + 7, offsets, {})  # wrong epoch
+        self.session_fetch(broker, rack, session_id, epoch, offsets, {})  # the session survives it
+        epoch += 1
+        self.session_fetch(broker, rack, self._stranger(session_id), 1, offsets, {})  # unknown id
+        if len(parts) > 1:
+            forgotten = parts[-1]
+            self.session_fetch(broker, rack, session_id, epoch, offsets, {}, forgotten=[forgotten])
+            offsets.pop(forgotten)
+            epoch += 1
+        self.session_fetch(broker, rack, session_id, -1, offsets, offsets)  # close: ID/-1
+        self.session_fetch(broker, rack, session_id, epoch, offsets, {})  # the closed session is gone
+
+    @staticmethod
+    def _stranger(session_id: int) -> int:
+        """A session id the broker never gave out (ids are positive int32)."""
+        return (session_id + 0x2545F491) % 0x7FFFFFFF or 1
+
+    def _advance(self, broker, offsets: dict, answer: dict | None) -> dict:
+        """Move each partition's fetch offset past what the last answer returned."""
+        moved = {}
+        for e in (answer or {}).get("partitions", []):
+            k = (e["topic"], e["partition"])
+            if e.get("records") and k in offsets:
+                offsets[k] = e["records"][-1][0] + 1
+                moved[k] = offsets[k]
+        return moved
+
+    def session_fetch(self, broker: int, rack, session_id: int, epoch: int, session: dict, sent: dict,
+                      forgotten: list | None = None) -> dict | None:
+        """A fetch in a session: `sent` are the partitions in the request, `session` all of
+        the session's partitions with their fetch offsets (the completion covers them all)."""
+        sent_list = [(t, p, o) for (t, p), o in sorted(sent.items())]
+        value = {"broker": broker, "replica_id": -1, "rack": rack, "session_id": session_id,
+                 "session_epoch": epoch, "partitions": [{"topic": t, "partition": p, "fetch_offset": o}
+                                                        for t, p, o in sent_list]}
+        if forgotten:
+            value["forgotten"] = [list(k) for k in forgotten]
+        request = self._fetch_request(session_id, epoch, sent_list, forgotten or [], rack, -1)
+        incremental = session_id != 0 and epoch > 0
+        covered = [(t, p, o) for (t, p), o in sorted(session.items())] if incremental else sent_list
+
+        def send(conn):
+            version = conn.version_for(FetchRequest, FETCH_MIN_VERSION)
+            response = conn.request(request, version)
+            top = error_name(response.error_code)
+            entries = self._entries(broker, response, covered, incremental)
+            if top != "NONE":
+                entries = [{"topic": t, "partition": p, "fetch_offset": o, "error": top, **UNKNOWN}
+                           for t, p, o in covered]
+            return {"version": version, "top_error": top, "response_session_id": response.session_id,
+                    "partitions": entries}
+
+        return self.call("fetch", value, broker, send)
+
+    # -- building and reading Fetch ------------------------------------------------------
+    def _fetch_request(self, session_id, epoch, partitions, forgotten, rack, leader_epoch) -> FetchRequest:
+        F = FetchRequest
+        by_topic: dict[str, list] = {}
+        for t, p, o in partitions:
+            by_topic.setdefault(t, []).append(F.FetchTopic.FetchPartition(
+                partition=p, current_leader_epoch=leader_epoch, fetch_offset=o, last_fetched_epoch=-1,
+                log_start_offset=-1, partition_max_bytes=PARTITION_MAX_BYTES))
+        gone: dict[str, list] = {}
+        for t, p in forgotten:
+            gone.setdefault(t, []).append(p)
+        ids = self._view.topic_ids
+        return F(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+                 session_id=session_id, session_epoch=epoch, rack_id=rack or "",
+                 topics=[F.FetchTopic(topic=t, topic_id=ids.get(t), partitions=ps) for t, ps in by_topic.items()],
+                 forgotten_topics_data=[F.ForgottenTopic(topic=t, topic_id=ids.get(t), partitions=ps)
+                                        for t, ps in gone.items()])
+
+    def _entries(self, broker, response, covered, incremental: bool) -> list[dict]:
+        """Per requested (or session) partition: the broker's answer, or `omitted`."""
+        names = {v: k for k, v in self._view.topic_ids.items()}
+        answered = {}
+        for t in response.responses:
+            topic = t.topic or names.get(t.topic_id)
+            for p in t.partitions:
+                answered[(topic, p.partition_index)] = p
+        out = []
+        for topic, partition, offset in covered:
+            entry = {"topic": topic, "partition": partition, "fetch_offset": offset}
+            p = answered.get((topic, partition))
+            if p is None and incremental:
+                entry.update(error="NONE", omitted=True)
+            elif p is None:  # a full response must carry every partition; keep the gap visible
+                entry.update(error="NONE", missing=True, **UNKNOWN)
+            else:
+                entry.update(error=error_name(p.error_code), high_watermark=p.high_watermark,
+                             last_stable_offset=p.last_stable_offset, log_start_offset=p.log_start_offset,
+                             preferred_read_replica=p.preferred_read_replica, records=decode_records(p.records))
+                if p.error_code == 0 and p.high_watermark >= 0:
+                    self._hwm[(broker, topic, partition)] = p.high_watermark
+                if p.log_start_offset >= 0:
+                    self._log_start[(topic, partition)] = p.log_start_offset
+            out.append(entry)
+        return out
+
+    # -- ListOffsets and OffsetsForLeaderEpoch --------------------------------------------
+    def list_offsets(self, key) -> None:
+        """Every special timestamp on the leader, and the latest offset on each follower."""
+        state = self._view.partitions[key]
+        if state.leader >= 0:
+            for ts in LIST_OFFSETS_TIMESTAMPS:
+                self.list_offset(state.leader, key, ts, 0, state.leader_epoch)
+            self.list_offset(state.leader, key, -1, 1, state.leader_epoch)
+        for follower in (b for b in state.replicas if b != state.leader and b in self._view.brokers):
+            self.list_offset(follower, key, -1, 0, state.leader_epoch)
+
+    def list_offset(self, broker: int, key, timestamp: int, isolation: int, leader_epoch: int) -> dict | None:
+        topic, partition = key
+        L = ListOffsetsRequest
+        value = {"broker": broker, "replica_id": -1, "isolation_level": ISOLATION[isolation], "topic": topic,
+                 "partition": partition, "timestamp": timestamp, "current_leader_epoch": leader_epoch}
+        request = L(replica_id=-1, isolation_level=isolation, topics=[L.ListOffsetsTopic(name=topic, partitions=[
+            L.ListOffsetsTopic.ListOffsetsPartition(partition_index=partition, current_leader_epoch=leader_epoch,
+                                                    timestamp=timestamp)])])
+
+        def send(conn):
+            version = conn.version_for(L, _list_offsets_min_version(timestamp))
+            answer = conn.request(request, version).topics[0].partitions[0]
+            return {"version": version, "error": error_name(answer.error_code), "offset": answer.offset,
+                    "leader_epoch": answer.leader_epoch}
+
+        return self.call("list_offsets", value, broker, send)
+
+    def offsets_for_leader_epoch(self, key) -> None:
+        """The end offset of the current leader epoch, asked as a consumer (KIP-392: capped at the HWM)."""
+        state = self._view.partitions[key]
+        for broker in (b for b in state.replicas if b in self._view.brokers):
+            self.end_offset(broker, key, state.leader_epoch, state.leader_epoch)
+
+    def end_offset(self, broker: int, key, leader_epoch: int, current_leader_epoch: int) -> dict | None:
+        topic, partition = key
+        O = OffsetForLeaderEpochRequest
+        value = {"broker": broker, "replica_id": -1, "topic": topic, "partition": partition,
+                 "leader_epoch": leader_epoch, "current_leader_epoch": current_leader_epoch}
+        request = O(replica_id=-1, topics=[O.OffsetForLeaderTopic(topic=topic, partitions=[
+            O.OffsetForLeaderTopic.OffsetForLeaderPartition(partition=partition, leader_epoch=leader_epoch,
+                                                            current_leader_epoch=current_leader_epoch)])])
+
+        def send(conn):
+            version = conn.version_for(O, 3)  # v3: replica id, so the broker knows a consumer asks
+            answer = conn.request(request, version).topics[0].partitions[0]
+            return {"version": version, "error": error_name(answer.error_code), "end_offset": answer.end_offset,
+                    "leader_epoch": answer.leader_epoch}
+
+        return self.call("offsets_for_leader_epoch", value, broker, send)
+
+
+def _list_offsets_min_version(timestamp: int) -> int:
+    """The first ListOffsets version that knows `timestamp` (-6 needs KIP-1023's v11)."""
+    return {-3: 7, -4: 8, -5: 9, -6: 11}.get(timestamp, 1)

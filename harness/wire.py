@@ -1,0 +1,165 @@
+"""A raw Kafka protocol connection to one broker (kafka-python 3.x message classes).
+
+Client libraries hide what the probes must see: librdkafka has no KIP-227 sessions
+under our control and rewrites errors into its own. This speaks the wire protocol
+directly: size-prefixed frames on a plain socket, one request in flight, versions
+negotiated with ApiVersions. Any socket error or timeout raises `WireError`, which the
+callers record as an indeterminate (`info`) outcome.
+"""
+from __future__ import annotations
+
+import itertools
+import socket
+import struct
+
+import kafka.errors
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafka.record import MemoryRecords
+
+
+class WireError(OSError):
+    """The request may or may not have reached the broker (connection lost, timeout)."""
+
+
+class UnsupportedVersion(Exception):
+    """Broker and codec share no version of an API: nothing was sent."""
+
+
+#: codes whose kafka-python name is older than Kafka's own (org.apache.kafka.common.protocol.Errors)
+RENAMED = {0: "NONE", 6: "NOT_LEADER_OR_FOLLOWER"}
+
+
+def error_name(code: int) -> str:
+    """Kafka's name for an error code ("NONE" for 0), as the history records it."""
+    if code in RENAMED:
+        return RENAMED[code]
+    return getattr(kafka.errors.for_code(code), "message", None) or f"UNKNOWN_ERROR_{code}"
+
+
+def decode_records(data) -> list[list]:
+    """[[offset, value], ...] of a fetched record set (values as text, None kept as None)."""
+    if not data:
+        return []
+    raw = bytes(data) if not isinstance(data, (bytes, bytearray)) else data
+    out = []
+    records = MemoryRecords(raw)
+    while True:
+        batch = records.next_batch()
+        if batch is None:
+            break
+        for r in batch:
+            v = r.value
+            out.append([r.offset, v.decode("utf-8", "replace") if v is not None else None])
+    return out
+
+
+class BrokerConnection:
+    """One socket to one broker listener; `request` sends one message and returns its answer."""
+
+    def __init__(self, address: str, client_id: str = "kipcheck-prober", timeout: float = 10.0):
+        host, port = address.rsplit(":", 1)
+        self.address, self.client_id, self.timeout = address, client_id, timeout
+        self._correlation = itertools.count(1)
+        try:
+            self._sock = socket.create_connection((host, int(port)), timeout=timeout)
+        except OSError as e:
+            raise WireError(f"cannot connect to {address}: {e}") from None
+        self.versions: dict[int, tuple[int, int]] = {}
+        self.versions = self._api_versions()
+
+    def close(self) -> None:
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def version_for(self, message_class, lowest: int = 0) -> int:
+        """The newest version both the broker and the codec speak (at least `lowest`)."""
+        broker = self.versions.get(message_class.API_KEY)
+        top = min(message_class.max_version, broker[1]) if broker else -1
+        if broker is None or top < max(lowest, broker[0]):
+            raise UnsupportedVersion(f"{message_class.__name__} >= v{lowest} is not supported by {self.address}")
+        return top
+
+    def request(self, message, version: int):
+        """Send `message` at `version`; return the decoded response."""
+        correlation_id = next(self._correlation)
+        message.API_VERSION = version
+        message.with_header(correlation_id=correlation_id, client_id=self.client_id)
+        frame = message.encode(header=True, framed=True)
+        response_class = message.header.get_response_class()
+        try:
+            self._sock.settimeout(self.timeout)
+            self._sock.sendall(frame)
+            size = struct.unpack(">i", self._read(4))[0]
+            body = self._read(size)
+        except OSError as e:
+            self.close()
+            raise WireError(f"{self.address}: {e or type(e).__name__}") from None
+        response = response_class.decode(body, header=True)
+        if response.header.correlation_id != correlation_id:
+            self.close()
+            raise WireError(f"{self.address}: correlation id {response.header.correlation_id}, "
+                            f"expected {correlation_id}")
+        return response
+
+    def _read(self, n: int) -> bytes:
+        chunks, left = [], n
+        while left:
+            chunk = self._sock.recv(min(left, 1 << 20))
+            if not chunk:
+                raise ConnectionError("connection closed by the broker")
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+    def _api_versions(self) -> dict[int, tuple[int, int]]:
+        version = min(3, ApiVersionsRequest.max_version)
+        response = self.request(ApiVersionsRequest(client_software_name="kipcheck",
+                                                   client_software_version="1"), version)
+        if response.error_code:
+            raise WireError(f"{self.address}: ApiVersions answered {error_name(response.error_code)}")
+        return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+
+
+# --- cluster metadata, as one broker sees it --------------------------------------------
+
+class PartitionState:
+    __slots__ = ("topic", "partition", "error", "leader", "leader_epoch", "replicas", "isr", "offline")
+
+    def __init__(self, topic, p):
+        self.topic, self.partition = topic, p.partition_index
+        self.error = error_name(p.error_code)
+        self.leader, self.leader_epoch = p.leader_id, p.leader_epoch
+        self.replicas, self.isr = list(p.replica_nodes), list(p.isr_nodes)
+        self.offline = list(p.offline_replicas or [])
+
+
+class MetadataView:
+    """One broker's answer to Metadata: brokers with racks, and each topic's id and partitions."""
+
+    def __init__(self, response):
+        self.brokers = {b.node_id: (f"{b.host}:{b.port}", b.rack) for b in response.brokers}
+        self.topic_ids = {t.name: t.topic_id for t in response.topics if not t.error_code}
+        self.topic_errors = {t.name: error_name(t.error_code) for t in response.topics}
+        self.partitions = {(t.name, p.partition_index): PartitionState(t.name, p)
+                           for t in response.topics for p in t.partitions}
+
+    @property
+    def racks(self) -> dict[str, str | None]:
+        return {str(b): rack for b, (_, rack) in sorted(self.brokers.items())}
+
+
+def metadata(conn: BrokerConnection, topics: list[str] | None) -> MetadataView:
+    """Ask `conn`'s broker for metadata of `topics` (None: every topic)."""
+    from kafka.protocol.metadata.metadata import MetadataRequest
+    version = conn.version_for(MetadataRequest, 1)
+    wanted = None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
+    request = MetadataRequest(topics=wanted, allow_auto_topic_creation=False)
+    return MetadataView(conn.request(request, version))
