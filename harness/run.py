@@ -92,7 +92,8 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
     if options.faults is None:
         plan = schedules.single_partition(options.duration, w.topic)
     else:
-        plan = schedules.generate(options.seed, options.faults, options.duration, w.topic, options.intensity)
+        plan = schedules.generate(options.seed, options.faults, options.duration, w.topic, options.intensity,
+                                  partitions=w.partitions)
     config = {"seed": options.seed, "duration": options.duration, "backend": "native",
               "options": {k: v for k, v in asdict(options).items() if k != "workload"},
               "workload": asdict(w), "schedule": [s.as_json() for s in plan],
@@ -100,7 +101,10 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
     config.update(kafka_version=dist.version)
     (run_dir / "config.json").write_text(json.dumps(config, indent=2))
 
-    cluster = NativeCluster(dist, run_dir / "cluster", ClusterOptions(options.brokers, options.controllers),
+    from faults.registry import needs_proxies  # link faults need clients to go through Toxiproxy
+    proxied = bool(options.faults) and needs_proxies(options.faults)
+    cluster = NativeCluster(dist, run_dir / "cluster",
+                            ClusterOptions(options.brokers, options.controllers, proxied_clients=proxied),
                             owner_pid=os.getpid())
     history = History(run_dir / "history.jsonl")
     verdict = None
