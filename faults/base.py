@@ -27,11 +27,14 @@ class FaultContext(Protocol):
     cluster: object
     topic: str
 
+    def admin(self): ...  # a harness.admin.Admin on the cluster
+
     def leader_of(self, topic: str, partition: int) -> int: ...
 
 
 class FaultKind(Protocol):
     name: str
+    needs_proxies: bool  # True for Toxiproxy link faults: the cluster must run with proxied clients
 
     def inject(self, ctx: FaultContext, spec: FaultSpec) -> dict:
         """Apply the fault; return what it resolved (e.g. which nodes), recorded in the history."""
@@ -40,4 +43,7 @@ class FaultKind(Protocol):
         """Undo exactly what `inject` did."""
 
     def heal_all(self, ctx: FaultContext) -> None:
-        """Undo every fault of this kind, whatever state the run is in (idempotent)."""
+        """Undo every fault of this kind, whatever state the run is in (idempotent).
+
+        Kinds of one family share one function here (flush every chain, reset every
+        proxy, restart every stopped node), so heal-all runs each family once."""

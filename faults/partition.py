@@ -1,55 +1,131 @@
 """Network partitions: iptables DROP rules in the nodes' own namespaces.
 
-Rules live in each namespace's KIPCHECK chain (see harness.network), so heal is a
-flush of that chain and a deleted namespace takes its rules with it.
+A partition is a *grudge* (Jepsen's term): for each node, the peers whose packets it
+drops on arrival. A two-way cut between x and y is x dropping y's packets and y
+dropping x's; a one-way cut is one side only. Rules live in each namespace's KIPCHECK
+chain (see harness.network): heal deletes exactly the rules inject added, heal-all
+flushes the chains, and a deleted namespace takes its rules with it. Clients in the
+root namespace are never cut off: an isolated leader keeps taking requests it can no
+longer replicate, the interesting case for acks=all.
 """
 from __future__ import annotations
 
 from harness.network import CHAIN
 from faults.base import FaultContext, FaultSpec
+from faults.targets import all_node_ids, resolve_node
+
+Grudge = dict[int, list[int]]  # node -> peers whose packets it drops
 
 
-def resolve_target(ctx: FaultContext, spec: FaultSpec) -> int:
-    """The node a spec names: a node id, or "leader" of (topic, partition) at inject time."""
-    target = spec.params.get("target", "leader")
-    if target == "leader":
-        return ctx.leader_of(spec.params.get("topic", ctx.topic), spec.params.get("partition", 0))
-    return int(target)
-
-
-def drop_between(ctx: FaultContext, a: list[int], b: list[int]) -> None:
-    """Drop every packet between the node groups a and b, in both directions."""
+def cut(a: list[int], b: list[int]) -> Grudge:
+    """Both directions between groups a and b."""
+    grudge: Grudge = {}
     for x in a:
         for y in b:
-            _drop(ctx, x, y)
-            _drop(ctx, y, x)
+            grudge.setdefault(x, []).append(y)
+            grudge.setdefault(y, []).append(x)
+    return grudge
 
 
-def _drop(ctx: FaultContext, node_id: int, peer_id: int) -> None:
-    host = ctx.cluster.node(node_id).spec.host
-    peer = ctx.cluster.node(peer_id).spec.host.address
-    host.iptables("-A", CHAIN, "-s", peer, "-j", "DROP")
-    host.iptables("-A", CHAIN, "-d", peer, "-j", "DROP")
+def _rules(ctx: FaultContext, grudge: Grudge, action: str) -> None:
+    for node_id, peers in grudge.items():
+        host = ctx.cluster.node(int(node_id)).spec.host
+        for peer in peers:
+            peer_address = ctx.cluster.node(int(peer)).spec.host.address
+            host.iptables(action, CHAIN, "-s", peer_address, "-j", "DROP", check=(action == "-A"))
 
 
-class IsolateNode:
-    """Cut one node (by default the leader of a partition) off from every other node.
+def heal_partitions(ctx: FaultContext) -> None:
+    for node in ctx.cluster.nodes:
+        if node.spec.host.netns:
+            node.spec.host.iptables("-F", CHAIN, check=False)
 
-    Clients in the root namespace still reach it: the isolated leader keeps taking
-    requests it can no longer replicate, the interesting case for acks=all."""
+
+class _Partition:
+    """Shared inject/heal: a subclass only says which grudge it holds."""
+
+    name = ""
+    needs_proxies = False
+    heal_all = staticmethod(heal_partitions)
+
+    def grudge(self, ctx: FaultContext, spec: FaultSpec) -> tuple[Grudge, list[int], dict]:
+        """(grudge, the nodes to name as targets, extra fields for the history)."""
+        raise NotImplementedError
+
+    def inject(self, ctx: FaultContext, spec: FaultSpec) -> dict:
+        grudge, targets, extra = self.grudge(ctx, spec)
+        _rules(ctx, grudge, "-A")
+        return {"targets": targets, **extra, "grudge": {str(k): v for k, v in grudge.items()}}
+
+    def heal(self, ctx: FaultContext, spec: FaultSpec, injected: dict) -> None:
+        _rules(ctx, injected["grudge"], "-D")
+
+
+class IsolateNode(_Partition):
+    """Cut one node (by default the leader of a partition: leader against the rest) off from every other node."""
 
     name = "partition"
 
-    def inject(self, ctx: FaultContext, spec: FaultSpec) -> dict:
-        victim = resolve_target(ctx, spec)
-        others = [n.spec.node_id for n in ctx.cluster.nodes if n.spec.node_id != victim]
-        drop_between(ctx, [victim], others)
-        return {"targets": [victim], "isolated_from": others}
+    def grudge(self, ctx, spec):
+        victim = resolve_node(ctx, spec, "leader")
+        others = [n for n in all_node_ids(ctx) if n != victim]
+        return cut([victim], others), [victim], {"isolated_from": others}
 
-    def heal(self, ctx: FaultContext, spec: FaultSpec, injected: dict) -> None:
-        self.heal_all(ctx)
 
-    def heal_all(self, ctx: FaultContext) -> None:
-        for node in ctx.cluster.nodes:
-            if node.spec.host.netns:
-                node.spec.host.iptables("-F", CHAIN, check=False)
+class MajorityMinority(_Partition):
+    """Split the nodes into a minority of floor((n-1)/2) and the majority; `leader_side` says where the leader goes."""
+
+    name = "partition-majority"
+
+    def grudge(self, ctx, spec):
+        leader = resolve_node(ctx, spec, "leader")
+        nodes = all_node_ids(ctx)
+        size = max(1, (len(nodes) - 1) // 2)
+        others = _rotated([n for n in nodes if n != leader], spec)
+        if spec.params.get("leader_side", "minority") == "minority":
+            minority = [leader] + others[:size - 1]
+        else:
+            minority = others[:size]
+        majority = [n for n in nodes if n not in minority]
+        return cut(minority, majority), minority, {"minority": minority, "majority": majority}
+
+
+class Bridge(_Partition):
+    """Two halves that cannot reach each other but both reach one bridge node (by default a follower).
+
+    With three nodes: the leader and the other follower lose each other; the bridge keeps both."""
+
+    name = "partition-bridge"
+
+    def grudge(self, ctx, spec):
+        bridge = resolve_node(ctx, spec, "follower")
+        leader = resolve_node(ctx, FaultSpec(spec.kind, 0, 0, {**spec.params, "target": "leader"}))
+        rest = _rotated([n for n in all_node_ids(ctx) if n not in (bridge, leader)], spec)
+        left = [leader] + rest[1::2] if leader != bridge else rest[1::2]
+        right = [n for n in rest if n not in left]
+        return cut(left, right), [bridge], {"bridge": bridge, "halves": [left, right]}
+
+
+class OneWay(_Partition):
+    """Asymmetric: one node (by default a follower) drops every packet arriving from its peers.
+
+    Its own packets still leave, so peers see requests but their answers never arrive
+    (over TCP both directions soon stall; the packet loss itself is one-way)."""
+
+    name = "partition-oneway"
+
+    def grudge(self, ctx, spec):
+        victim = resolve_node(ctx, spec, "follower")
+        others = [n for n in all_node_ids(ctx) if n != victim]
+        return {victim: others}, [victim], {"deaf_to": others}
+
+
+def _rotated(nodes: list[int], spec: FaultSpec) -> list[int]:
+    """The nodes in an order drawn by the schedule (`rotate`), so the seed picks who goes where."""
+    if not nodes:
+        return nodes
+    k = int(spec.params.get("rotate", 0)) % len(nodes)
+    return nodes[k:] + nodes[:k]
+
+
+PARTITION_KINDS = (IsolateNode(), MajorityMinority(), Bridge(), OneWay())

@@ -1,21 +1,44 @@
-"""Every fault kind by name; an unknown name is a one-line error listing the known ones."""
+"""Every fault kind by name; an unknown name is a one-line error listing the known ones.
+
+`all` in a fault list means the default mix: every kind except the opt-in ones."""
 from __future__ import annotations
 
 from harness.errors import HarnessError
-from faults.partition import IsolateNode
+from faults.disk import DISK_KINDS
+from faults.election import ELECTION_KINDS
+from faults.partition import PARTITION_KINDS
+from faults.process import PROCESS_KINDS
+from faults.toxics import TOXIC_KINDS
 
-KINDS = {k.name: k for k in (IsolateNode(),)}
+# Order matters for heal-all: network first (restarted nodes must reach their peers), processes before admin calls.
+KINDS = {k.name: k for k in (*PARTITION_KINDS, *TOXIC_KINDS, *PROCESS_KINDS, *DISK_KINDS, *ELECTION_KINDS)}
+OPT_IN = frozenset({"wipe-metadata"})  # never in `all`: it tests KRaft's tolerance of a forgotten vote
+DEFAULT_MIX = tuple(n for n in KINDS if n not in OPT_IN)
 
 
 def kind(name: str):
     try:
         return KINDS[name]
     except KeyError:
-        raise HarnessError(f"unknown fault {name!r}; known faults: {', '.join(sorted(KINDS))}") from None
+        raise HarnessError(f"unknown fault {name!r}; known faults: {', '.join(sorted(KINDS))} (or 'all')") from None
 
 
 def parse_kinds(text: str) -> list[str]:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    for n in names:
-        kind(n)
-    return names
+    names = []
+    for n in (n.strip() for n in text.split(",")):
+        if n == "all":
+            names.extend(DEFAULT_MIX)
+        elif n:
+            kind(n)
+            names.append(n)
+    return list(dict.fromkeys(names))
+
+
+def needs_proxies(names) -> bool:
+    """Whether a cluster for these kinds must start with proxied clients."""
+    return any(kind(n).needs_proxies for n in names)
+
+
+def healers():
+    """Each family's heal-all once, in KINDS order."""
+    return list(dict.fromkeys(k.heal_all for k in KINDS.values()))

@@ -1,9 +1,60 @@
-"""Seeded fault schedules: the same seed, kinds and duration always give the same list."""
+"""Seeded fault schedules (Jepsen's generator side): the same arguments always give the same list.
+
+A schedule alternates fault windows and quiet gaps; windows never overlap, so two
+destructive faults never stack (a kill during a wipe could take the last in-sync copy).
+Each kind draws its own parameters from the seed (which node, how much latency, ...).
+The last fifth of the run stays quiet so the cluster recovers before the final reads.
+"""
 from __future__ import annotations
 
 import random
 
 from faults.base import FaultSpec
+
+QUIET_TAIL = 0.2  # fraction of the run left without faults
+
+# (shortest, longest) window in seconds at intensity 1; how long the fault holds.
+WINDOWS = {
+    "partition": (6, 15), "partition-majority": (6, 15), "partition-bridge": (6, 15), "partition-oneway": (6, 15),
+    "latency": (4, 10), "bandwidth": (4, 10), "slow-close": (4, 10), "timeout": (3, 8), "reset-peer": (3, 8),
+    "slicer": (4, 10), "limit-data": (4, 10),
+    "elect": (1, 2), "elect-unclean": (1, 2), "reassign": (3, 8),
+    "kill": (5, 15), "pause": (3, 10), "restart": (5, 15), "rolling-restart": (1, 2),
+    "wipe": (5, 12), "truncate": (3, 8), "wipe-metadata": (5, 12),
+}
+# Kinds after which the cluster needs longer to recover (restarts, re-replication).
+SLOW_RECOVERY = {"kill", "restart", "rolling-restart", "wipe", "truncate", "wipe-metadata"}
+
+
+def _node(rng: random.Random) -> dict:
+    return {"target": rng.choice(["leader", "follower"]), "index": rng.randrange(2)}
+
+
+# Per kind: parameters drawn from the seed (the toxic attributes are Toxiproxy's own names).
+PARAMS = {
+    "partition": _node,
+    "partition-majority": lambda r: {"leader_side": r.choice(["minority", "majority"]), "rotate": r.randrange(4)},
+    "partition-bridge": lambda r: {"target": "follower", "index": r.randrange(2), "rotate": r.randrange(4)},
+    "partition-oneway": _node,
+    "latency": lambda r: {"target": r.choice(["leader", "all"]), "latency": r.choice([50, 100, 200, 500]),
+                          "jitter": r.choice([0, 10, 50]), "stream": r.choice(["downstream", "upstream"])},
+    "bandwidth": lambda r: {"target": r.choice(["leader", "all"]), "rate": r.choice([16, 64, 256]),
+                            "stream": r.choice(["downstream", "upstream"])},
+    "slow-close": lambda r: {"target": r.choice(["leader", "all"]), "delay": r.choice([500, 1000, 3000])},
+    "timeout": lambda r: {"target": "leader", "timeout": r.choice([0, 1000, 5000])},
+    "reset-peer": lambda r: {"target": r.choice(["leader", "all"]), "timeout": r.choice([0, 100, 1000])},
+    "slicer": lambda r: {"target": r.choice(["leader", "all"]), "average_size": r.choice([16, 64, 256]),
+                         "size_variation": 8, "delay": r.choice([0, 100, 1000])},
+    "limit-data": lambda r: {"target": "leader", "bytes": r.choice([1024, 16384, 65536])},
+    "elect": lambda r: {"partition": "all"},
+    "elect-unclean": lambda r: {"partition": "all"},
+    "reassign": lambda r: {"rotate": r.choice([1, 2])},
+    "kill": _node, "pause": _node, "restart": _node,
+    "rolling-restart": lambda r: {"rotate": r.randrange(3)},
+    "wipe": _node,
+    "truncate": lambda r: {**_node(r), "bytes": r.choice([100, 4096, 65536])},
+    "wipe-metadata": lambda r: {"target": "follower", "index": r.randrange(2)},
+}
 
 
 def single_partition(duration: float, topic: str) -> list[FaultSpec]:
@@ -13,19 +64,24 @@ def single_partition(duration: float, topic: str) -> list[FaultSpec]:
                       params={"target": "leader", "topic": topic, "partition": 0})]
 
 
-def generate(seed: int, kinds: list[str], duration: float, topic: str, intensity: float = 1.0) -> list[FaultSpec]:
-    """Alternate fault windows and quiet windows over the run, drawing kinds from `kinds`.
+def generate(seed: int, kinds: list[str], duration: float, topic: str, intensity: float = 1.0,
+             partitions: int = 3) -> list[FaultSpec]:
+    """Alternate fault windows and quiet gaps over the first 80% of the run, kinds drawn from `kinds`.
 
-    The last fifth of the run stays quiet so the cluster can recover before the final reads."""
+    `intensity` stretches windows and shortens gaps (2.0: twice as long, half the rest)."""
     rng = random.Random(seed)
+    intensity = max(intensity, 0.1)
+    pool = sorted(set(kinds))
     specs, t = [], rng.uniform(3.0, 6.0)
-    end = duration * 0.8
-    while t < end and kinds:
-        length = min(rng.uniform(4.0, 12.0) * intensity, end - t)
-        if length < 2.0:
+    end = duration * (1 - QUIET_TAIL)
+    while t < end and pool:
+        kind = rng.choice(pool)
+        lo, hi = WINDOWS.get(kind, (4, 12))
+        length = min(rng.uniform(lo, hi) * intensity, end - t)
+        if length < min(lo, 2.0):
             break
-        kind = rng.choice(sorted(kinds))
-        specs.append(FaultSpec(kind, start=round(t, 3), duration=round(length, 3),
-                               params={"target": "leader", "topic": topic, "partition": rng.randrange(3)}))
-        t += length + rng.uniform(3.0, 8.0) / max(intensity, 0.1)
+        params = {"topic": topic, "partition": rng.randrange(partitions), **PARAMS.get(kind, _node)(rng)}
+        specs.append(FaultSpec(kind, start=round(t, 3), duration=round(length, 3), params=params))
+        gap = rng.uniform(8.0, 15.0) if kind in SLOW_RECOVERY else rng.uniform(3.0, 8.0)
+        t += length + gap / intensity
     return specs

@@ -1,0 +1,57 @@
+"""Which nodes a fault hits: names in a FaultSpec ("leader", "follower", a node id) resolved at inject time.
+
+Specs name roles, not node ids, because a schedule is made before the cluster exists
+and leadership moves during a run; the resolved ids are what the history records.
+"""
+from __future__ import annotations
+
+import time
+
+from harness.errors import HarnessError
+from faults.base import FaultContext, FaultSpec
+
+
+def partition_of(spec: FaultSpec, ctx: FaultContext) -> tuple[str, int]:
+    return spec.params.get("topic", ctx.topic), int(spec.params.get("partition", 0))
+
+
+def view(ctx: FaultContext, topic: str, partition: int, timeout: float = 30.0):
+    """The partition's replicas, ISR and leader, retried while no leader is known."""
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while True:
+        try:
+            for p in ctx.admin().partitions(topic):
+                if p.partition == partition and p.leader >= 0:
+                    return p
+            last = "no leader"
+        except Exception as e:  # an admin call during a fault may time out; ask again
+            last = str(e)
+        if time.monotonic() > deadline:
+            raise HarnessError(f"{topic}-{partition}: cannot resolve a target ({last})")
+        time.sleep(0.5)
+
+
+def resolve_node(ctx: FaultContext, spec: FaultSpec, default: str = "leader") -> int:
+    """One node id: a number, "leader" or "follower" (the `index`-th in-sync follower) of the spec's partition."""
+    target = spec.params.get("target", default)
+    if isinstance(target, int) or str(target).isdigit():
+        return int(target)
+    p = view(ctx, *partition_of(spec, ctx))
+    if target == "leader":
+        return p.leader
+    if target == "follower":
+        followers = [r for r in p.isr if r != p.leader] or [r for r in p.replicas if r != p.leader]
+        if not followers:
+            raise HarnessError(f"{p.topic}-{p.partition} has no follower")
+        return followers[int(spec.params.get("index", 0)) % len(followers)]
+    raise HarnessError(f"unknown fault target {target!r} (a node id, 'leader' or 'follower')")
+
+
+def all_node_ids(ctx: FaultContext) -> list[int]:
+    return [n.spec.node_id for n in ctx.cluster.nodes]
+
+
+def wait_full_isr(ctx: FaultContext, timeout: float = 120.0) -> None:
+    """Destructive faults wait for this first: wiping the only in-sync copy is data loss by us, not Kafka."""
+    ctx.admin().wait_full_isr(ctx.topic, timeout)
