@@ -22,9 +22,8 @@ def _kipcheck(*args, **kw):
                             stderr=subprocess.PIPE, text=True, **kw)
 
 
-def _kafka_args(pytestconfig):
-    v = pytestconfig.getoption("--kafka-version")
-    return ["--kafka-version", v] if v else []
+def _kafka_args(version):
+    return ["--kafka-version", version] if version else []
 
 
 def _jvms_under(path: Path) -> list[str]:
@@ -41,9 +40,9 @@ def _leftovers(run_dir: Path) -> list[str]:
     return left
 
 
-def test_run_is_valid_and_leaves_report_and_nothing_running(tmp_path, pytestconfig):
+def test_run_is_valid_and_leaves_report_and_nothing_running(tmp_path, kafka_version):
     proc = _kipcheck("run", "--duration", "40", "--seed", "7", "--runs-dir", str(tmp_path), "--quiet",
-                     *_kafka_args(pytestconfig))
+                     *_kafka_args(kafka_version))
     out, err = proc.communicate(timeout=400)
     run_dir = next(tmp_path.iterdir())
     assert proc.returncode == 0, f"exit {proc.returncode}\n{out}\n{err[-3000:]}"
@@ -71,9 +70,9 @@ def test_run_is_valid_and_leaves_report_and_nothing_running(tmp_path, pytestconf
     assert _leftovers(run_dir) == []
 
 
-def test_sigkilled_run_is_cleaned_up_and_keeps_its_history(tmp_path, pytestconfig):
+def test_sigkilled_run_is_cleaned_up_and_keeps_its_history(tmp_path, kafka_version):
     proc = _kipcheck("run", "--duration", "300", "--seed", "3", "--runs-dir", str(tmp_path), "--quiet",
-                     *_kafka_args(pytestconfig))
+                     *_kafka_args(kafka_version))
     try:
         deadline = time.monotonic() + 180
         history = None
@@ -105,9 +104,9 @@ def test_sigkilled_run_is_cleaned_up_and_keeps_its_history(tmp_path, pytestconfi
             proc.kill()
 
 
-def test_ctrl_c_heals_stops_the_cluster_and_still_reports(tmp_path, pytestconfig):
+def test_ctrl_c_heals_stops_the_cluster_and_still_reports(tmp_path, kafka_version):
     proc = _kipcheck("run", "--duration", "300", "--seed", "5", "--runs-dir", str(tmp_path), "--quiet",
-                     *_kafka_args(pytestconfig))
+                     *_kafka_args(kafka_version))
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
