@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from checks.history import iter_history
-from checks.verdict import Counts, build_verdict, default_rules, group_keys, run_rule
+from checks.verdict import Counts, build_verdict, default_rules, group_keys, no_cyclic_gc, run_rule
 
 
 def check_records(records: Iterable[dict], rules: Sequence | None = None,
@@ -19,14 +19,15 @@ def check_records(records: Iterable[dict], rules: Sequence | None = None,
     rules = default_rules() if rules is None else list(rules)
     groups: dict[tuple[int, str], list[dict]] = defaultdict(list)
     counts = Counts()
-    for record in records:
-        counts.add(record["f"], record["type"])
-        for i, rule in enumerate(rules):
-            for key in group_keys(rule, record):
-                groups[(i, key)].append(record)
     anomalies = []
-    for (i, key), group in sorted(groups.items()):
-        anomalies.extend(run_rule(rules[i], key, group, profile))
+    with no_cyclic_gc():
+        for record in records:
+            counts.add(record["f"], record["type"])
+            for i, rule in enumerate(rules):
+                for key in group_keys(rule, record):
+                    groups[(i, key)].append(record)
+        for (i, key), group in sorted(groups.items()):
+            anomalies.extend(run_rule(rules[i], key, group, profile))
     return build_verdict(anomalies, counts, profile, engine="local")
 
 

@@ -20,7 +20,7 @@ from typing import Iterator, Sequence
 
 from checks.history import HistoryError, decode_row, is_parquet, resolve, to_parquet, validate
 from checks.verdict import (Counts, anomaly_from_row, anomaly_to_row, build_verdict, default_rules,
-                            group_keys, run_rule)
+                            group_keys, no_cyclic_gc, run_rule)
 
 DEFAULT_MASTER = "local[*]"
 _COLUMNS = ("index", "time", "process", "type", "f", "value")
@@ -92,9 +92,10 @@ def _judge(rules: Sequence, profile: str):
         pdf = pdf.sort_values("index", kind="stable")
         rule = rules[int(pdf["rule"].iat[0])]
         key = pdf["key"].iat[0]
-        records = [decode_row(int(i), int(t), p, ty, f, v, "group")
-                   for i, t, p, ty, f, v in zip(*(pdf[c] for c in _COLUMNS))]
-        rows = [anomaly_to_row(a) for a in run_rule(rule, key, records, profile)]
+        with no_cyclic_gc():
+            records = [decode_row(i, t, p, ty, f, v, "group")
+                       for i, t, p, ty, f, v in zip(*(pdf[c].tolist() for c in _COLUMNS))]
+            rows = [anomaly_to_row(a) for a in run_rule(rule, key, records, profile)]
         return pd.DataFrame(rows, columns=["name", "known", "indices", "message", "details"])
 
     return fn

@@ -95,9 +95,12 @@ def validate(record, where: str, previous_index: int | None = None) -> dict:
         raise _problem(where, f"partition must be an integer, got {value['partition']!r}")
     if f == "poll" and record["type"] == "ok":
         recs = value.get("records")
-        if not isinstance(recs, list) or any(
-                not isinstance(r, list) or len(r) < 4 or not _is_int(r[1]) or not _is_int(r[2])
-                for r in recs):
+        well_formed = isinstance(recs, list)
+        for r in recs if well_formed else ():  # a plain loop: this runs for every polled record
+            if type(r) is not list or len(r) < 4 or type(r[1]) is not int or type(r[2]) is not int:
+                well_formed = False
+                break
+        if not well_formed:
             raise _problem(where, "ok poll needs value.records as [[topic, partition, offset, value], ...]")
     return record
 
