@@ -1,0 +1,215 @@
+"""The observer: what each broker says about the cluster, recorded as history.
+
+Two things, both as process "observer" (DESIGN.md):
+- `metadata` snapshots: every `interval` seconds each broker is asked for each watched
+  partition (one Metadata request per partition, so the invoke/ok interval brackets the
+  answer honestly): leader, leader epoch, ISR, replicas, offline replicas, racks. The
+  checker learns leader epochs and racks from these.
+- `metadata_propagation` (KIP-1166): an admin change (create a topic, alter its config,
+  delete it) followed by polling every broker until its own answer shows the change;
+  `seen_by` holds, per broker, nanoseconds from the change's start to the first answer
+  that showed it (null if it never did within the timeout).
+
+After an indeterminate answer the observer continues as "observer-1", "observer-2", ...
+(a process with an `info` issues nothing more).
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+
+from kafka.protocol.admin.configs import DescribeConfigsRequest
+
+from harness.admin import Admin
+from harness.history import History
+from harness.wire import BrokerConnection, UnsupportedVersion, WireError, error_name, metadata
+from harness.workload import Worker
+
+TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
+PROBE_CONFIG = "retention.ms"
+
+
+class Observer(Worker):
+    def __init__(self, bootstrap: str, topics: list[str], history: History, stop: threading.Event,
+                 interval: float = 1.0, propagation_every: float = 10.0, propagation_timeout: float = 30.0,
+                 timeout: float = 5.0):
+        super().__init__("observer", history, stop)
+        self.bootstrap, self.topics = bootstrap, list(topics)
+        self.interval, self.propagation_every = interval, propagation_every
+        self.propagation_timeout, self.timeout = propagation_timeout, timeout
+        self.process = "observer"
+        self._generations = itertools.count(1)
+        self._connections: dict[int, BrokerConnection] = {}
+        self._brokers: dict[int, str] = {}
+        self._changes = self._change_cycle()
+        self.snapshots = 0
+        self.propagations: list[dict] = []
+
+    # -- the loop --------------------------------------------------------------------
+    def work(self):
+        next_propagation = time.monotonic() + min(self.propagation_every, 2 * self.interval)
+        try:
+            while not self.stop_event.is_set():
+                self.snapshot()
+                if self.propagation_every and time.monotonic() >= next_propagation:
+                    self.propagate(next(self._changes))
+                    next_propagation = time.monotonic() + self.propagation_every
+                self.stop_event.wait(self.interval)
+        finally:
+            self.close()
+
+    def _new_process(self) -> None:
+        self.process = f"observer-{next(self._generations)}"
+        self.close()
+
+    def close(self) -> None:
+        for conn in self._connections.values():
+            conn.close()
+        self._connections.clear()
+
+    def brokers(self) -> dict[int, str]:
+        """Broker id -> client address, from whichever broker answers first."""
+        for address in [*self._brokers.values(), *self.bootstrap.split(",")]:
+            try:
+                with BrokerConnection(address, timeout=self.timeout) as conn:
+                    view = metadata(conn, [])
+                self._brokers = {b: addr for b, (addr, _) in view.brokers.items()}
+                break
+            except (WireError, UnsupportedVersion):
+                continue
+        return dict(self._brokers)
+
+    def connection(self, broker: int) -> BrokerConnection:
+        conn = self._connections.get(broker)
+        if conn is None:
+            conn = BrokerConnection(self._brokers[broker], client_id="kipcheck-observer", timeout=self.timeout)
+            self._connections[broker] = conn
+        return conn
+
+    def _drop(self, broker: int) -> None:
+        conn = self._connections.pop(broker, None)
+        if conn:
+            conn.close()
+
+    # -- metadata snapshots ------------------------------------------------------------
+    def snapshot(self) -> None:
+        """Each broker's view of each partition of the watched topics."""
+        for broker in sorted(self.brokers()):
+            partitions = self._partition_count(broker)
+            for topic, count in partitions.items():
+                for partition in range(count):
+                    if self.stop_event.is_set() or not self.observe(broker, topic, partition):
+                        break
+        self.snapshots += 1
+
+    def _partition_count(self, broker: int) -> dict[str, int]:
+        try:
+            view = metadata(self.connection(broker), self.topics)
+        except (WireError, UnsupportedVersion):
+            self._drop(broker)
+            return {}
+        counts: dict[str, int] = {}
+        for topic, partition in view.partitions:
+            counts[topic] = max(counts.get(topic, 0), partition + 1)
+        return counts
+
+    def observe(self, broker: int, topic: str, partition: int) -> bool:
+        """One `metadata` operation; False when it ended `info`."""
+        op = self.history.invoke(self.process, "metadata", {"broker": broker, "topic": topic, "partition": partition})
+        try:
+            view = metadata(self.connection(broker), [topic])
+        except UnsupportedVersion as e:
+            op.fail(error=str(e))
+            return False
+        except WireError as e:
+            op.info(error=str(e)[:200])
+            self._new_process()
+            return False
+        state = view.partitions.get((topic, partition))
+        if state is None:
+            op.ok(error=view.topic_errors.get(topic, "UNKNOWN_TOPIC_OR_PARTITION"), leader=-1, leader_epoch=-1,
+                  isr=[], replicas=[], offline=[], racks=view.racks)
+        else:
+            op.ok(error=state.error, leader=state.leader, leader_epoch=state.leader_epoch, isr=state.isr,
+                  replicas=state.replicas, offline=state.offline, racks=view.racks)
+        return True
+
+    # -- KIP-1166 propagation ------------------------------------------------------------
+    def _change_cycle(self):
+        """create topic -> alter its config -> delete it, forever, with fresh names."""
+        for n in itertools.count():
+            topic = f"kipcheck-propagation-{n}"
+            yield ("create_topic", topic, None)
+            yield ("alter_config", topic, str(3_600_000 + n))
+            yield ("delete_topic", topic, None)
+
+    def propagate(self, change: tuple) -> dict | None:
+        """Make `change` through the Admin API and time when each broker first shows it."""
+        kind, topic, setting = change
+        brokers = self.brokers()
+        description = f"{kind} {topic}" + (f" {PROBE_CONFIG}={setting}" if setting else "")
+        op = self.history.invoke(self.process, "metadata_propagation",
+                                 {"change": description, "brokers": sorted(brokers)})
+        started = time.monotonic_ns()
+        try:
+            self._apply(kind, topic, setting)
+        except Exception as e:  # the admin call may or may not have reached the controller
+            op.info(error=str(e)[:200])
+            self._new_process()
+            return None
+        acknowledged = time.monotonic_ns() - started
+        seen: dict[str, int | None] = {str(b): None for b in brokers}
+        deadline = time.monotonic() + self.propagation_timeout
+        while any(t is None for t in seen.values()) and time.monotonic() < deadline and not self.stop_event.is_set():
+            for b in brokers:
+                if seen[str(b)] is None and self._shows(b, kind, topic, setting):
+                    seen[str(b)] = time.monotonic_ns() - started
+            time.sleep(0.002)
+        result = op.ok(seen_by=seen, acknowledged=acknowledged,
+                       complete=all(t is not None for t in seen.values()))["value"]
+        self.propagations.append(result)
+        return result
+
+    def _apply(self, kind: str, topic: str, setting: str | None) -> None:
+        admin = Admin(self.bootstrap, timeout=self.timeout)
+        if kind == "create_topic":
+            admin.create_topic(topic, partitions=1, replication_factor=min(3, len(self._brokers)))
+        elif kind == "alter_config":
+            from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+            resource = ConfigResource("TOPIC", topic, incremental_configs=[
+                ConfigEntry(PROBE_CONFIG, setting, incremental_operation=AlterConfigOpType.SET)])
+            admin.client.incremental_alter_configs([resource])[resource].result(timeout=self.timeout + 5)
+        elif kind == "delete_topic":
+            admin.client.delete_topics([topic], operation_timeout=self.timeout)[topic].result(timeout=self.timeout + 5)
+        else:
+            raise ValueError(f"unknown change {kind}")
+
+    def _shows(self, broker: int, kind: str, topic: str, setting: str | None) -> bool:
+        """Whether `broker`'s own answer reflects the change (unanswered: not yet)."""
+        try:
+            conn = self.connection(broker)
+            if kind == "alter_config":
+                return self._config_value(conn, topic, PROBE_CONFIG) == setting
+            view = metadata(conn, [topic])
+        except (WireError, UnsupportedVersion):
+            self._drop(broker)
+            return False
+        exists = view.topic_errors.get(topic) == "NONE" and any(
+            s.leader >= 0 for (t, _), s in view.partitions.items() if t == topic)
+        return exists if kind == "create_topic" else view.topic_errors.get(topic) == "UNKNOWN_TOPIC_OR_PARTITION"
+
+    @staticmethod
+    def _config_value(conn: BrokerConnection, topic: str, name: str) -> str | None:
+        D = DescribeConfigsRequest
+        request = D(resources=[D.DescribeConfigsResource(resource_type=TOPIC_RESOURCE, resource_name=topic,
+                                                         configuration_keys=[name])],
+                    include_synonyms=False, include_documentation=False)
+        response = conn.request(request, conn.version_for(D, 1))
+        for result in response.results:
+            if result.error_code:
+                return None
+            for entry in result.configs:
+                if entry.name == name:
+                    return entry.value
+        return None
