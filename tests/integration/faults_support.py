@@ -1,0 +1,85 @@
+"""What the fault tests observe from outside the cluster: ISR and leaders as other brokers see them, produce latency."""
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+from harness.admin import Admin, _quiet_logger
+
+
+def wait_for(cond, timeout: float, what: str, poll: float = 0.5):
+    """Poll `cond` until it returns something truthy; fail with the last value seen."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = cond()
+        except Exception as e:  # an admin call during a fault may time out; ask again
+            last = e
+        if last and not isinstance(last, Exception):
+            return last
+        time.sleep(poll)
+    raise AssertionError(f"not within {timeout:.0f} s: {what} (last: {last!r})")
+
+
+def partition_seen_by(cluster, topic: str, partition: int, exclude=()):
+    """The partition as brokers outside `exclude` report it (an isolated broker's own view is stale)."""
+    bootstrap = ",".join(n.spec.advertised_client or n.spec.client_address
+                         for n in cluster.brokers if n.spec.node_id not in exclude)
+    return next(p for p in Admin(bootstrap).partitions(topic) if p.partition == partition)
+
+
+def produce(cluster, topic: str, count: int, partition: int = 0, size: int = 100, prefix: str = "v") -> list[float]:
+    """acks=all sends, one at a time; returns each send's latency in seconds."""
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers(), "acks": "all", "linger.ms": 0,
+                  "message.timeout.ms": 60000, "logger": _quiet_logger()})
+    latencies, errors = [], []
+    pad = "x" * max(0, size - 12)
+    for i in range(count):
+        t0 = time.monotonic()
+        p.produce(topic, value=f"{prefix}{i}:{pad}".encode(), partition=partition,
+                  on_delivery=lambda err, msg: errors.append(err) if err else None)
+        p.flush(60)
+        latencies.append(time.monotonic() - t0)
+    assert not errors, errors[:3]
+    return latencies
+
+
+def produce_bulk(cluster, topic: str, count: int, partition: int = 0, size: int = 1000) -> None:
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers(), "acks": "all", "linger.ms": 20,
+                  "logger": _quiet_logger()})
+    errors = []
+    payload = b"x" * size
+    for i in range(count):
+        p.produce(topic, value=b"%d:" % i + payload, partition=partition,
+                  on_delivery=lambda err, msg: errors.append(err) if err else None)
+        if i % 1000 == 0:
+            p.poll(0)
+    assert p.flush(120) == 0 and not errors, errors[:3]
+
+
+def read_all(cluster, topic: str, partition: int = 0, timeout: float = 60) -> list[bytes]:
+    """Every value of the partition from the beginning up to its current end."""
+    c = Consumer({"bootstrap.servers": cluster.bootstrap_servers(), "group.id": f"kipcheck-read-{time.monotonic_ns()}",
+                  "enable.auto.commit": False, "logger": _quiet_logger()})
+    try:
+        _, high = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
+        c.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+        values, deadline = [], time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for m in c.consume(500, timeout=1):
+                if not m.error():
+                    values.append(m.value())
+                    if m.offset() >= high - 1:
+                        return values
+            if high == 0:
+                return values
+        raise AssertionError(f"read {len(values)} of {high} records of {topic}-{partition} in {timeout:.0f} s")
+    finally:
+        c.close()
+
+
+def full_isr(cluster, topic: str, partition: int = 0):
+    p = partition_seen_by(cluster, topic, partition)
+    return p if p.leader >= 0 and set(p.isr) == set(p.replicas) else None
