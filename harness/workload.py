@@ -31,10 +31,27 @@ class WorkloadOptions:
     producers: int = 2
     acks: str = "all"
     idempotence: bool = True
+    # (acks, idempotence) per producer, cycled; empty: every producer uses `acks`/`idempotence`.
+    # acks=1 may lose acknowledged writes on failover and non-idempotent retries may duplicate:
+    # real Kafka behaviour that the checker then reports as lost-write / duplicate.
+    producer_modes: tuple[tuple[str, bool], ...] = ()
     consumers: int = 1
     consumer_rack: str | None = None  # KIP-392: a follower's rack makes the consumer read from it
+    consumer_modes: tuple[str, ...] = ("assign",)  # "assign" or "subscribe" (one shared group), cycled
+    rackless_consumers: int = 0  # the last N consumers send no client.rack (they read from leaders)
     send_timeout: float = 10.0
     poll_batch: int = 500
+
+    def producer_mode(self, seq: int) -> tuple[str, bool]:
+        modes = self.producer_modes or ((self.acks, self.idempotence),)
+        acks, idempotence = modes[seq % len(modes)]
+        return str(acks), bool(idempotence)
+
+    def consumer_mode(self, seq: int) -> str:
+        return self.consumer_modes[seq % len(self.consumer_modes)] if self.consumer_modes else "assign"
+
+    def consumer_has_rack(self, seq: int) -> bool:
+        return seq < self.consumers - self.rackless_consumers
 
 
 class Worker(threading.Thread):
@@ -59,8 +76,9 @@ class ProducerWorker(Worker):
     def __init__(self, bootstrap: str, options: WorkloadOptions, history: History, stop: threading.Event, seq: int):
         super().__init__(f"producer-{seq}", history, stop)
         self.options = options
+        self.acks, self.idempotence = options.producer_mode(seq)
         self.producer = Producer({
-            "bootstrap.servers": bootstrap, "acks": options.acks, "enable.idempotence": options.idempotence,
+            "bootstrap.servers": bootstrap, "acks": self.acks, "enable.idempotence": self.idempotence,
             "delivery.timeout.ms": int(options.send_timeout * 1000), "request.timeout.ms": 5000,
             "linger.ms": 0, "logger": _quiet_logger(),
         })
@@ -80,7 +98,8 @@ class ProducerWorker(Worker):
 
     def send(self, process: int, partition: int, value: str) -> str:
         op = self.history.invoke(process, "send", {"topic": self.options.topic, "partition": partition,
-                                                   "key": value, "value": value})
+                                                   "key": value, "value": value, "acks": self.acks,
+                                                   "idempotent": self.idempotence})
         result: dict = {}
 
         def delivered(err, msg):
@@ -111,18 +130,28 @@ class ProducerWorker(Worker):
 
 
 class ConsumerWorker(Worker):
-    """Assigns every partition from the beginning and polls until stopped."""
+    """Polls until stopped, after either assigning every partition from the beginning or
+    subscribing with the run's shared group (`options.consumer_mode(seq)`).
+
+    A subscriber's rebalance happens inside a poll: its new assignment is recorded as an
+    `assign` (with `"rebalance": true`) between that poll's invoke and completion, so the
+    checker restarts read continuity before the records the poll returns."""
 
     def __init__(self, bootstrap: str, options: WorkloadOptions, history: History, stop: threading.Event,
-                 seq: int, rack: str | None):
+                 seq: int, rack: str | None, group: str | None = None):
         super().__init__(f"consumer-{seq}", history, stop)
-        self.options, self.rack = options, rack
-        config = {"bootstrap.servers": bootstrap, "group.id": f"kipcheck-{seq}-{time.time_ns()}",
+        self.options = options
+        self.mode = options.consumer_mode(seq)
+        self.rack = rack if options.consumer_has_rack(seq) else None
+        self.group = group or f"kipcheck-subscribers-{options.topic}"
+        self.process: int | None = None
+        config = {"bootstrap.servers": bootstrap,
+                  "group.id": self.group if self.mode == "subscribe" else f"kipcheck-{seq}-{time.time_ns()}",
                   "enable.auto.commit": False, "auto.offset.reset": "earliest", "enable.partition.eof": False,
                   "isolation.level": "read_committed", "logger": _quiet_logger(),
                   "topic.metadata.refresh.interval.ms": 2000}
-        if rack:
-            config["client.rack"] = rack
+        if self.rack:
+            config["client.rack"] = self.rack
         self.consumer = Consumer(config)
         self.read = 0
 
@@ -142,10 +171,28 @@ class ConsumerWorker(Worker):
         self.read += len(records)
         return records
 
+    def subscribe(self, process: int) -> None:
+        op = self.history.invoke(process, "subscribe", {"topics": [self.options.topic], "group": self.group})
+        self.consumer.subscribe([self.options.topic], on_assign=self._assigned)
+        op.ok()
+
+    def _assigned(self, consumer, partitions) -> None:
+        """Rebalance callback (runs inside a poll): new partitions read from the start."""
+        for tp in partitions:
+            tp.offset = OFFSET_BEGINNING
+        op = self.history.invoke(self.process, "assign", {
+            "partitions": [[tp.topic, tp.partition] for tp in partitions], "seek_to_beginning": True,
+            "rebalance": True})
+        consumer.assign(partitions)
+        op.ok()
+
     def work(self):
-        process = self.history.new_process()
+        self.process = process = self.history.new_process()
         try:
-            self.assign_all(process)
+            if self.mode == "subscribe":
+                self.subscribe(process)
+            else:
+                self.assign_all(process)
             while not self.stop_event.is_set():
                 self.poll_once(process)
         finally:
