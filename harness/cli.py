@@ -32,7 +32,8 @@ def cmd_run(args) -> int:
     from harness.progress import ProgressUI
     from harness.run import RunOptions, run
     faults = None if args.faults is None else ([] if args.faults == "none" else parse_kinds(args.faults))
-    opts = RunOptions(duration=args.duration, seed=args.seed, kafka_version=args.kafka_version,
+    opts = RunOptions(duration=args.duration, seed=args.seed, backend=args.backend, bootstrap=args.bootstrap,
+                      kafka_version=args.kafka_version,
                       kafka_home=args.kafka_home, brokers=args.brokers, controllers=args.controllers,
                       faults=faults, intensity=args.intensity, runs_dir=args.runs_dir, engine=args.engine,
                       profile=args.profile)
@@ -144,6 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--engine", choices=("local", "spark"), default="local", help="checker engine")
     r.add_argument("--profile", default=None, help="model profile (default: from the Kafka version)")
     r.add_argument("--quiet", action="store_true", help="no progress display")
+    r.add_argument("--backend", choices=("native", "external"), default="native",
+                   help="native: start an embedded cluster (default); external: use --bootstrap")
+    r.add_argument("--bootstrap", default=None, help="bootstrap servers of an existing cluster (external backend)")
     _kafka_args(r)
     r.set_defaults(func=cmd_run)
 

@@ -30,6 +30,8 @@ from faults import schedule as schedules
 class RunOptions:
     duration: float = 60.0
     seed: int = 0
+    backend: str = "native"  # or "external": an existing cluster at `bootstrap`
+    bootstrap: str | None = None
     kafka_version: str | None = None
     kafka_home: str | None = None
     brokers: int = 3
@@ -84,8 +86,18 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
 
     `ui` shows progress (see harness.progress); errors propagate after cleanup."""
     _sigterm_as_interrupt()
-    with ui.step("resolving Kafka"):  # first: a bad version or no java leaves nothing behind
-        dist = resolve(options.kafka_version, options.kafka_home)
+    if options.backend == "external":
+        from harness.external import ExternalCluster
+        if not options.bootstrap:
+            raise HarnessError("the external backend needs --bootstrap HOST:PORT[,...]")
+        external = ExternalCluster(options.bootstrap)
+        with ui.step(f"reaching {options.bootstrap}"):  # first: an unreachable cluster leaves nothing behind
+            external.up()
+        version = options.kafka_version or "unknown"
+    else:
+        with ui.step("resolving Kafka"):  # first: a bad version or no java leaves nothing behind
+            dist = resolve(options.kafka_version, options.kafka_home)
+        version = dist.version
     run_dir = new_run_dir(options.runs_dir, options.seed)
     ui.note(f"run directory {run_dir}")
     w = options.workload
@@ -94,23 +106,27 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
     else:
         plan = schedules.generate(options.seed, options.faults, options.duration, w.topic, options.intensity,
                                   partitions=w.partitions)
-    config = {"seed": options.seed, "duration": options.duration, "backend": "native",
+    config = {"seed": options.seed, "duration": options.duration, "backend": options.backend,
               "options": {k: v for k, v in asdict(options).items() if k != "workload"},
               "workload": asdict(w), "schedule": [s.as_json() for s in plan],
               "python": platform.python_version(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    config.update(kafka_version=dist.version)
+    config.update(kafka_version=version)
     (run_dir / "config.json").write_text(json.dumps(config, indent=2))
 
-    from faults.registry import needs_proxies  # link faults need clients to go through Toxiproxy
-    proxied = bool(options.faults) and needs_proxies(options.faults)
-    cluster = NativeCluster(dist, run_dir / "cluster",
-                            ClusterOptions(options.brokers, options.controllers, proxied_clients=proxied),
-                            owner_pid=os.getpid())
+    if options.backend == "external":
+        cluster = external
+    else:
+        from faults.registry import needs_proxies  # link faults need clients to go through Toxiproxy
+        proxied = bool(options.faults) and needs_proxies(options.faults)
+        cluster = NativeCluster(dist, run_dir / "cluster",
+                                ClusterOptions(options.brokers, options.controllers, proxied_clients=proxied),
+                                owner_pid=os.getpid())
     history = History(run_dir / "history.jsonl")
     verdict = None
     try:
-        with ui.step(f"starting {options.brokers} Kafka {dist.version} nodes"):
-            cluster.up(progress=ui.substep)
+        if options.backend == "native":
+            with ui.step(f"starting {options.brokers} Kafka {version} nodes"):
+                cluster.up(progress=ui.substep)
         config.update(mode=cluster.mode, racks=cluster.racks(), bootstrap=cluster.bootstrap_servers())
         (run_dir / "config.json").write_text(json.dumps(config, indent=2))
         if cluster.mode == "loopback":
@@ -118,7 +134,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         ctx = RunContext(cluster, w.topic)
         with ui.step("creating the workload topic"):
             admin = ctx.admin()
-            admin.create_topic(w.topic, w.partitions, min(3, options.brokers))
+            admin.create_topic(w.topic, w.partitions, min(3, len(cluster.racks()) or options.brokers))
             parts = admin.wait_full_isr(w.topic, 60)
         rack = w.consumer_rack or _follower_rack(cluster, parts)
         config.update(consumer_rack=rack)

@@ -52,3 +52,9 @@ def test_kafka_version_that_does_not_exist(tmp_path):
 def test_malformed_kafka_version(tmp_path, version):
     code, _, err = kipcheck("run", "--kafka-version", version, "--runs-dir", str(tmp_path))
     assert_one_line_error(code, err, version)
+
+
+def test_unreachable_external_cluster(tmp_path):
+    code, _, err = kipcheck("run", "--backend", "external", "--bootstrap", "127.0.0.1:1", "--runs-dir", str(tmp_path))
+    assert_one_line_error(code, err, "cannot reach", "127.0.0.1:1")
+    assert not any(tmp_path.iterdir())

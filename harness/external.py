@@ -1,0 +1,45 @@
+"""The `external` backend: an existing cluster given by bootstrap servers.
+
+kipcheck starts and stops nothing here, so only faults that need no node access can
+run (Admin-API leader elections, client-side proxies); node faults say so in one line.
+"""
+from __future__ import annotations
+
+from confluent_kafka import KafkaException
+
+from harness.admin import Admin
+from harness.errors import HarnessError
+
+
+class ExternalCluster:
+    mode = "external"
+    state = None  # nothing of ours to tear down
+    nodes: list = []
+    brokers: list = []
+
+    def __init__(self, bootstrap: str, timeout: float = 15.0):
+        self.bootstrap = bootstrap
+        self.timeout = timeout
+        self._racks: dict[int, str] = {}
+
+    def up(self, progress=None) -> None:
+        """Check that the cluster answers; learn its brokers' racks."""
+        admin = Admin(self.bootstrap, timeout=self.timeout)  # kept referenced while the future runs
+        try:
+            desc = admin.client.describe_cluster(request_timeout=self.timeout).result(timeout=self.timeout + 5)
+        except (KafkaException, Exception) as e:
+            msg = e.args[0].str() if isinstance(e, KafkaException) and e.args else str(e) or type(e).__name__
+            raise HarnessError(f"cannot reach the Kafka cluster at {self.bootstrap}: {msg}") from None
+        self._racks = {n.id: n.rack for n in desc.nodes}
+
+    def down(self) -> None:
+        pass
+
+    def bootstrap_servers(self) -> str:
+        return self.bootstrap
+
+    def racks(self) -> dict[int, str]:
+        return dict(self._racks)
+
+    def node(self, node_id: int):
+        raise HarnessError("this fault needs node access: use the native backend (the external one only elects leaders)")

@@ -1,0 +1,44 @@
+"""`kipcheck cluster up|status|down` and a run against it with the external backend."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from harness.network import list_namespaces
+
+pytestmark = pytest.mark.cluster
+
+
+def kipcheck(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_cluster_up_status_external_run_and_down(tmp_path, kafka_version):
+    version = ["--kafka-version", kafka_version] if kafka_version else []
+    up = kipcheck("cluster", "up", "--dir", str(tmp_path / "c"), *version)
+    assert up.returncode == 0, up.stderr[-2000:]
+    info = json.loads(up.stdout.strip().splitlines()[-1])
+    try:
+        status = kipcheck("cluster", "status")
+        mine = [json.loads(l) for l in status.stdout.splitlines() if l.startswith("{")]
+        mine = [c for c in mine if c["cluster_id"] == info["cluster_id"]]
+        assert mine and set(mine[0]["nodes"].values()) == {"up"}
+        assert mine[0]["owner_pid"] is None  # survives the command that started it
+
+        run = kipcheck("run", "--backend", "external", "--bootstrap", info["bootstrap"], "--faults", "none",
+                       "--duration", "15", "--runs-dir", str(tmp_path / "runs"), "--quiet")
+        assert run.returncode == 0, run.stderr[-2000:]
+        run_dir = next((tmp_path / "runs").iterdir())
+        verdict = json.loads((run_dir / "verdict.json").read_text())
+        assert verdict["valid"] is True and verdict["counts"]["records"] > 50
+        assert json.loads((run_dir / "config.json").read_text())["backend"] == "external"
+    finally:
+        down = kipcheck("cluster", "down", "--id", info["cluster_id"])
+    assert down.returncode == 0 and "stopped 1" in down.stdout
+    assert not [ns for ns in list_namespaces() if info["cluster_id"] in ns]
+    after = kipcheck("cluster", "status")
+    assert info["cluster_id"] not in after.stdout
