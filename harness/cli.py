@@ -36,7 +36,7 @@ def cmd_run(args) -> int:
                       kafka_version=args.kafka_version,
                       kafka_home=args.kafka_home, brokers=args.brokers, controllers=args.controllers,
                       faults=faults, intensity=args.intensity, runs_dir=args.runs_dir, engine=args.engine,
-                      profile=args.profile)
+                      profile=args.profile, probes=not args.no_probes)
     ui = ProgressUI(quiet=args.quiet)
     run_dir, verdict = run(opts, ui)
     if verdict is not None:
@@ -145,6 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--engine", choices=("local", "spark"), default="local", help="checker engine")
     r.add_argument("--profile", default=None, help="model profile (default: from the Kafka version)")
     r.add_argument("--quiet", action="store_true", help="no progress display")
+    r.add_argument("--no-probes", action="store_true",
+                   help="no raw-protocol prober or metadata observer (client workload only)")
     r.add_argument("--backend", choices=("native", "external"), default="native",
                    help="native: start an embedded cluster (default); external: use --bootstrap")
     r.add_argument("--bootstrap", default=None, help="bootstrap servers of an existing cluster (external backend)")

@@ -22,6 +22,8 @@ from harness.errors import HarnessError
 from harness.history import History
 from harness.kafka_dist import resolve
 from harness.workload import ConsumerWorker, ProducerWorker, WorkloadOptions, final_read
+from harness.observer import Observer
+from harness.prober import Prober
 from faults.nemesis import Nemesis, heal_all
 from faults import schedule as schedules
 
@@ -42,6 +44,7 @@ class RunOptions:
     engine: str = "local"
     profile: str | None = None
     workload: WorkloadOptions = field(default_factory=WorkloadOptions)
+    probes: bool = True  # the raw-protocol prober and the metadata observer (harness.prober/observer)
 
 
 class RunContext:
@@ -177,7 +180,9 @@ def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str,
     producers = [ProducerWorker(bootstrap, w, history, stop, i) for i in range(w.producers)]
     consumers = [ConsumerWorker(bootstrap, w, history, stop, i, rack) for i in range(w.consumers)]
     nemesis = Nemesis(ctx, plan, history, stop)
-    workers = [*producers, *consumers]
+    probes = [Prober(bootstrap, [w.topic], history, stop, seed=options.seed),
+              Observer(bootstrap, [w.topic], history, stop)] if options.probes else []
+    workers = [*producers, *consumers, *probes]
     for t in [*workers, nemesis]:
         t.start()
     try:
