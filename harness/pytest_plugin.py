@@ -60,7 +60,9 @@ def kafka_dist(kafka_version, pytestconfig):
 
 def _start(dist, root: Path, brokers: int):
     from harness.cluster import ClusterOptions, NativeCluster
-    cluster = NativeCluster(dist, root, ClusterOptions(brokers=brokers), owner_pid=os.getpid())
+    # tiered storage on (harness.tiered): topics without remote.storage.enable are unaffected,
+    # and KIP-1023 tests get tiered offsets on the shared cluster
+    cluster = NativeCluster(dist, root, ClusterOptions(brokers=brokers, tiered=True), owner_pid=os.getpid())
     try:
         cluster.up()
     except BaseException:
