@@ -181,3 +181,19 @@ def test_wgl_budget_gives_none():
 def test_windows_cut_at_quiescence():
     ops = [linearize.Op(0, 0, 10), linearize.Op(1, 5, 20), linearize.Op(2, 30, 40)]
     assert [[o.id for o in w] for w in linearize.windows(ops)] == [[0, 1], [2]]
+
+
+def test_profile_from_config_and_api(tmp_path):
+    import json as _json
+    from checks.api import check
+    from checks.history import write_jsonl
+    from checks.profiles import choose_profile
+
+    write_jsonl(base().poll(9, (0, 0, "a"), (0, 1, "b"), (0, 2, "c")).records, tmp_path / "history.jsonl")
+    assert choose_profile(tmp_path) == "kip"  # no config.json
+    (tmp_path / "config.json").write_text(_json.dumps({"kafka_version": "4.3.1"}))
+    expected = "kafka-4.3" if "kafka-4.3" in __import__("checks.profiles").profiles.known_profiles() else "kip"
+    assert choose_profile(tmp_path) == expected
+    assert choose_profile(tmp_path, "kip") == "kip"
+    v = check(tmp_path)
+    assert v["valid"] is True and v["profile"] == expected
