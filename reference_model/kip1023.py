@@ -3,18 +3,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import profiles
+from .profiles import Profile
 from .state import OFFSET_MOVED_TO_TIERED_STORAGE, OFFSET_OUT_OF_RANGE, UNKNOWN_OFFSET, TieredLog
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LAST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
 
 
-def earliest_pending_upload(log: TieredLog) -> int:
+def earliest_pending_upload(log: TieredLog, profile: Profile | str = "kip") -> int:
     """KIP-1023 "FetchOffet API Changes": the offset after the highest offset on remote
-    storage; -1 while the leader does not know it (nothing uploaded or not learnt yet)."""
-    return log.last_tiered + 1 if log.last_tiered >= 0 else UNKNOWN_OFFSET
+    storage; -1 while the leader does not know it (nothing uploaded or not learnt yet).
+
+    `pending-upload-resolved-by-leader` (Kafka 4.3): nothing uploaded and local log
+    start == log start -> the log start; else never below the log start."""
+    profile = profiles.get(profile)
+    if not profile.allows(profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER):
+        return log.last_tiered + 1 if log.last_tiered >= 0 else UNKNOWN_OFFSET
+    if log.last_tiered < 0:
+        return log.log_start if log.local_log_start == log.log_start else UNKNOWN_OFFSET
+    return max(log.last_tiered + 1, log.log_start)
 
 
-def list_offsets(log: TieredLog, timestamp: int, isolation_level: str = "read_uncommitted", replica_id: int = -1) -> int:
+def list_offsets(
+    log: TieredLog, timestamp: int, isolation_level: str = "read_uncommitted", replica_id: int = -1,
+    profile: Profile | str = "kip",
+) -> int:
     """KIP-1023 "List Offsets API": -2 log start, -1 latest (LEO for a replica, LSO for
     read_committed, HWM for other clients: KIP-392 committed-only), -3 offset of the max
     timestamp, -4 local log start, -5 last tiered offset, -6 earliest pending upload."""
@@ -31,7 +44,7 @@ def list_offsets(log: TieredLog, timestamp: int, isolation_level: str = "read_un
     if timestamp == LAST_TIERED:
         return log.last_tiered
     if timestamp == EARLIEST_PENDING_UPLOAD:
-        return earliest_pending_upload(log)
+        return earliest_pending_upload(log, profile)
     raise ValueError(f"not a special ListOffsets timestamp: {timestamp}")
 
 
@@ -61,7 +74,7 @@ class Bootstrap:
 
 def follower_bootstrap(
     error: str, enabled: bool, follower_empty: bool, leader_log_start: int, leader_local_log_start: int,
-    pending_upload: int,
+    pending_upload: int, profile: Profile | str = "kip",
 ) -> Bootstrap:
     """KIP-1023 "ReplicaFetcher Changes" (and "Case 2.1/2.2" for the old behaviour).
 
@@ -69,7 +82,9 @@ def follower_bootstrap(
     at the leader's log start; OFFSET_MOVED_TO_TIERED_STORAGE -> at its local log start.
     New: the earliest pending upload offset; if unknown (-1) use the local log start when
     nothing was ever uploaded (log start == local log start), else retry; if below the
-    leader's log start, nothing valid is on remote: replicate what the leader has locally."""
+    leader's log start, nothing valid is on remote: replicate what the leader has locally.
+    `follower-bootstrap-absent` (Kafka before 4.3): always the old behaviour."""
+    enabled = enabled and not profiles.get(profile).allows(profiles.FOLLOWER_BOOTSTRAP_ABSENT)
     if not (enabled and follower_empty):
         if error == OFFSET_OUT_OF_RANGE:
             return Bootstrap("fetch", leader_log_start, leader_log_start)

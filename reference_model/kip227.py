@@ -86,14 +86,14 @@ def kafka_eviction_victim(cache: SessionCache, new_privileged: bool, new_size: i
     """Kafka's single choice (profile `evict-smallest`): the least recently used
     session if idle too long; else the smallest (privileged, size, id) session among
     those a new session of its kind may evict, if the new (privileged, size) is not smaller.
-    A consumer may evict only sessions older than the eviction time; a follower also
-    any consumer session."""
+    A consumer may evict only sessions that were older than the eviction time when last
+    used; a follower also any consumer session."""
     if not cache.sessions:
         return None
     lru = min(cache.sessions, key=lambda s: (s.last_used_ms, s.id))
     if now_ms - lru.last_used_ms > cache.eviction_ms:
         return lru.id
-    old = lambda s: now_ms - s.created_ms > cache.eviction_ms  # noqa: E731
+    old = lambda s: s.last_used_ms - s.created_ms > cache.eviction_ms  # noqa: E731
     pool = [s for s in cache.sessions if old(s) or (new_privileged and not s.privileged)]
     if not pool:
         return None
@@ -101,16 +101,46 @@ def kafka_eviction_victim(cache: SessionCache, new_privileged: bool, new_size: i
     return victim.id if (new_privileged, new_size) > (victim.privileged, victim.size) else None
 
 
-def admission_outcomes(cache: SessionCache, privileged: bool, size: int, now_ms: int, profile: Profile) -> frozenset:
+def session_shard(session_id: int, shards: int) -> int:
+    """Kafka's shard of a session id (profile `sharded-session-cache`): id // (2^31-1 // shards)."""
+    return session_id // (MAX_INT32 // shards)
+
+
+def cache_shards(cache: SessionCache, profile: Profile) -> list[SessionCache]:
+    """The shards a new session may land in: the whole cache under the KIP; under
+    `sharded-session-cache` one cache per shard with slots // shards entries."""
+    shards = cache.shards if cache.shards is not None else (
+        profiles.SESSION_CACHE_SHARDS if profile.allows(profiles.SHARDED_SESSION_CACHE) else 1)
+    if shards == 1:
+        return [cache]
+    return [
+        replace(cache, slots=cache.slots // shards, shards=1,
+                sessions=tuple(s for s in cache.sessions if session_shard(s.id, shards) == k))
+        for k in range(shards)
+    ]
+
+
+def admission_outcomes(
+    cache: SessionCache, privileged: bool, size: int, now_ms: int, profile: Profile, new_id: int | None = None,
+) -> frozenset:
     """KIP-227 "Fetch Session Caching": may a new session get a slot, and whom may it
-    evict? Results: ("free", None), ("evict", session id) or ("rejected", None)."""
-    if len(cache.sessions) < cache.slots:
-        return frozenset({("free", None)})
-    if profile.allows(profiles.EVICT_SMALLEST):
-        victim = kafka_eviction_victim(cache, privileged, size, now_ms)
-        return frozenset({("evict", victim) if victim is not None else ("rejected", None)})
-    victims = {s.id for s in cache.sessions if may_evict(s, privileged, size, now_ms, cache.eviction_ms)}
-    return frozenset({("evict", v) for v in victims} or {("rejected", None)})
+    evict? Results: ("free", None), ("evict", session id) or ("rejected", None).
+    With a sharded cache, the union over the shards the session may land in (only the
+    shard of `new_id` when the new session's id is known)."""
+    out: set = set()
+    shards = cache_shards(cache, profile)
+    if len(shards) > 1 and new_id:
+        shards = [shards[session_shard(new_id, len(shards))]]
+    for shard in shards:
+        if len(shard.sessions) < shard.slots:
+            out.add(("free", None))
+        elif profile.allows(profiles.EVICT_SMALLEST):
+            victim = kafka_eviction_victim(shard, privileged, size, now_ms)
+            out.add(("evict", victim) if victim is not None else ("rejected", None))
+        else:
+            victims = {s.id for s in shard.sessions if may_evict(s, privileged, size, now_ms, shard.eviction_ms)}
+            out |= {("evict", v) for v in victims} or {("rejected", None)}
+    return frozenset(out)
 
 
 def fresh_session_id(cache: SessionCache, requested: int | None = None) -> int:
@@ -123,7 +153,7 @@ def fresh_session_id(cache: SessionCache, requested: int | None = None) -> int:
 
 def _create(cache: SessionCache, req: FetchRequest, profile: Profile, new_id: int | None):
     out = []
-    for kind, victim in admission_outcomes(cache, req.privileged, len(req.partitions), req.now_ms, profile):
+    for kind, victim in sorted(admission_outcomes(cache, req.privileged, len(req.partitions), req.now_ms, profile, new_id), key=repr):
         if kind == "rejected":
             out.append((SessionResponse(NONE, NO_SESSION), cache))
             continue

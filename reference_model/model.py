@@ -83,7 +83,7 @@ class Model:
             if "tiered" in p:
                 state = replace(state, tiered=_put(state.tiered, key, TieredLog(**p["tiered"])))
         for broker, conf in spec.get("brokers", {}).items():
-            state = state.set_cache(int(broker), SessionCache(conf.get("session_slots", 1000), conf.get("eviction_ms", 120_000)))
+            state = state.set_cache(int(broker), SessionCache(conf.get("session_slots", 1000), conf.get("eviction_ms", 120_000), shards=conf.get("session_shards")))
         return state
 
     # -- step -----------------------------------------------------------------
@@ -181,7 +181,7 @@ class Model:
     # -- KIP-1023 -------------------------------------------------------------
     def _op_list_offsets(self, state, op):
         log = dict(state.tiered)[_key(op)]
-        offset = kip1023.list_offsets(log, int(op["timestamp"]), op.get("isolation_level", "read_uncommitted"), int(op.get("replica_id", -1)))
+        offset = kip1023.list_offsets(log, int(op["timestamp"]), op.get("isolation_level", "read_uncommitted"), int(op.get("replica_id", -1)), self.profile)
         return [{"offset": offset}], state
 
     def _op_tiered_inequalities(self, state, op):
@@ -191,7 +191,7 @@ class Model:
         log = dict(state.tiered)[_key(op)]
         b = kip1023.follower_bootstrap(
             op.get("error", "OFFSET_MOVED_TO_TIERED_STORAGE"), bool(op.get("enabled", True)), bool(op.get("follower_empty", True)),
-            log.log_start, log.local_log_start, kip1023.earliest_pending_upload(log),
+            log.log_start, log.local_log_start, kip1023.earliest_pending_upload(log, self.profile), self.profile,
         )
         return [_jsonable(b)], state
 

@@ -6,10 +6,9 @@ Rules ask `profile.allows(DEVIATION)`; the checker runs every observation agains
 both `kip` and the chosen profile, and a difference accepted only by the profile is
 reported as *known*.
 
-Evidence was read in apache/kafka trunk at commit 1eb7644 (October 2024, the 4.0
-development line). The later 4.x lines are assumed unchanged on these points; that
-is recorded here, not verified. KIP-1023 and KIP-1166 code was not in that snapshot,
-so no deviation is claimed for them: the 4.x profiles follow the KIP text there.
+Evidence was read in the Apache Kafka 4.3.1 source jars from Maven Central
+(kafka_2.13, kafka-server, kafka-storage, kafka-raft, kafka-clients 4.3.1:sources).
+`RELEASE_NOTES` records, per release line, what was checked in which sources.
 """
 from __future__ import annotations
 
@@ -36,31 +35,93 @@ EMPTY_SESSION_CLOSED = "empty-session-closed"
 #: replica or a diverging epoch, not only HWM / log start changes and new data.
 INCREMENTAL_EXTRA_PARTITIONS = "incremental-extra-partitions"
 #: The broker picks one definite eviction victim: the least recently used session if
-#: idle too long, else the smallest (privileged, size, id) eligible one. Narrows the KIP.
+#: idle too long, else the smallest (privileged, size, id) eligible one, where a
+#: session's eligibility ("older than the eviction time") was fixed when it was last
+#: used, not re-evaluated at eviction time. Narrows the KIP.
 EVICT_SMALLEST = "evict-smallest"
+#: The session cache is split into 8 shards of slots/8 entries. A new session goes to
+#: the next shard round-robin (unknown to an observer) and may only evict within it;
+#: an existing session's shard is its id / (2^31-1 // 8). So a new session can be
+#: refused while other shards have free slots.
+SHARDED_SESSION_CACHE = "sharded-session-cache"
+# --- KIP-1023 ------------------------------------------------------------------
+#: ListOffsets -6 (earliest pending upload) is resolved by the leader: with nothing
+#: uploaded and local log start == log start it answers the log start offset (not -1),
+#: and otherwise max(last tiered + 1, log start), never below the log start. The
+#: follower's "pending < log start" fallback of the KIP therefore never triggers.
+PENDING_UPLOAD_RESOLVED_BY_LEADER = "pending-upload-resolved-by-leader"
+
+#: The empty-follower bootstrap does not exist: the replica fetcher always takes the
+#: old path (leader's log start on OFFSET_OUT_OF_RANGE, local log start on
+#: OFFSET_MOVED_TO_TIERED_STORAGE), whatever follower.fetch.last.tiered.offset.enable says.
+FOLLOWER_BOOTSTRAP_ABSENT = "follower-bootstrap-absent"
+
+#: Number of fetch session cache shards (`SHARDED_SESSION_CACHE`).
+SESSION_CACHE_SHARDS = 8
 
 EVIDENCE: dict[str, str] = {
-    FETCH_ABOVE_HWM_EMPTY: "kafka.log.UnifiedLog.read bounds the read by fetchHighWatermarkMetadata for "
-    "FetchIsolation.HIGH_WATERMARK; kafka.log.LocalLog.read returns emptyFetchDataInfo when "
-    "startOffset >= maxOffsetMetadata and only throws OffsetOutOfRangeException above the log end offset; "
-    "Partition.readRecords/fetchRecords add no error.",
-    OUT_OF_RANGE_WITHOUT_OFFSETS: "kafka.server.ReplicaManager.readFromLog (inner read) catches "
-    "OffsetOutOfRangeException into handleOffsetOutOfRangeError, which outside tiered storage calls "
-    "createLogReadResult(e) with highWatermark and leaderLogStartOffset = UnifiedLog.UnknownOffset (-1).",
-    HWM_CAPPED_AT_LEO: "kafka.log.UnifiedLog.updateHighWatermark bounds the new HWM by the log start "
-    "offset below and the log end offset above.",
-    OFFSETS_FOR_LEADER_EPOCH_UNCAPPED: "KafkaApis.handleOffsetForLeaderEpochRequest -> "
-    "ReplicaManager.lastOffsetForLeaderEpoch -> Partition.lastOffsetForLeaderEpoch -> "
-    "UnifiedLog.endOffsetForEpoch(cache.endOffsetFor(epoch, logEndOffset)); no replica id or HWM is consulted.",
-    EMPTY_SESSION_CLOSED: "kafka.server.FetchManager.newContext: after session.update, "
-    "if session.isEmpty the session is removed and a SessionlessFetchContext (session id 0) answers.",
-    INCREMENTAL_EXTRA_PARTITIONS: "kafka.server.CachedPartition.maybeUpdateResponseData: mustRespond also "
-    "for a preferred replica, an error code or a diverging epoch.",
-    EVICT_SMALLEST: "kafka.server.FetchSessionCacheShard.tryEvict: evicts lastUsed.firstEntry if idle > "
-    "evictionMs, else the first entry of evictableByPrivileged/evictableByAll ordered by "
-    "EvictableKey(privileged, size, id), if the new key is not smaller.",
+    FETCH_ABOVE_HWM_EMPTY: "Kafka 4.3.1: org.apache.kafka.storage.internals.log.UnifiedLog.read bounds a "
+    "FetchIsolation.HIGH_WATERMARK read by fetchHighWatermarkMetadata(); LocalLog.read throws "
+    "OffsetOutOfRangeException only when startOffset > the log end offset and returns emptyFetchDataInfo when "
+    "startOffset >= maxOffsetMetadata; kafka.cluster.Partition.readRecords adds no error.",
+    OUT_OF_RANGE_WITHOUT_OFFSETS: "Kafka 4.3.1: kafka.server.ReplicaManager.readFromLog catches "
+    "OffsetOutOfRangeException into handleOffsetOutOfRangeError, which (outside the tiered range "
+    "[logStartOffset, localLogStartOffset) of a remote-enabled log) answers new LogReadResult(error): "
+    "org.apache.kafka.storage.internals.log.LogReadResult(Errors) sets highWatermark and leaderLogStartOffset "
+    "to UnifiedLog.UNKNOWN_OFFSET (-1).",
+    HWM_CAPPED_AT_LEO: "Kafka 4.3.1: org.apache.kafka.storage.internals.log.UnifiedLog.updateHighWatermark "
+    "(called by maybeUpdateHighWatermark, the follower path) bounds the new HWM by logStartOffset below and "
+    "the log end offset above.",
+    OFFSETS_FOR_LEADER_EPOCH_UNCAPPED: "Kafka 4.3.1: KafkaApis.handleOffsetForLeaderEpochRequest -> "
+    "ReplicaManager.lastOffsetForLeaderEpoch (fetchOnlyFromLeader = true) -> Partition.lastOffsetForLeaderEpoch "
+    "-> UnifiedLog.endOffsetForEpoch(leaderEpochCache.endOffsetFor(epoch, logEndOffset())); no replica id, "
+    "HWM or epoch-start check is consulted (that check exists only in Partition.fetchOffsetForTimestamp).",
+    EMPTY_SESSION_CLOSED: "Kafka 4.3.1: org.apache.kafka.server.FetchManager.newContext: after session.update, "
+    "if session.isEmpty() the session is removed from its shard and a SessionlessFetchContext "
+    "(response session id INVALID_SESSION_ID = 0) answers.",
+    INCREMENTAL_EXTRA_PARTITIONS: "Kafka 4.3.1: org.apache.kafka.server.FetchSession.CachedPartition."
+    "maybeUpdateResponseData: mustRespond also for FetchResponse.isPreferredReplica, a non-NONE error code "
+    "(which also resets the cached HWM to -1) or FetchResponse.isDivergingEpoch.",
+    EVICT_SMALLEST: "Kafka 4.3.1: org.apache.kafka.server.FetchSessionCacheShard.tryEvict evicts "
+    "lastUsed.firstEntry() if idle > evictionMs, else the first entry of evictableByPrivileged (new session "
+    "privileged) or evictableByAll, ordered by FetchSession.EvictableKey(privileged, size, id), unless the new "
+    "key (privileged, size, 0) compares smaller. FetchSessionCacheShard.touch puts a session into "
+    "evictableByAll only if now - creationMs > evictionMs at that touch, into evictableByPrivileged also if "
+    "it is not privileged; maybeCreateSession touches a new session at creation.",
+    SHARDED_SESSION_CACHE: "Kafka 4.3.1: kafka.server.BrokerServer builds KafkaBroker.NumFetchSessionCacheShards "
+    "(= 8) FetchSessionCacheShard(maxIncrementalFetchSessionCacheSlots / 8, ..., sessionIdRange = "
+    "Int.MaxValue / 8, shardNum); FetchContext.FullFetchContext.updateAndGenerateResponseData creates the "
+    "session in FetchSessionCache.getNextCacheShard() (a global round-robin counter); getCacheShard(id) = "
+    "id / sessionIdRange; tryEvict looks only at its own shard.",
+    PENDING_UPLOAD_RESOLVED_BY_LEADER: "Kafka 4.3.1: org.apache.kafka.storage.internals.log.UnifiedLog."
+    "fetchEarliestPendingUploadOffset: remote storage off -> -1; highestOffsetInRemoteStorage() == -1 -> "
+    "the EARLIEST answer (logStartOffset) when localLogStartOffset() == logStartOffset(), else -1; otherwise "
+    "max(highest remote offset + 1, logStartOffset()). kafka.server.AbstractFetcherThread."
+    "fetchEarliestPendingUploadOffset keeps the KIP's -1 fallbacks (local start if it equals log start, else "
+    "OffsetNotAvailableException = retry) and TierStateMachine.start builds auxiliary state below it.",
+    FOLLOWER_BOOTSTRAP_ABSENT: "Kafka 4.2.1: kafka.server.AbstractFetcherThread has no "
+    "shouldFetchFromLastTieredOffset / fetchEarliestPendingUploadOffset (both present in 4.3.1); "
+    "handleOffsetsMovedToTieredStorage always restarts from leader.fetchEarliestLocalOffset.",
 }
 
+#: What was verified, per release line, and where.
+RELEASE_NOTES: dict[str, str] = {
+    "kafka-4.3": "All deviations read in the 4.3.1 source jars. KIP-1023 (follower.fetch.last.tiered.offset.enable, "
+    "ReplicationConfigs, default false; ReplicaFetcherThread.shouldFetchFromLastTieredOffset: enabled, remote "
+    "storage on, not compacted, follower LEO == 0, leader LEO != 0; ListOffsets v11 for -6) and KIP-1166 "
+    "(FetchRequest v18 tagged HighWatermark, default max int64; KafkaRaftClient.handleFetchRequest answers at "
+    "once when isHighWatermarkUpdated, i.e. request HWM < leader HWM (-1 if unknown); "
+    "onUpdateLeaderHighWatermark completes all parked fetches) follow the KIP text apart from "
+    "pending-upload-resolved-by-leader.",
+    "kafka-4.2": "Read in the 4.2.1 source jars (kafka_2.13, kafka-server, kafka-storage, kafka-raft): the KIP-392 "
+    "and KIP-227 deviations are the same code (FetchSession still in Scala, kafka.server.FetchSession.scala, "
+    "same tryEvict/touch/sharding, NumFetchSessionCacheShards = 8); UnifiedLog.fetchEarliestPendingUploadOffset "
+    "is identical (ListOffsets -6 exists, v11); the follower bootstrap is absent; KafkaRaftClient has the "
+    "KIP-1166 isHighWatermarkUpdated check.",
+    "kafka-4.1": "Not read; assumed as kafka-4.0.",
+    "kafka-4.0": "KIP-392/KIP-227 deviations read in trunk 1eb7644 (October 2024, 4.0 development); KIP-1023's "
+    "ListOffsets -6 and follower bootstrap and KIP-1166 were not in that snapshot.",
+}
 
 @dataclass(frozen=True)
 class Profile:
@@ -81,16 +142,20 @@ class Profile:
 
 KIP = Profile("kip", frozenset(), "The KIP texts (KIP-392, KIP-227, KIP-1023, KIP-1166) as written.")
 
-_KAFKA_4 = frozenset(EVIDENCE)
+_KIP392_227 = frozenset({
+    FETCH_ABOVE_HWM_EMPTY, OUT_OF_RANGE_WITHOUT_OFFSETS, HWM_CAPPED_AT_LEO, OFFSETS_FOR_LEADER_EPOCH_UNCAPPED,
+    EMPTY_SESSION_CLOSED, INCREMENTAL_EXTRA_PARTITIONS, EVICT_SMALLEST, SHARDED_SESSION_CACHE,
+})
+_BY_MINOR = {
+    0: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT},
+    1: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT},
+    2: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT, PENDING_UPLOAD_RESOLVED_BY_LEADER},
+    3: _KIP392_227 | {PENDING_UPLOAD_RESOLVED_BY_LEADER},
+}
 PROFILES: dict[str, Profile] = {"kip": KIP}
-for _minor in range(4):
+for _minor, _devs in _BY_MINOR.items():
     _name = f"kafka-4.{_minor}"
-    PROFILES[_name] = Profile(
-        _name,
-        _KAFKA_4,
-        f"Apache Kafka 4.{_minor}: deviations read in trunk 1eb7644 (4.0 development); "
-        "later lines assumed unchanged. KIP-1023/KIP-1166 follow the KIP text (no source evidence read).",
-    )
+    PROFILES[_name] = Profile(_name, frozenset(_devs), RELEASE_NOTES[_name])
 
 
 def get(name: str | Profile) -> Profile:

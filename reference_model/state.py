@@ -110,6 +110,8 @@ class SessionCache:
     slots: int = 1000  # max.incremental.fetch.session.cache.slots
     eviction_ms: int = 120_000  # min.incremental.fetch.session.eviction.ms
     sessions: tuple[Session, ...] = field(default_factory=tuple)
+    #: number of independent shards; None = as the profile says (1, or 8 for Kafka 4.x)
+    shards: int | None = None
 
     def get(self, session_id: int) -> Session | None:
         return next((s for s in self.sessions if s.id == session_id), None)

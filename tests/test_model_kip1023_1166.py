@@ -87,3 +87,67 @@ def test_documented_scenarios_replay():
     t = replay(json.loads((docs / "kip1023-tiered.json").read_text()))
     assert [x["allowed"][0].get("offset") for x in t[:5]] == [0, 105, 60, 79, 80]
     json.dumps(t)
+
+
+def test_kafka_43_leader_resolves_the_pending_upload_offset():
+    """UnifiedLog.fetchEarliestPendingUploadOffset (4.3.1): nothing uploaded and local
+    start == log start -> the log start itself; uploaded -> never below the log start."""
+    kafka43, kafka40 = "kafka-4.3", "kafka-4.0"
+    nothing_uploaded = TieredLog(log_start=40, local_log_start=40, lso=90, leo=100, hwm=95)
+    assert kip1023.earliest_pending_upload(nothing_uploaded) == -1  # KIP: the follower resolves it
+    assert kip1023.earliest_pending_upload(nothing_uploaded, kafka43) == 40
+    assert kip1023.earliest_pending_upload(nothing_uploaded, kafka40) == -1  # 4.0: not verified, KIP text
+    not_learnt = TieredLog(log_start=0, local_log_start=60, lso=90, leo=100, hwm=95)
+    assert kip1023.earliest_pending_upload(not_learnt, kafka43) == -1  # uploaded but unknown: retry
+    stale_remote = TieredLog(log_start=500, local_log_start=500, lso=900, leo=1000, hwm=950, remote_log_start=0, last_tiered=99)
+    assert kip1023.earliest_pending_upload(stale_remote) == 100
+    assert kip1023.earliest_pending_upload(stale_remote, kafka43) == 500
+    assert kip1023.list_offsets(stale_remote, -6, profile=kafka43) == 500
+    assert kip1023.list_offsets(LOG, -6, profile=kafka43) == 80  # the ordinary case agrees with the KIP
+    # the KIP's fallback (pending < log start: replicate the leader's local log) vs Kafka 4.3
+    b_kip = kip1023.follower_bootstrap("OFFSET_MOVED_TO_TIERED_STORAGE", True, True, 500, 500,
+                                       kip1023.earliest_pending_upload(stale_remote))
+    b_kafka = kip1023.follower_bootstrap("OFFSET_MOVED_TO_TIERED_STORAGE", True, True, 500, 500,
+                                         kip1023.earliest_pending_upload(stale_remote, kafka43))
+    assert (b_kip.action, b_kip.fetch_offset, b_kip.log_start) == ("fetch", 500, 500)
+    assert (b_kafka.action, b_kafka.fetch_offset, b_kafka.log_start) == ("fetch", 500, 500)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 1000), min_size=4, max_size=4), st.integers(-1, 1000))
+def test_kafka_pending_upload_is_unknown_or_within_log(xs, ry):
+    """Under kafka-4.3 the -6 answer is -1 or in [log start, Ry + 1] ∪ {log start}."""
+    ls, lx, ly, lz = sorted(xs)
+    log = TieredLog(ls, lx, ly, lz, ly, ls if ry >= 0 else -1, ry)
+    p = kip1023.earliest_pending_upload(log, "kafka-4.3")
+    assert p == -1 or p >= ls
+    if ry >= 0:
+        assert p == max(ry + 1, ls)
+    else:
+        assert p == (ls if lx == ls else -1)
+
+
+def test_follower_bootstrap_absent_before_4_3():
+    """AbstractFetcherThread 4.2.1 has no empty-follower bootstrap; 4.3.1 has it."""
+    args = ("OFFSET_MOVED_TO_TIERED_STORAGE", True, True, 0, 60, 80)
+    assert kip1023.follower_bootstrap(*args, profile="kafka-4.3").fetch_offset == 80
+    assert kip1023.follower_bootstrap(*args).fetch_offset == 80
+    old = kip1023.follower_bootstrap(*args, profile="kafka-4.2")
+    assert (old.action, old.fetch_offset, old.log_start) == ("fetch", 60, 0)
+    assert kip1023.follower_bootstrap("OFFSET_OUT_OF_RANGE", True, True, 0, 60, 80, "kafka-4.0").fetch_offset == 0
+
+
+def test_profiles_per_release_line():
+    from reference_model import profiles
+    p = {n: profiles.get(n) for n in ("kafka-4.0", "kafka-4.1", "kafka-4.2", "kafka-4.3")}
+    for prof in p.values():
+        for d in (profiles.FETCH_ABOVE_HWM_EMPTY, profiles.EVICT_SMALLEST, profiles.SHARDED_SESSION_CACHE):
+            assert prof.allows(d)
+        assert set(prof.describe()["deviations"]) == prof.deviations
+    assert p["kafka-4.3"].allows(profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER)
+    assert not p["kafka-4.3"].allows(profiles.FOLLOWER_BOOTSTRAP_ABSENT)
+    assert p["kafka-4.2"].allows(profiles.FOLLOWER_BOOTSTRAP_ABSENT) and p["kafka-4.2"].allows(profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER)
+    assert not p["kafka-4.0"].allows(profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER)
+    assert profiles.for_version("4.3.1") == "kafka-4.3" and profiles.for_version("3.9.0") == "kip"
+    assert profiles.for_version(None) == "kip" and profiles.for_version("4") == "kip"
+    assert all(prof.description for prof in p.values())

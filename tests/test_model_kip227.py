@@ -122,8 +122,9 @@ def test_eviction_rules():
 
 
 def shard_test_cache():
-    """FetchSessionTest.testSessionCache as facts: 3 slots, eviction time 100 ms."""
-    return SessionCache(3, 100)
+    """FetchSessionTest.testSessionCache as facts: one FetchSessionCacheShard of 3 slots,
+    eviction time 100 ms."""
+    return SessionCache(3, 100, shards=1)
 
 
 def create(cache, now, privileged, size, profile, new_id):
@@ -159,7 +160,7 @@ def test_kafka_session_cache_vector():
 
 def test_privileged_session_handling_vector():
     """FetchSessionTest.testPrivilegedSessionHandling as facts: 2 slots, 1000 ms."""
-    c = SessionCache(2, 1000)
+    c = SessionCache(2, 1000, shards=1)
     _, c = create(c, 0, True, 2, KAFKA, 1)
     _, c = create(c, 500, False, 2, KAFKA, 2)
     _, c = create(c, 1000, True, 2, KAFKA, 3)
@@ -175,7 +176,7 @@ def test_privileged_session_handling_vector():
 
 
 def test_kip_allows_any_eligible_victim():
-    c = SessionCache(2, 100, (Session(1, 1, False, (), 0, 0), Session(2, 1, False, (), 0, 0)))
+    c = SessionCache(2, 100, (Session(1, 1, False, (), 0, 0), Session(2, 1, False, (), 0, 0)), shards=1)
     outs = kip227.admission_outcomes(c, True, 1, 50, KIP)
     assert outs == {("evict", 1), ("evict", 2)}
     assert kip227.admission_outcomes(c, True, 1, 50, KAFKA) == {("evict", 1)}
@@ -194,6 +195,7 @@ def test_consumer_never_evicts_an_active_follower_session_unless_kip_rule3(exist
     cache = SessionCache(
         len(existing), 120,
         tuple(Session(i + 1, 1, p, (CachedPartition("t", 0, 0),) * n, min(c, u), max(c, u)) for i, (p, n, c, u) in enumerate(existing)),
+        shards=1,
     )
     for kind, victim in kip227.admission_outcomes(cache, False, size, max(now, 300), profile):
         if kind != "evict":
@@ -202,3 +204,38 @@ def test_consumer_never_evicts_an_active_follower_session_unless_kip_rule3(exist
         idle = max(now, 300) - v.last_used_ms > 120
         if v.privileged and not idle:
             assert profile is KIP and max(now, 300) - v.created_ms > 120 and size > v.size
+
+
+def test_kafka_fixes_eviction_eligibility_when_a_session_was_last_used():
+    """FetchSessionCacheShard.touch (4.3.1): a session enters the evictable sets only if it
+    was older than the eviction time when last used. Created at 0, last used at 60,
+    now 150 (eviction 100): old now, not stale, but not evictable in Kafka."""
+    c = SessionCache(1, 100, (Session(1, 1, False, (), 0, 60),), shards=1)
+    assert kip227.admission_outcomes(c, False, 5, 150, KIP) == {("evict", 1)}  # KIP rule 3
+    assert kip227.admission_outcomes(c, False, 5, 150, KAFKA) == {("rejected", None)}
+    touched = SessionCache(1, 100, (Session(1, 1, False, (), 0, 101),), shards=1)
+    assert kip227.admission_outcomes(touched, False, 5, 150, KAFKA) == {("evict", 1)}
+    assert kip227.admission_outcomes(touched, False, 0, 150, KAFKA) == {("rejected", None)}  # not more partitions
+
+
+SHARD = MAX_INT32 // 8
+
+
+def test_kafka_cache_is_eight_shards_of_slots_over_eight():
+    """BrokerServer/FetchSessionCache (4.3.1): 8 shards of slots/8; a new session lands in
+    a round-robin shard and evicts only there; shard of an id = id // (MAX_INT32 // 8)."""
+    assert kip227.session_shard(1, 8) == 0 and kip227.session_shard(3 * SHARD + 1, 8) == 3
+    assert kip227.session_shard(SHARD - 1, 8) == 0 and kip227.session_shard(SHARD, 8) == 1
+    full0 = SessionCache(16, 100, (Session(1, 1, False, (), 0, 50), Session(2, 1, False, (), 0, 50)))
+    assert kip227.admission_outcomes(full0, False, 1, 60, KIP) == {("free", None)}
+    assert kip227.admission_outcomes(full0, False, 1, 60, KAFKA) == {("free", None), ("rejected", None)}
+    assert kip227.admission_outcomes(full0, False, 1, 60, KAFKA, new_id=5) == {("rejected", None)}
+    assert kip227.admission_outcomes(full0, False, 1, 60, KAFKA, new_id=3 * SHARD + 1) == {("free", None)}
+    # the shard count can be pinned; fewer than 8 slots leaves every Kafka shard without room
+    assert kip227.admission_outcomes(SessionCache(3, 100), False, 1, 0, KAFKA) == {("rejected", None)}
+    assert kip227.admission_outcomes(SessionCache(3, 100), False, 1, 0, KIP) == {("free", None)}
+    assert kip227.admission_outcomes(SessionCache(3, 100, shards=1), False, 1, 0, KAFKA) == {("free", None)}
+    resp, after = only(kip227.handle_request(full0, req(0, 0, now=60), KAFKA, new_id=5))
+    assert resp == kip227.SessionResponse("NONE", 0) and after == full0
+    resp, after = only(kip227.handle_request(full0, req(0, 0, now=60), KAFKA, new_id=2 * SHARD + 7))
+    assert resp == kip227.SessionResponse("NONE", 2 * SHARD + 7, True) and after.get(2 * SHARD + 7) is not None
