@@ -38,13 +38,14 @@ def _fault_windows(records: list[dict], end: float) -> list[tuple[float, float, 
 
 
 def _operations(records: list[dict]) -> list[dict]:
-    """Pair each completion with its invoke (one operation in flight per process)."""
+    """Pair each completion with its invoke (per process and f: a rebalance's assign may nest in a poll)."""
     pending, ops = {}, []
     for r in records:
+        key = (r["process"], r["f"])
         if r["type"] == "invoke":
-            pending[r["process"]] = r
-        elif r["process"] in pending:
-            inv = pending.pop(r["process"])
+            pending[key] = r
+        elif key in pending:
+            inv = pending.pop(key)
             ops.append({"process": r["process"], "f": r["f"], "type": r["type"], "start": inv["time"] / 1e9,
                         "end": r["time"] / 1e9, "index": r["index"], "value": r["value"]})
     return ops
