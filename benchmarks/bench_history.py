@@ -1,0 +1,123 @@
+"""History recording cost: producer throughput with and without recording, and writer speed.
+
+Prints three figures:
+- records/s the History writer sustains (several threads appending, as workers do),
+- sends/s of the synchronous ProducerWorker against a real cluster, with recording to
+  a JSONL history and with recording to /dev/null-like no-op history, side by side in one
+  run, and their ratio (target >= 0.9).
+
+    python benchmarks/bench_history.py [--seconds 15] [--kafka-version 4.3.1]
+
+Use `--writer-only` to skip the cluster.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from harness.history import History  # noqa: E402
+
+
+class NoHistory(History):
+    """A History that keeps nothing: the baseline for recording cost."""
+
+    def append(self, process, type_, f, value):
+        return {"index": 0, "time": 0, "process": process, "type": type_, "f": f, "value": value}
+
+
+def writer_rate(seconds: float = 3.0, threads: int = 4) -> float:
+    """Records per second `threads` appenders sustain into one JSONL history."""
+    with tempfile.TemporaryDirectory() as d:
+        history = History(Path(d) / "history.jsonl")
+        stop = time.monotonic() + seconds
+        counts = [0] * threads
+
+        def append(i):
+            value = {"topic": "kipcheck", "partition": i, "key": "k", "value": "v" * 16}
+            while time.monotonic() < stop:
+                for _ in range(100):
+                    history.append(i, "invoke", "send", value)
+                counts[i] += 100
+
+        workers = [threading.Thread(target=append, args=(i,)) for i in range(threads)]
+        t0 = time.monotonic()
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        elapsed = time.monotonic() - t0
+        history.close()
+        return sum(counts) / elapsed
+
+
+def producer_rates(bootstrap: str, topic: str, seconds: float, producers: int, run_dir: Path) -> dict[str, float]:
+    """Sends/s of the workload's producers with and without recording, interleaved in
+    short alternating slices so both see the same cluster conditions."""
+    from harness.workload import ProducerWorker, WorkloadOptions
+    options = WorkloadOptions(topic=topic, partitions=3, producers=producers)
+    histories = {"recorded": History(run_dir / "history.jsonl"), "unrecorded": NoHistory(run_dir / "none.jsonl")}
+    totals = {name: [0, 0.0] for name in histories}
+    slice_s = 1.0
+    for n in range(int(seconds / slice_s) * 2):
+        name = ("recorded", "unrecorded")[n % 2]
+        stop = threading.Event()
+        workers = [ProducerWorker(bootstrap, options, histories[name], stop, i) for i in range(producers)]
+        for w in workers:
+            w.start()
+        time.sleep(0.2)  # connect and warm up outside the measured window
+        before, t0 = sum(w.sent for w in workers), time.monotonic()
+        time.sleep(slice_s)
+        totals[name][0] += sum(w.sent for w in workers) - before
+        totals[name][1] += time.monotonic() - t0
+        stop.set()
+        for w in workers:
+            w.join(30)
+            if w.error:
+                raise w.error
+    for h in histories.values():
+        h.close()
+    return {name: sent / elapsed for name, (sent, elapsed) in totals.items()}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seconds", type=float, default=10.0, help="measured seconds per variant")
+    p.add_argument("--producers", type=int, default=2)
+    p.add_argument("--kafka-version", default=None)
+    p.add_argument("--writer-only", action="store_true")
+    args = p.parse_args(argv)
+
+    rate = writer_rate()
+    print(f"history writer: {rate:,.0f} records/s (4 threads, JSONL, flushed per record, fsync every 0.5 s)")
+    if args.writer_only:
+        return 0
+
+    from harness.admin import Admin
+    from harness.cluster import ClusterOptions, NativeCluster
+    from harness.kafka_dist import resolve
+    with tempfile.TemporaryDirectory(prefix="kipcheck-bench-") as d:
+        cluster = NativeCluster(resolve(args.kafka_version), Path(d) / "cluster", ClusterOptions(brokers=3),
+                                owner_pid=os.getpid())
+        try:
+            cluster.up()
+            Admin(cluster.bootstrap_servers()).create_topic("bench", 3, 3)
+            Admin(cluster.bootstrap_servers()).wait_full_isr("bench", 60)
+            rates = producer_rates(cluster.bootstrap_servers(), "bench", args.seconds, args.producers, Path(d))
+        finally:
+            cluster.down()
+    ratio = rates["recorded"] / rates["unrecorded"]
+    print(f"producer sends/s without recording: {rates['unrecorded']:,.0f}")
+    print(f"producer sends/s with recording:    {rates['recorded']:,.0f}")
+    print(f"ratio recorded/unrecorded: {ratio:.3f} (target >= 0.9) {'OK' if ratio >= 0.9 else 'BELOW TARGET'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""Helpers for the probe tests: background traffic and reading a test's history."""
+from __future__ import annotations
+
+import threading
+
+from confluent_kafka import Producer
+
+from checks.history import read_history
+from harness.admin import _quiet_logger
+
+
+class Traffic(threading.Thread):
+    """Keeps producing small records to every partition of a topic (so HWMs move and
+    followers trail the leader) until stopped."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int = 3):
+        super().__init__(daemon=True)
+        self.topic, self.partitions = topic, partitions
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, "acks": "all",
+                                  "logger": _quiet_logger()})
+        self.stop_event = threading.Event()
+        self.sent = 0
+
+    def run(self):
+        while not self.stop_event.is_set():
+            for _ in range(50):
+                self.producer.produce(self.topic, value=f"traffic-{self.sent}".encode(),
+                                      partition=self.sent % self.partitions)
+                self.sent += 1
+            self.producer.poll(0.01)
+        self.producer.flush(10)
+
+    def stop(self):
+        self.stop_event.set()
+        self.join(20)
+
+
+def completions(history, f: str) -> list[dict]:
+    """The `ok` values of operation `f` in a (closed or flushed) test history, validated."""
+    history._file.flush()
+    return [r["value"] for r in read_history(history.path) if r["f"] == f and r["type"] == "ok"]

@@ -1,0 +1,84 @@
+"""The raw-protocol prober against a live cluster: KIP-392 follower fetches and cases,
+KIP-227 session errors, OffsetsForLeaderEpoch, all as contract-valid history records."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from harness.prober import FAR_ABOVE, Prober
+from tests.integration.probe_support import Traffic, completions
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture
+def probed(cluster, topic, history):
+    """Three rounds of every probe on every partition of `topic`, under steady traffic."""
+    traffic = Traffic(cluster.bootstrap_servers(), topic)
+    traffic.start()
+    prober = Prober(cluster.bootstrap_servers(), [topic], history, threading.Event(), seed=1)
+    try:
+        for _ in range(3):
+            prober.refresh()
+            for key in sorted(k for k in prober._view.partitions if k[0] == topic):
+                for probe in prober.rounds():
+                    probe(key)
+    finally:
+        prober.close()
+        traffic.stop()
+    return cluster, topic, history
+
+
+def test_leader_names_a_preferred_follower_and_followers_serve(probed):
+    cluster, topic, history = probed
+    racks = cluster.racks()
+    fetches = [v for v in completions(history, "fetch") if "partitions" not in v]
+    redirected = [v for v in fetches if v["preferred_read_replica"] >= 0]
+    assert redirected, "no leader answered a rack-aware consumer fetch with a preferred read replica"
+    for v in redirected:  # KIP-392: the preferred replica is in the client's rack
+        assert racks[v["preferred_read_replica"]] == v["rack"]
+        assert v["records"] == []
+    follower_reads = [v for v in fetches if v["records"] and racks[v["broker"]] == v["rack"]
+                      and v["preferred_read_replica"] == -1]
+    assert follower_reads, "no follower served a consumer fetch"
+    for v in follower_reads:  # committed data only
+        assert all(offset < v["high_watermark"] for offset, _ in v["records"])
+
+
+def test_fetch_far_above_the_log_is_out_of_range(probed):
+    _, _, history = probed
+    far = [v for v in completions(history, "fetch") if v.get("fetch_offset") == FAR_ABOVE]
+    assert far and all(v["error"] == "OFFSET_OUT_OF_RANGE" and v["records"] == [] for v in far)
+
+
+def test_sessions_see_both_session_errors_and_survive_a_wrong_epoch(probed):
+    _, _, history = probed
+    sessions = [v for v in completions(history, "fetch") if "partitions" in v]
+    errors = {v["top_error"] for v in sessions}
+    assert {"FETCH_SESSION_ID_NOT_FOUND", "INVALID_FETCH_SESSION_EPOCH"} <= errors
+    for i, v in enumerate(sessions[:-1]):
+        if v["top_error"] == "INVALID_FETCH_SESSION_EPOCH":
+            after = sessions[i + 1]  # the same session at the right epoch (KIP-227 keeps the session)
+            assert after["session_id"] == v["session_id"] and after["top_error"] == "NONE"
+            assert all(e["error"] == "INVALID_FETCH_SESSION_EPOCH" and e["records"] == []
+                       for e in v["partitions"])
+    created = [v for v in sessions if v["session_id"] == 0 and v["session_epoch"] == 0]
+    assert created and all(v["response_session_id"] > 0 for v in created)
+    closed = [v for v in sessions if v["session_id"] > 0 and v["session_epoch"] == -1]
+    assert closed and all(v["response_session_id"] == 0 for v in closed)
+    assert any(e.get("omitted") for v in sessions for e in v["partitions"]), "no incremental response omitted a partition"
+    assert any(v.get("forgotten") for v in sessions)
+
+
+def test_offsets_for_leader_epoch_as_a_consumer(probed):
+    _, _, history = probed
+    answers = completions(history, "offsets_for_leader_epoch")
+    assert answers and all(v["replica_id"] == -1 for v in answers)
+    assert any(v["error"] == "NONE" and v["end_offset"] >= 0 for v in answers)
+
+
+def test_list_offsets_every_special_timestamp(probed):
+    _, _, history = probed
+    answered = {v["timestamp"] for v in completions(history, "list_offsets") if v["error"] == "NONE"}
+    assert answered == {-1, -2, -3, -4, -5, -6}
