@@ -151,3 +151,18 @@ def test_profiles_per_release_line():
     assert profiles.for_version("4.3.1") == "kafka-4.3" and profiles.for_version("3.9.0") == "kip"
     assert profiles.for_version(None) == "kip" and profiles.for_version("4") == "kip"
     assert all(prof.description for prof in p.values())
+
+
+def test_errors_name_the_bad_value_and_broker_zero_is_a_replica():
+    with pytest.raises(ValueError, match="-7"):
+        kip1023.list_offsets(LOG, -7)
+    with pytest.raises(ValueError, match="NOT_LEADER"):
+        kip1023.follower_bootstrap("NOT_LEADER_OR_FOLLOWER", False, True, 0, 60, 80)
+    with pytest.raises(ValueError, match="-2"):
+        kip1166.remote_hwm_meaning(-2)
+    assert kip1023.list_offsets(LOG, -1, replica_id=0) == 120  # broker 0 fetches as a replica
+
+
+def test_propagation_spread_not_sum():
+    assert kip1166.propagation_within_bound({"1": 5_000_000, "2": 6_000_000}, 2_000_000)
+    assert not kip1166.propagation_within_bound({"1": 5_000_000, "2": 8_000_000}, 2_000_000)

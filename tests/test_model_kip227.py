@@ -239,3 +239,19 @@ def test_kafka_cache_is_eight_shards_of_slots_over_eight():
     assert resp == kip227.SessionResponse("NONE", 0) and after == full0
     resp, after = only(kip227.handle_request(full0, req(0, 0, now=60), KAFKA, new_id=2 * SHARD + 7))
     assert resp == kip227.SessionResponse("NONE", 2 * SHARD + 7, True) and after.get(2 * SHARD + 7) is not None
+
+
+def test_created_session_caches_fetch_offsets_and_rejection_is_plain_none():
+    resp, c = only(kip227.handle_request(SessionCache(2, 100, shards=1), req(0, 0), new_id=3))
+    assert [(p.topic, p.partition, p.fetch_offset) for p in c.get(3).partitions] == [("t", 0, 5), ("t", 1, 7)]
+    full = SessionCache(0, 100, shards=1)
+    assert only(kip227.handle_request(full, req(0, 0), new_id=3)) == (kip227.SessionResponse("NONE", 0), full)
+    assert only(kip227.handle_request(c, req(0, -1))) == (kip227.SessionResponse("NONE", 0), c)
+    _, emptied = only(kip227.handle_request(c, req(3, 1, parts=(), forgotten=(("t", 0), ("t", 1))), KAFKA))
+    assert _ == kip227.SessionResponse("NONE", 0) and emptied.get(3) is None
+
+
+def test_preferred_replica_zero_is_a_broker():
+    cp = CachedPartition("t", 0, 0, hwm=5, log_start=0)
+    assert kip227.must_include(cp, kip227.PartitionResponse(hwm=5, log_start=0, preferred_read_replica=0), KAFKA)
+    assert not kip227.must_include(cp, kip227.PartitionResponse(hwm=5, log_start=0, preferred_read_replica=-1), KAFKA)

@@ -161,3 +161,44 @@ def test_follower_fetch_reads_uncommitted_up_to_leo():
     assert {o.error for o in kip392.follower_fetch_outcomes(Replica(1, log_start=2, leo=10, hwm=6), 11)} == {"OFFSET_OUT_OF_RANGE"}
     assert {o.error for o in kip392.follower_fetch_outcomes(Replica(1, log_start=2, leo=10, hwm=6), 1)} == {"OFFSET_OUT_OF_RANGE"}
     assert {o.error for o in kip392.follower_fetch_outcomes(Replica(1, log_start=2, leo=10, hwm=6), 10)} == {"NONE"}
+
+
+def test_follower_fetch_bounds_and_broker_zero():
+    """KIP-392 "Follower Fetching": replication may start exactly at the log start and at the
+    LEO; an out-of-range answer returns no records. Broker id 0 is a replica, not a consumer."""
+    leader = Replica(1, log_start=3, leo=9, hwm=7)
+    assert kip392.follower_fetch_outcomes(leader, 3) == {kip392.FetchOutcome("NONE", 9, 7, 3)}
+    assert kip392.follower_fetch_outcomes(leader, 9) == {kip392.FetchOutcome("NONE", 9, 7, 3)}
+    (oor,) = kip392.follower_fetch_outcomes(leader, 2)
+    assert oor.error == "OFFSET_OUT_OF_RANGE" and oor.records_below == 2
+    assert not oor.matches("OFFSET_OUT_OF_RANGE", [2], None, None)
+    ps = PartitionState(1, 0, frozenset({0, 1}), (Replica(1, "a", 0, 10, 8), Replica(0, "b", 0, 10, 8)))
+    assert kip392.preferred_read_replica_outcomes(ps, 1, 0, "b", 4) == {-1}  # follower 0 asks: no preference
+    assert kip392.preferred_read_replica_outcomes(ps, 1, -1, "b", 4) == {0}
+    assert kip392.eligible_read_replicas(ps, 0) == ps.replicas  # log start <= offset, inclusive
+
+
+def test_fetch_outcome_matching():
+    o = kip392.FetchOutcome("NONE", 5, 8, 2)
+    assert o.matches("NONE", [3, 4], 8, 2)
+    assert not o.matches("NONE", [5], 8, 2)  # records only below records_below
+    assert not o.matches("NONE", [], 9, 2) and not o.matches("NONE", [], 8, 1)
+    assert not o.matches("OFFSET_OUT_OF_RANGE", [], 8, 2)
+    assert kip392.FetchOutcome("NONE", 5).matches("NONE", [], 123, 45)  # None: any value
+
+
+def test_epoch_zero_is_capped_for_consumers():
+    """OffsetsForLeaderEpoch: epoch 0 is a real epoch (only -1 means none found)."""
+    ps = PartitionState(1, 3, frozenset({1}), (Replica(1, "a", 0, 12, 5),))
+    epochs = ((0, 0), (3, 7))
+    assert kip392.offsets_for_leader_epoch(ps, 1, epochs, 0, True) == {kip392.EpochEndOffset("NONE", 0, 5)}
+    assert kip392.offsets_for_leader_epoch(ps, 1, epochs, 0, True, KAFKA) == {kip392.EpochEndOffset("NONE", 0, 7)}
+    assert kip392.offsets_for_leader_epoch(ps, 1, ((2, 0),), 1, True) == {kip392.EpochEndOffset("NONE", -1, -1)}
+
+
+def test_reset_errors_name_the_policy():
+    r = Replica(1)
+    with pytest.raises(LookupError, match="none"):
+        kip392.reset_offset("none", r, r)
+    with pytest.raises(ValueError, match="'sideways'"):
+        kip392.reset_offset("sideways", r, r)
