@@ -119,8 +119,11 @@ RELEASE_NOTES: dict[str, str] = {
     "is identical (ListOffsets -6 exists, v11); the follower bootstrap is absent; KafkaRaftClient has the "
     "KIP-1166 isHighWatermarkUpdated check.",
     "kafka-4.1": "Not read; assumed as kafka-4.0.",
-    "kafka-4.0": "KIP-392/KIP-227 deviations read in trunk 1eb7644 (October 2024, 4.0 development); KIP-1023's "
-    "ListOffsets -6 and follower bootstrap and KIP-1166 were not in that snapshot.",
+    "kafka-4.0": "Read in the 4.0.1 source jars: the KIP-392/KIP-227 deviations are the same code (LocalLog.read, "
+    "ReplicaManager.createLogReadResult(e) with -1 offsets, kafka.log.UnifiedLog.updateHighWatermark capped at LEO, "
+    "lastOffsetForLeaderEpoch fetchOnlyFromLeader, FetchSession.scala isEmpty/touch/tryEvict, 8 shards). Not in "
+    "4.0.1: ListOffsets -6 (no EARLIEST_PENDING_UPLOAD_TIMESTAMP) and KIP-1166 (FetchRequest validVersions 4-17, no "
+    "isHighWatermarkUpdated: an empty KRaft FETCH always parks); neither is modelled as a deviation yet.",
 }
 
 @dataclass(frozen=True)
