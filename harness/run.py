@@ -142,7 +142,8 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         rack = w.consumer_rack or _follower_rack(cluster, parts)
         config.update(consumer_rack=rack)
         (run_dir / "config.json").write_text(json.dumps(config, indent=2))
-        _drive(cluster, ctx, options, plan, history, rack, ui)
+        config.update(consumer_fetch_sources=_drive(cluster, ctx, options, plan, history, rack, ui))
+        (run_dir / "config.json").write_text(json.dumps(config, indent=2))
         with ui.step("healing and waiting for a full ISR"):
             heal_all(ctx, history)
             try:
@@ -173,7 +174,8 @@ def _follower_rack(cluster: NativeCluster, parts) -> str:
     return cluster.racks()[follower]
 
 
-def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str, ui) -> None:
+def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str, ui) -> dict:
+    """Run workers, probes and the nemesis for the run's duration; return where consumers fetched from."""
     stop = threading.Event()
     w = options.workload
     bootstrap = cluster.bootstrap_servers()
@@ -199,6 +201,7 @@ def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str,
         stop.set()
         for t in [nemesis, *workers]:
             t.join(timeout=30)
+    return {c.name: {str(p): v for p, v in sorted(c.fetch_sources.items())} for c in consumers}
 
 
 def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:

@@ -6,6 +6,7 @@ under a new process id. Sends are synchronous for that reason.
 """
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass
@@ -152,8 +153,21 @@ class ConsumerWorker(Worker):
                   "topic.metadata.refresh.interval.ms": 2000}
         if self.rack:
             config["client.rack"] = self.rack
+        config.update({"statistics.interval.ms": 1000, "stats_cb": self._stats})
         self.consumer = Consumer(config)
         self.read = 0
+        self.fetch_sources: dict[int, dict] = {}
+
+    def _stats(self, text: str) -> None:
+        """Which broker librdkafka fetches each partition from, against the leader (KIP-392 in action)."""
+        try:
+            parts = json.loads(text)["topics"][self.options.topic]["partitions"]
+        except (ValueError, KeyError):
+            return
+        for p, v in parts.items():
+            if int(p) >= 0 and v.get("broker", -1) >= 0:
+                self.fetch_sources[int(p)] = {"leader": v.get("leader"), "fetching_from": v.get("broker"),
+                                              "rack": self.rack}
 
     def assign_all(self, process: int) -> None:
         parts = [TopicPartition(self.options.topic, p, OFFSET_BEGINNING) for p in range(self.options.partitions)]

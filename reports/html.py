@@ -125,6 +125,14 @@ def _examples_table(section: dict, limit: int = 20) -> str:
     return "<table><tr><th>anomaly</th><th>history indices</th><th>what</th></tr>" + "".join(rows) + "</table>"
 
 
+def _fetch_sources(config: dict) -> str:
+    rows = "".join(f"<tr><td>{html.escape(c)}</td><td>{html.escape(str(v.get('rack')))}</td><td>{p}</td><td>{v.get('leader')}</td>"
+                   f"<td>{v.get('fetching_from')}{' (follower)' if v.get('fetching_from') != v.get('leader') else ''}</td></tr>"
+                   for c, parts in config.get("consumer_fetch_sources", {}).items() for p, v in parts.items())
+    return ("<table><tr><th>consumer</th><th>client.rack</th><th>partition</th><th>leader</th><th>fetching from</th></tr>"
+            + rows + "</table>") if rows else "<p>not recorded</p>"
+
+
 def write_report(run_dir: Path) -> Path:
     run_dir = Path(run_dir)
     out = run_dir / "report"
@@ -169,6 +177,7 @@ profile {html.escape(str((verdict or {}).get('profile', '?')))} · consumer rack
 <h2>Latency and throughput</h2>{'<img src="latency.png" alt="send latency and throughput">' if ops else ''}
 <h2>Anomalies</h2>{_examples_table((verdict or {}).get('anomalies', {}))}
 <h2>Known deviations (accepted by the profile)</h2>{_examples_table((verdict or {}).get('known', {}))}
+<h2>Where consumers fetched from (KIP-392)</h2>{_fetch_sources(config)}
 <h2>Faults</h2><table><tr><th>kind</th><th>start (s)</th><th>duration (s)</th><th>params</th></tr>{schedule}</table>
 <h2>History</h2><table>{''.join(f'<tr><td>{html.escape(k)}</td><td>{v}</td></tr>' for k, v in sorted(counts.items()))}</table>
 <p>Files: <a href="../history.jsonl">history.jsonl</a> · <a href="../verdict.json">verdict.json</a> · <a href="../config.json">config.json</a></p>

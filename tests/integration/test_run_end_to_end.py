@@ -62,6 +62,10 @@ def test_run_is_valid_and_leaves_report_and_nothing_running(tmp_path, kafka_vers
     read_values = {rec[3] for r in ok_polls for rec in r["value"]["records"]}
     assert {r["value"]["value"] for r in ok_sends} <= read_values
 
+    # KIP-392: the consumer sits in a follower's rack, so it reads some partition from a follower
+    sources = json.loads((run_dir / "config.json").read_text())["consumer_fetch_sources"]
+    assert any(v["fetching_from"] != v["leader"] for parts in sources.values() for v in parts.values()), sources
+
     html = (run_dir / "report" / "index.html").read_text()
     assert "VALID" in html and "timeline.png" in html
     assert (run_dir / "report" / "timeline.png").stat().st_size > 10_000
