@@ -27,15 +27,18 @@ def _partitions(ctx: FaultContext, spec: FaultSpec) -> list[tuple[str, int]]:
 def elect(ctx: FaultContext, partitions: list[tuple[str, int]], election: ElectionType) -> dict[str, str]:
     """Run one election; per "topic/partition" the broker's answer ("NONE", "ELECTION_NOT_NEEDED", ...)."""
     admin = ctx.admin()
-    fut = admin.client.elect_leaders(election, [TopicPartition(t, p) for t, p in partitions],
-                                     request_timeout=30, operation_timeout=25)
+    # no timeout arguments: confluent-kafka 2.16's C binding fails on any keyword argument of elect_leaders
+    # (SystemError "more argument specifiers than keyword list entries"); the admin's socket timeout applies
+    fut = admin.client.elect_leaders(election, [TopicPartition(t, p) for t, p in partitions])
     try:
         result = fut.result(timeout=40)
     except KafkaException as e:
         raise HarnessError(f"{election.name.lower()} election failed: {e.args[0].str()}") from None
     out = {}
     for tp, err in result.items():
-        out[f"{tp.topic}/{tp.partition}"] = "NONE" if err is None else err.args[0].name()
+        if isinstance(err, KafkaException):
+            err = err.args[0]
+        out[f"{tp.topic}/{tp.partition}"] = "NONE" if err is None else err.name()  # a KafkaError per partition
     return out
 
 
@@ -64,6 +67,11 @@ class Elect:
         before = leaders(ctx, parts)
         results = elect(ctx, parts, self.election)
         after = leaders(ctx, parts)
+        deadline = time.monotonic() + 15  # metadata trails the controller's answer a little
+        while time.monotonic() < deadline and any(
+                results[k] == "NONE" and after[k] == before[k] for k in results):
+            time.sleep(0.5)
+            after = leaders(ctx, parts)
         moved = sorted({x for k in before if before[k] != after[k] for x in (before[k], after[k]) if x >= 0})
         return {"targets": moved, "results": results, "leaders_before": before, "leaders_after": after}
 

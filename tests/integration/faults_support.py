@@ -83,3 +83,11 @@ def read_all(cluster, topic: str, partition: int = 0, timeout: float = 60) -> li
 def full_isr(cluster, topic: str, partition: int = 0):
     p = partition_seen_by(cluster, topic, partition)
     return p if p.leader >= 0 and set(p.isr) == set(p.replicas) else None
+
+
+def wait_partition(cluster, topic: str, pred, timeout: float, what: str, partition: int = 0, exclude=()):
+    """Wait until partition `partition` as seen by brokers outside `exclude` satisfies `pred`; return that view."""
+    def seen():
+        p = partition_seen_by(cluster, topic, partition, exclude)
+        return p if pred(p) else None
+    return wait_for(seen, timeout, what)
