@@ -37,7 +37,10 @@ def _tiered_offsets(prober: Prober, key, local_deleted: bool = False, timeout: f
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         prober.refresh()
-        state = prober._view.partitions[key]
+        state = prober._view.partitions.get(key)
+        if state is None or state.leader < 0:  # the answering broker does not know the topic yet
+            time.sleep(1)
+            continue
         answers = {ts: prober.list_offset(state.leader, key, ts, 0, state.leader_epoch) for ts in (-2, -4, -5, -6)}
         if all(a and a["error"] == "NONE" for a in answers.values()) and answers[-5]["offset"] >= 0 and (
                 answers[-4]["offset"] > 0 or not local_deleted):
