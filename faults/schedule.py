@@ -7,6 +7,7 @@ The last fifth of the run stays quiet so the cluster recovers before the final r
 """
 from __future__ import annotations
 
+import math
 import random
 
 from faults.base import FaultSpec
@@ -77,11 +78,12 @@ def generate(seed: int, kinds: list[str], duration: float, topic: str, intensity
     while t < end and pool:
         kind = rng.choice(pool)
         lo, hi = WINDOWS.get(kind, (4, 12))
-        length = min(rng.uniform(lo, hi) * intensity, end - t)
+        t = round(t, 3)
+        length = math.floor(min(rng.uniform(lo, hi) * intensity, end - t) * 1000) / 1000  # never past `end`
         if length < min(lo, 2.0):
             break
         params = {"topic": topic, "partition": rng.randrange(partitions), **PARAMS.get(kind, _node)(rng)}
-        specs.append(FaultSpec(kind, start=round(t, 3), duration=round(length, 3), params=params))
+        specs.append(FaultSpec(kind, start=t, duration=length, params=params))
         gap = rng.uniform(8.0, 15.0) if kind in SLOW_RECOVERY else rng.uniform(3.0, 8.0)
         t += length + gap / intensity
     return specs

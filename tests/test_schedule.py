@@ -1,0 +1,65 @@
+"""Seeded schedules: reproducible, non-overlapping, a quiet tail, parameters each kind understands."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from faults.registry import DEFAULT_MIX, KINDS, OPT_IN, parse_kinds
+from faults.schedule import PARAMS, QUIET_TAIL, WINDOWS, generate
+from harness.errors import HarnessError
+
+kinds_st = st.lists(st.sampled_from(sorted(KINDS)), min_size=1, unique=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32), kinds=kinds_st, duration=st.floats(10, 3600), intensity=st.floats(0.1, 4))
+def test_same_seed_same_schedule(seed, kinds, duration, intensity):
+    a = generate(seed, kinds, duration, "t", intensity)
+    b = generate(seed, list(reversed(kinds)), duration, "t", intensity)  # the order kinds are given in is irrelevant
+    assert [s.as_json() for s in a] == [s.as_json() for s in b]
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32), kinds=kinds_st, duration=st.floats(10, 3600), intensity=st.floats(0.1, 4))
+def test_windows_do_not_overlap_and_leave_a_quiet_tail(seed, kinds, duration, intensity):
+    specs = generate(seed, kinds, duration, "t", intensity)
+    for s in specs:
+        assert s.kind in kinds and s.duration > 0 and s.start >= 0
+        assert s.start + s.duration <= duration * (1 - QUIET_TAIL) + 1e-6
+    for a, b in zip(specs, specs[1:]):
+        assert a.start + a.duration < b.start
+
+
+def test_different_seeds_give_different_schedules():
+    runs = {tuple((s.kind, s.start) for s in generate(seed, list(DEFAULT_MIX), 300, "t")) for seed in range(20)}
+    assert len(runs) == 20
+
+
+def test_params_target_the_topic_and_a_partition():
+    specs = generate(1, list(KINDS), 3600, "work", partitions=5)
+    assert {s.kind for s in specs} == set(KINDS)  # an hour draws every kind
+    for s in specs:
+        assert s.params["topic"] == "work"
+        assert s.params["partition"] == "all" or 0 <= s.params["partition"] < 5
+
+
+def test_every_kind_has_a_window_and_parameters():
+    assert set(WINDOWS) == set(KINDS) == set(PARAMS)
+
+
+def test_toxic_params_are_attributes_the_toxic_knows():
+    from faults.toxics import TOXIC_KINDS
+    import random
+    for k in TOXIC_KINDS:
+        drawn = PARAMS[k.name](random.Random(0))
+        assert set(drawn) - {"target", "stream", "toxicity"} <= set(k.defaults), k.name
+
+
+def test_parse_kinds():
+    assert parse_kinds("partition, latency,kill") == ["partition", "latency", "kill"]
+    assert set(parse_kinds("all")) == set(KINDS) - OPT_IN
+    assert "wipe-metadata" in parse_kinds("all,wipe-metadata")
+    with pytest.raises(HarnessError) as e:
+        parse_kinds("partition,nope")
+    assert "unknown fault 'nope'" in str(e.value) and "partition-bridge" in str(e.value)
+    assert "\n" not in str(e.value)
