@@ -120,11 +120,14 @@ def start_server(state: ClusterState, log_dir: Path, seed: int = 1, attempts: in
     from harness.cluster import _free_port
     binary = ensure_installed()
     log_dir.mkdir(parents=True, exist_ok=True)
+    config = log_dir / "toxiproxy.json"  # no proxies at start; on the command line it tells whose server this is
+    config.write_text("[]\n")
     last = ""
     for _ in range(attempts):  # the free port may be taken between the probe and the bind
         port = _free_port()
         with open(log_dir / "toxiproxy.log", "ab") as out:
-            proc = subprocess.Popen([str(binary), "-host", "127.0.0.1", "-port", str(port), "-seed", str(seed)],
+            proc = subprocess.Popen([str(binary), "-host", "127.0.0.1", "-port", str(port), "-seed", str(seed),
+                                     "-config", str(config)],
                                     stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
         state.set_entry("helpers", HELPER, {"pid": proc.pid, "start": process_start_time(proc.pid)})

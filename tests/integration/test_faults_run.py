@@ -1,0 +1,52 @@
+"""A whole `kipcheck run` with every default fault kind: valid on a healthy Kafka, and nothing left behind."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from faults.registry import DEFAULT_MIX
+from harness.state import all_states
+
+pytestmark = pytest.mark.cluster
+
+
+def _processes(pattern: str) -> list[str]:
+    return subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True).stdout.splitlines()
+
+
+def _paused_pids() -> list[str]:
+    out = subprocess.run(["ps", "-eo", "pid,stat,args"], capture_output=True, text=True).stdout.splitlines()
+    return [l for l in out if l.split()[1].startswith("T") and ("kafka" in l or "toxiproxy" in l)]
+
+
+def test_run_with_every_fault_kind_is_valid_and_leaves_nothing(tmp_path, pytestconfig):
+    v = pytestconfig.getoption("--kafka-version")
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--faults", "all", "--seed", "1",
+                           "--duration", "90", "--runs-dir", str(tmp_path), "--quiet",
+                           *(["--kafka-version", v] if v else [])], capture_output=True, text=True, timeout=900)
+    run_dir = next(tmp_path.iterdir())
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    assert json.loads((run_dir / "verdict.json").read_text())["valid"] is True
+
+    config = json.loads((run_dir / "config.json").read_text())
+    assert {s["kind"] for s in config["schedule"]} <= set(DEFAULT_MIX)
+    records = [json.loads(l) for l in (run_dir / "history.jsonl").read_text().splitlines()]
+    faults = [r for r in records if r["f"] == "fault" and r["type"] == "ok"]
+    starts = [r["value"]["fault"] for r in faults if r["value"]["phase"] == "start"]
+    stops = [r["value"]["fault"] for r in faults if r["value"]["phase"] == "stop" and r["value"]["fault"] != "heal-all"]
+    assert starts and sorted(starts) == sorted(stops)  # every inject was healed, and said so
+    assert any(r["value"]["fault"] == "heal-all" for r in faults)
+
+    root = str(run_dir / "cluster")
+    assert not [s for s in all_states() if s.data.get("root") == root]
+    if config.get("mode") == "namespaces":  # the bridge (and with it every namespace's link) is gone
+        props = (run_dir / "cluster" / "node-1" / "server.properties").read_text()
+        subnet = props.split("CONTROLLER://", 1)[1].rsplit(".", 1)[0] + "."
+        assert subnet not in subprocess.run(["ip", "-4", "addr", "show"], capture_output=True, text=True).stdout
+    assert not [l for l in _processes("kafka.Kafka") if root in l]
+    assert not [l for l in _processes("toxiproxy-server") if root in l]  # its -config file lives in the root
+    assert (run_dir / "cluster" / "toxiproxy.log").exists()  # the link faults ran through proxies
+    assert not _paused_pids()
