@@ -36,7 +36,7 @@ def cmd_run(args) -> int:
                       kafka_version=args.kafka_version,
                       kafka_home=args.kafka_home, brokers=args.brokers, controllers=args.controllers,
                       faults=faults, intensity=args.intensity, runs_dir=args.runs_dir, engine=args.engine,
-                      profile=args.profile, probes=not args.no_probes)
+                      profile=args.profile, probes=not args.no_probes, tiered=args.tiered)
     ui = ProgressUI(quiet=args.quiet)
     run_dir, verdict = run(opts, ui)
     if verdict is not None:
@@ -56,7 +56,8 @@ def cmd_cluster(args) -> int:
         from harness.progress import ProgressUI
         dist = resolve(args.kafka_version, args.kafka_home)
         root = Path(args.dir or Path("runs") / "cluster").resolve()
-        cluster = NativeCluster(dist, root, ClusterOptions(args.brokers, args.controllers), owner_pid=None)
+        cluster = NativeCluster(dist, root, ClusterOptions(args.brokers, args.controllers, tiered=args.tiered),
+                                owner_pid=None)
         ui = ProgressUI()
         try:
             with ui.step(f"starting {args.brokers} Kafka {dist.version} nodes ({cluster.mode})"):
@@ -145,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--engine", choices=("local", "spark"), default="local", help="checker engine")
     r.add_argument("--profile", default=None, help="model profile (default: from the Kafka version)")
     r.add_argument("--quiet", action="store_true", help="no progress display")
+    r.add_argument("--tiered", action="store_true",
+                   help="tiered storage (LocalTieredStorage) on every broker and for the workload topic: "
+                        "gives KIP-1023's tiered offsets something to be about")
     r.add_argument("--no-probes", action="store_true",
                    help="no raw-protocol prober or metadata observer (client workload only)")
     r.add_argument("--backend", choices=("native", "external"), default="native",
@@ -157,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("action", choices=("up", "status", "down"))
     c.add_argument("--id", default=None, help="with down: only this cluster")
     c.add_argument("--dir", default=None, help="with up: node directories (default ./runs/cluster)")
+    c.add_argument("--tiered", action="store_true", help="with up: tiered storage on every broker")
     _kafka_args(c)
     c.set_defaults(func=cmd_cluster)
 

@@ -160,13 +160,22 @@ class Observer(Worker):
             return None
         acknowledged = time.monotonic_ns() - started
         seen: dict[str, int | None] = {str(b): None for b in brokers}
+        # the latest moment each broker *answered* without the change: a lower bound on its lag,
+        # where `seen` (first answer with it) is only an upper bound, inflated by our own polling
+        unseen: dict[str, int | None] = {str(b): None for b in brokers}
         deadline = time.monotonic() + self.propagation_timeout
         while any(t is None for t in seen.values()) and time.monotonic() < deadline and not self.stop_event.is_set():
             for b in brokers:
-                if seen[str(b)] is None and self._shows(b, kind, topic, setting):
+                if seen[str(b)] is not None:
+                    continue
+                asked = time.monotonic_ns()
+                shows = self._shows(b, kind, topic, setting)
+                if shows:
                     seen[str(b)] = time.monotonic_ns() - started
+                elif shows is not None:
+                    unseen[str(b)] = asked - started
             time.sleep(0.002)
-        result = op.ok(seen_by=seen, acknowledged=acknowledged,
+        result = op.ok(seen_by=seen, unseen_until=unseen, acknowledged=acknowledged,
                        complete=all(t is not None for t in seen.values()))["value"]
         self.propagations.append(result)
         return result
@@ -185,8 +194,8 @@ class Observer(Worker):
         else:
             raise ValueError(f"unknown change {kind}")
 
-    def _shows(self, broker: int, kind: str, topic: str, setting: str | None) -> bool:
-        """Whether `broker`'s own answer reflects the change (unanswered: not yet)."""
+    def _shows(self, broker: int, kind: str, topic: str, setting: str | None) -> bool | None:
+        """Whether `broker`'s own answer reflects the change (None: it did not answer)."""
         try:
             conn = self.connection(broker)
             if kind == "alter_config":
@@ -194,7 +203,7 @@ class Observer(Worker):
             view = metadata(conn, [topic])
         except (WireError, UnsupportedVersion):
             self._drop(broker)
-            return False
+            return None
         exists = view.topic_errors.get(topic) == "NONE" and any(
             s.leader >= 0 for (t, _), s in view.partitions.items() if t == topic)
         return exists if kind == "create_topic" else view.topic_errors.get(topic) == "UNKNOWN_TOPIC_OR_PARTITION"

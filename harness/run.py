@@ -44,6 +44,7 @@ class RunOptions:
     engine: str = "local"
     profile: str | None = None
     workload: WorkloadOptions = field(default_factory=WorkloadOptions)
+    tiered: bool = False  # remote storage on every broker, the workload topic tiered (KIP-1023 data)
     probes: bool = True  # the raw-protocol prober and the metadata observer (harness.prober/observer)
 
 
@@ -122,7 +123,8 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         from faults.registry import needs_proxies  # link faults need clients to go through Toxiproxy
         proxied = bool(options.faults) and needs_proxies(options.faults)
         cluster = NativeCluster(dist, run_dir / "cluster",
-                                ClusterOptions(options.brokers, options.controllers, proxied_clients=proxied),
+                                ClusterOptions(options.brokers, options.controllers, proxied_clients=proxied,
+                                               tiered=options.tiered),
                                 owner_pid=os.getpid())
     history = History(run_dir / "history.jsonl")
     verdict = None
@@ -137,7 +139,9 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         ctx = RunContext(cluster, w.topic)
         with ui.step("creating the workload topic"):
             admin = ctx.admin()
-            admin.create_topic(w.topic, w.partitions, min(3, len(cluster.racks()) or options.brokers))
+            from harness.tiered import topic_config
+            admin.create_topic(w.topic, w.partitions, min(3, len(cluster.racks()) or options.brokers),
+                               config=topic_config() if options.tiered else None)
             parts = admin.wait_full_isr(w.topic, 60)
         rack = w.consumer_rack or _follower_rack(cluster, parts)
         config.update(consumer_rack=rack)

@@ -52,6 +52,17 @@ class FetchOutcome:
         )
 
 
+def records_committed(record_offsets, reported_hwm: int | None, profile: Profile) -> bool:
+    """KIP-392 "Follower Fetching": any replica returns only committed data, i.e. offsets
+    below the high watermark its response reports (unknown HWM: nothing to judge).
+
+    With `response-hwm-sampled-before-read` (Kafka) the reported HWM may predate the
+    read, so records at or above it do not prove an uncommitted read."""
+    if reported_hwm is None or reported_hwm < 0:
+        return True
+    return all(o < reported_hwm for o in record_offsets) or profile.allows(profiles.RESPONSE_HWM_SAMPLED_BEFORE_READ)
+
+
 def classify_fetch_offset(offset: int, log_start: int, leo: int, hwm: int) -> str:
     """KIP-392 "Out of range handling": which of the four cases an offset is in.
 

@@ -27,6 +27,10 @@ HWM_CAPPED_AT_LEO = "hwm-capped-at-leo"
 #: OffsetsForLeaderEpoch answers consumers with the epoch's end offset up to LEO,
 #: not capped at the HWM, and never OFFSET_NOT_AVAILABLE for a lagging new leader.
 OFFSETS_FOR_LEADER_EPOCH_UNCAPPED = "offsets-for-leader-epoch-uncapped"
+#: A fetch response's high watermark is sampled before the log read, and the read is
+#: bounded by the HWM at read time; when the HWM advances in between, the response
+#: carries records at or above the HWM it reports (they were committed when read).
+RESPONSE_HWM_SAMPLED_BEFORE_READ = "response-hwm-sampled-before-read"
 # --- KIP-227 -------------------------------------------------------------------
 #: An incremental request that forgets the session's last partition closes the
 #: session; the response carries session id 0.
@@ -76,6 +80,10 @@ EVIDENCE: dict[str, str] = {
     "ReplicaManager.lastOffsetForLeaderEpoch (fetchOnlyFromLeader = true) -> Partition.lastOffsetForLeaderEpoch "
     "-> UnifiedLog.endOffsetForEpoch(leaderEpochCache.endOffsetFor(epoch, logEndOffset())); no replica id, "
     "HWM or epoch-start check is consulted (that check exists only in Partition.fetchOffsetForTimestamp).",
+    RESPONSE_HWM_SAMPLED_BEFORE_READ: "Kafka 4.3.1 (same in 4.2.1 and 4.0.1): kafka.cluster.Partition.readRecords "
+    "takes initialHighWatermark = localLog.highWatermark before calling localLog.read, and returns it in "
+    "LogReadInfo; org.apache.kafka.storage.internals.log.UnifiedLog.read bounds a HIGH_WATERMARK read by "
+    "fetchHighWatermarkMetadata() at read time. Seen live: a fetch at 61 answered offsets 61..81 with HWM 81.",
     EMPTY_SESSION_CLOSED: "Kafka 4.3.1: org.apache.kafka.server.FetchManager.newContext: after session.update, "
     "if session.isEmpty() the session is removed from its shard and a SessionlessFetchContext "
     "(response session id INVALID_SESSION_ID = 0) answers.",
@@ -147,6 +155,7 @@ KIP = Profile("kip", frozenset(), "The KIP texts (KIP-392, KIP-227, KIP-1023, KI
 
 _KIP392_227 = frozenset({
     FETCH_ABOVE_HWM_EMPTY, OUT_OF_RANGE_WITHOUT_OFFSETS, HWM_CAPPED_AT_LEO, OFFSETS_FOR_LEADER_EPOCH_UNCAPPED,
+    RESPONSE_HWM_SAMPLED_BEFORE_READ,
     EMPTY_SESSION_CLOSED, INCREMENTAL_EXTRA_PARTITIONS, EVICT_SMALLEST, SHARDED_SESSION_CACHE,
 })
 _BY_MINOR = {

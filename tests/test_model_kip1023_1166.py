@@ -166,3 +166,13 @@ def test_errors_name_the_bad_value_and_broker_zero_is_a_replica():
 def test_propagation_spread_not_sum():
     assert kip1166.propagation_within_bound({"1": 5_000_000, "2": 6_000_000}, 2_000_000)
     assert not kip1166.propagation_within_bound({"1": 5_000_000, "2": 8_000_000}, 2_000_000)
+
+
+def test_proven_lag_uses_answers_without_the_change():
+    # broker 2 first seen late, but it last answered without the change right after broker 1 showed it
+    assert kip1166.proven_lag_ns({"1": 100, "2": 9000}, {"1": None, "2": 150}) == 50
+    # a broker's own sightings never prove its own lag
+    assert kip1166.proven_lag_ns({"1": 100}, {"1": 5000}) == 0
+    assert kip1166.proven_lag_ns({"1": 100, "2": 300}, {"1": 50, "2": 2100}) == 2000
+    assert not kip1166.propagation_within_bound({"1": 100, "2": 3000}, 1000, {"1": None, "2": 2000})
+    assert kip1166.propagation_within_bound({"1": 100, "2": 3000}, 1000, {"1": None, "2": 900})

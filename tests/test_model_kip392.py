@@ -202,3 +202,12 @@ def test_reset_errors_name_the_policy():
         kip392.reset_offset("none", r, r)
     with pytest.raises(ValueError, match="'sideways'"):
         kip392.reset_offset("sideways", r, r)
+
+
+def test_records_committed_against_reported_hwm():
+    from reference_model import kip392, profiles
+    kip, kafka = profiles.get("kip"), profiles.get("kafka-4.3")
+    assert kip392.records_committed([5, 9], 10, kip)
+    assert not kip392.records_committed([9, 10], 10, kip)
+    assert kip392.records_committed([9, 10], 10, kafka)  # the reported HWM may predate the read
+    assert kip392.records_committed([99], -1, kip) and kip392.records_committed([99], None, kip)

@@ -43,6 +43,13 @@ def test_uncommitted_read():
     assert names(run(ConsumerFetchRule(), history(fetch(8, records=[8, 9])))) == []
 
 
+def test_records_above_a_stale_reported_hwm_are_known_under_kafka():
+    # Kafka samples the response HWM before the read (Partition.readRecords): seen live
+    h = history(fetch(8, records=[8, 9, 10]))
+    assert names(run(ConsumerFetchRule(), h, "kafka-4.3")) == []
+    assert names(run(ConsumerFetchRule(), h, "kafka-4.3"), known=True) == ["uncommitted-read"]
+
+
 def test_wrong_fetch_error_case1_known_under_kafka():
     h = history(fetch(12, hwm=10))  # NONE above the HWM
     assert names(run(ConsumerFetchRule(), h, "kip")) == ["wrong-fetch-error"]
@@ -162,8 +169,12 @@ def test_tiered_offsets():
     assert names(run(TieredOffsetRule(), history(M1, lo(-1, 79, "read_committed"), lo(-5, 80), M1))) == []  # order matters
 
 
-def prop(spread_ms, t_fault=None):
-    recs = history(("observer", "metadata_propagation", {"change": "create t"}, {"seen_by": {"1": 0, "2": spread_ms * 1_000_000}}))
+def prop(spread_ms, t_fault=None, proven=True):
+    """Broker 1 showed the change at 0; broker 2 at spread_ms, and (when `proven`) it
+    still answered without it 1 ms before that."""
+    seen = {"1": 0, "2": spread_ms * 1_000_000}
+    unseen = {"1": None, "2": (spread_ms - 1) * 1_000_000} if proven else {"1": None, "2": None}
+    recs = history(("observer", "metadata_propagation", {"change": "create t"}, {"seen_by": seen, "unseen_until": unseen}))
     if t_fault:
         recs.insert(0, {"index": 99, "time": 0, "process": "nemesis", "type": "info", "f": "fault",
                         "value": {"fault": "partition", "targets": [2], "phase": "start"}})
@@ -174,6 +185,10 @@ def test_propagation_delay():
     assert names(run(PropagationRule(500), prop(800))) == ["hwm-propagation-delay"]
     assert names(run(PropagationRule(500), prop(400))) == []
     assert names(run(PropagationRule(500), prop(800, t_fault=True))) == []
+    # a late first sighting with no answer *without* the change proves no lag (our polling may be slow)
+    assert names(run(PropagationRule(500), prop(800, proven=False))) == []
+    assert names(run(PropagationRule(), prop(1200))) == ["hwm-propagation-delay"]
+    assert names(run(PropagationRule(), prop(900))) == []
 
 
 def test_model_rules_exported():

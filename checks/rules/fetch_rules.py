@@ -70,7 +70,8 @@ class ConsumerFetchRule:
         out = []
         above = [o for o in _offsets(e) if hwm >= 0 and o >= hwm]
         if err == NONE and above:
-            out += _anomaly("anomaly", "uncommitted-read", op.indices,
+            kind = verdict(lambda p: kip392.records_committed(above, hwm, p), profile)
+            out += _anomaly(kind, "uncommitted-read", op.indices,
                             f"fetch of {where} returned offsets {above[:5]} at or above the reported HWM {hwm}",
                             offsets=above[:20], high_watermark=hwm)
         if err not in KIP392_ERRORS or as_int(e.get("preferred_read_replica"), -1) >= 0:
