@@ -64,7 +64,40 @@ def run_rule(rule, key: str, records: Sequence[dict], profile: str) -> list[Anom
 
 def group_keys(rule, record: dict) -> list[str]:
     """A rule's keys for a record, de-duplicated in a stable order."""
-    return sorted(set(rule.group_keys(record)))
+    keys = rule.group_keys(record)
+    if type(keys) is not tuple:  # generators, sets: most records give none or one key
+        keys = tuple(keys)
+    if len(keys) < 2:
+        return list(keys)
+    return sorted(set(keys))
+
+
+def keyed(rules: Sequence, record: dict) -> list[tuple[int, str, dict]]:
+    """Every (rule number, group key, record as that group sees it) of one record.
+
+    A rule may offer `split(record) -> [(key, record as that group needs it)]`, with the
+    keys of `group_keys` in sorted order, each with the part of the record its group
+    needs (e.g. only that partition's polled records), so engines move and hold less.
+    Rules without it see the whole record in each of their groups."""
+    out = []
+    for i, rule in enumerate(rules):
+        split = getattr(rule, "split", None)
+        if split is not None:
+            out.extend((i, key, part) for key, part in split(record))
+        else:
+            out.extend((i, key, record) for key in group_keys(rule, record))
+    return out
+
+
+def as_row(record: dict) -> tuple:
+    """A record as a compact tuple (for spilling to disk and for Spark's shuffle)."""
+    return (record["index"], record["time"], record["process"], record["type"], record["f"],
+            record["value"])
+
+
+def from_row(row) -> dict:
+    index, time, process, type_, f, value = row
+    return {"index": index, "time": time, "process": process, "type": type_, "f": f, "value": value}
 
 
 class Counts:
@@ -75,6 +108,11 @@ class Counts:
         self.by_f: Counter = Counter()
         self.by_type: Counter = Counter()
         self.reads = 0
+
+    def add_pairs(self, pairs: Counter):
+        """Merge a Counter of (f, type) -> n (cheaper than `add` per record)."""
+        for (f, type_), n in pairs.items():
+            self.add(f, type_, n)
 
     def add(self, f: str, type_: str, n: int = 1):
         self.records += n
@@ -95,7 +133,9 @@ def anomaly_from_row(row) -> Anomaly:
 
 
 def _example_order(a: Anomaly):
-    return (len(a.indices), list(a.indices), a.message)
+    # the details break ties, so the examples kept do not depend on the order rules ran in
+    return (len(a.indices), list(a.indices), a.message,
+            json.dumps(a.details, sort_keys=True, default=str))
 
 
 def build_verdict(anomalies: Iterable[Anomaly], counts: Counts, profile: str,

@@ -90,7 +90,7 @@ def digest(records: Sequence[dict], topic: str, partition: int) -> Digest:
                 call=inv["time"] if inv else r["time"],
                 ret=linearize.INF if t == "info" else r["time"]))
         elif f == "poll" and t == "ok":
-            mine = [(rec[2], _vkey(rec[3])) for rec in v["records"]
+            mine = [(rec[2], rec[3] if type(rec[3]) is str else _vkey(rec[3])) for rec in v["records"]
                     if rec[0] == topic and rec[1] == partition]
             reads.append((r["index"], r["process"], mine))
         elif f in ("assign", "seek"):
@@ -99,22 +99,41 @@ def digest(records: Sequence[dict], topic: str, partition: int) -> Digest:
         sends.append(Send(inv["index"], None, "pending", _vkey(inv["value"].get("value")), None,
                           inv["time"], linearize.INF))
 
+    # offset -> {value: first index observing it}, value -> {offset: first index}: sends
+    # first, then reads, in order ("first" is by that order). Written out (no setdefault
+    # with a fresh dict per call): this is the checker's hottest loop.
     by_offset: dict = {}
     by_value: dict = {}
     first_read: dict[int, int] = {}
     read_values = set()
 
-    def observe(offset, value, index):
-        by_offset.setdefault(offset, {}).setdefault(value, index)
-        by_value.setdefault(value, {}).setdefault(offset, index)
-
     for s in sends:
         if s.offset is not None:
-            observe(s.offset, s.value, s.done)
+            offset, value, index = s.offset, s.value, s.done
+            vals = by_offset.get(offset)
+            if vals is None:
+                by_offset[offset] = {value: index}
+            elif value not in vals:
+                vals[value] = index
+            offs = by_value.get(value)
+            if offs is None:
+                by_value[value] = {offset: index}
+            elif offset not in offs:
+                offs[offset] = index
     for index, _, recs in reads:
         for offset, value in recs:
-            observe(offset, value, index)
-            first_read.setdefault(offset, index)
+            vals = by_offset.get(offset)
+            if vals is None:
+                by_offset[offset] = {value: index}
+            elif value not in vals:
+                vals[value] = index
+            offs = by_value.get(value)
+            if offs is None:
+                by_value[value] = {offset: index}
+            elif offset not in offs:
+                offs[offset] = index
+            if offset not in first_read:
+                first_read[offset] = index
             read_values.add(value)
     known = {o: min(vals.values()) for o, vals in by_offset.items()}
     return Digest(topic, partition, sends, reads, resets, by_offset, by_value, read_values,
@@ -276,6 +295,9 @@ class PartitionHistoryRule:
     """The client-visible log checks of one topic-partition (see module docstring)."""
 
     anomalies = HISTORY_ANOMALIES
+    #: `check_group` reads its records once, in order: engines may pass a one-pass
+    #: iterable (records decoded as they stream by) instead of a list
+    one_pass = True
 
     def __init__(self, budget: int = 1_000_000):
         self.budget = budget  # WGL steps per window before the verdict becomes unknown
@@ -289,6 +311,55 @@ class PartitionHistoryRule:
         if f == "assign":
             return {partition_key(t, p) for t, p in v.get("partitions", ())}
         return ()
+
+    def split(self, record: dict) -> list[tuple[str, dict]]:
+        """The record's groups (the keys of `group_keys`, sorted), each with only what
+        `check_group` reads of it: a poll keeps that partition's records (the filter
+        `digest` applies), a send its value and offset. See `checks.verdict.keyed`."""
+        f, v = record["f"], record["value"]
+        if f == "poll":
+            if record["type"] != "ok":
+                return []
+            recs = v["records"]
+            by: dict = {}
+            exact = True
+            for rec in recs:
+                t, p = rec[0], rec[1]
+                if type(t) is not str or type(p) is not int:
+                    exact = False
+                    break
+                part = by.get((t, p))
+                if part is None:
+                    by[(t, p)] = [rec]
+                else:
+                    part.append(rec)
+            if not exact:  # odd types: the very filter `digest` applies, key by key
+                out = []
+                for key in sorted(self.group_keys(record)):
+                    topic, _, partition = key.rpartition("/")
+                    partition = int(partition)
+                    mine = [rec for rec in recs if rec[0] == topic and rec[1] == partition]
+                    out.append((key, {**record, "value": {"records": mine}}))
+                return out
+            out = [(partition_key(t, p), {**record, "value": {"records": part}}) for (t, p), part in by.items()]
+            if len(out) > 1:
+                out.sort(key=lambda kv: kv[0])
+            return out
+        if f == "send":
+            part = {"topic": v["topic"], "partition": v["partition"]}
+            if "value" in v:
+                part["value"] = v["value"]
+            if "offset" in v:
+                part["offset"] = v["offset"]
+            return [(partition_key(v["topic"], v["partition"]), {**record, "value": part})]
+        if f == "seek":
+            return [(partition_key(v["topic"], v["partition"]),
+                     {**record, "value": {"topic": v["topic"], "partition": v["partition"]}})]
+        if f == "assign":
+            return [(key, {**record, "value": {"partitions": [tp for tp in v.get("partitions", ())
+                                                              if partition_key(tp[0], tp[1]) == key]}})
+                    for key in sorted(set(self.group_keys(record)))]
+        return []
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
         return self.check_group(_common_key(self, records), records, profile) if records else []
