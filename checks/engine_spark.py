@@ -61,7 +61,10 @@ def spark_session(master: str | None = None):
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-               .config("spark.sql.shuffle.partitions", "8"))
+               .config("spark.sql.shuffle.partitions", "8")
+               # smaller input splits than the 128 MB default: a big history is read by
+               # more tasks than cores, so the cores stay evenly busy in the keying pass
+               .config("spark.sql.files.maxPartitionBytes", str(32 * 2**20)))
     if master.startswith("local"):
         builder = builder.config("spark.driver.memory", os.environ.get("KIPCHECK_SPARK_MEMORY", "2g"))
     spark = builder.getOrCreate()

@@ -83,9 +83,16 @@ def keyed(rules: Sequence, record: dict) -> list[tuple[int, str, dict]]:
     for i, rule in enumerate(rules):
         split = getattr(rule, "split", None)
         if split is not None:
-            out.extend((i, key, part) for key, part in split(record))
-        else:
-            out.extend((i, key, record) for key in group_keys(rule, record))
+            for key, part in split(record):
+                out.append((i, key, part))
+            continue
+        keys = [*rule.group_keys(record)]  # `group_keys` above, inlined: this runs per record and rule
+        if not keys:
+            continue
+        if len(keys) > 1:
+            keys = sorted(set(keys))
+        for key in keys:
+            out.append((i, key, record))
     return out
 
 
