@@ -315,7 +315,7 @@ class PartitionHistoryRule:
     def split(self, record: dict) -> list[tuple[str, dict]]:
         """The record's groups (the keys of `group_keys`, sorted), each with only what
         `check_group` reads of it: a poll keeps that partition's records (the filter
-        `digest` applies), a send its value and offset. See `checks.verdict.keyed`."""
+        `digest` applies). See `checks.verdict.keyed`."""
         f, v = record["f"], record["value"]
         if f == "poll":
             if record["type"] != "ok":
@@ -345,16 +345,8 @@ class PartitionHistoryRule:
             if len(out) > 1:
                 out.sort(key=lambda kv: kv[0])
             return out
-        if f == "send":
-            part = {"topic": v["topic"], "partition": v["partition"]}
-            if "value" in v:
-                part["value"] = v["value"]
-            if "offset" in v:
-                part["offset"] = v["offset"]
-            return [(partition_key(v["topic"], v["partition"]), {**record, "value": part})]
-        if f == "seek":
-            return [(partition_key(v["topic"], v["partition"]),
-                     {**record, "value": {"topic": v["topic"], "partition": v["partition"]}})]
+        if f == "send" or f == "seek":  # one group: nothing to share, the record as it is
+            return [(partition_key(v["topic"], v["partition"]), record)]
         if f == "assign":
             return [(key, {**record, "value": {"partitions": [tp for tp in v.get("partitions", ())
                                                               if partition_key(tp[0], tp[1]) == key]}})

@@ -1,0 +1,102 @@
+"""The streaming pieces of the checker give the answers of the plain ones: the spilling
+local engine, the rules' record projections (`split`), the fast JSON decoder and the fast
+validation path."""
+import copy
+import json
+
+import pytest
+
+from checks.engine_local import check_records
+from checks.history import HistoryError, loads, validate
+from checks.rules.history_rules import PartitionHistoryRule
+from checks.synthetic import generate
+from checks.verdict import comparable, default_rules, group_keys, keyed, run_rule
+
+
+def broken(records):
+    """A few anomalies of different kinds (as in test_engines_agree)."""
+    records = copy.deepcopy(records)
+    polls = [r for r in records if r["f"] == "poll" and r["type"] == "ok" and len(r["value"]["records"]) > 2]
+    polls[0]["value"]["records"][1][3] = "forged"  # inconsistent-offset
+    polls[-1]["value"]["records"].append(list(polls[-1]["value"]["records"][0]))  # nonmonotonic-poll
+    del polls[len(polls) // 2]["value"]["records"][1]  # maybe a poll-skip
+    return records
+
+
+@pytest.mark.parametrize("seed, mutate", [(11, False), (12, True), (13, True)])
+def test_spilling_engine_gives_the_in_memory_verdict(tmp_path, seed, mutate):
+    records = list(generate(4000, seed=seed, partitions=5))
+    if mutate:
+        records = broken(records)
+    in_memory = check_records(records)
+    assert in_memory["valid"] is (not mutate)
+    for limit in (1, 97, 1000):  # spill after every record, now and then, rarely
+        spilled = check_records(records, max_in_memory=limit, spill_dir=str(tmp_path))
+        assert comparable(spilled) == comparable(in_memory), limit
+    assert not list(tmp_path.iterdir())  # spill files are removed
+
+
+def test_split_gives_the_group_keys_and_the_same_judgement():
+    """`split` names exactly the keys of `group_keys`, and judging the projected records
+    gives the anomalies of judging the whole records."""
+    rule = PartitionHistoryRule()
+    records = broken(list(generate(3000, seed=5, partitions=4)))
+    records.append({"index": 10**6, "time": 10**9, "process": 99, "type": "ok", "f": "poll",
+                    "value": {"records": [[7, 0, 0, "odd topic"], ["t", 0, 3, {"x": 1}]]}})
+    records.append({"index": 10**6 + 1, "time": 10**9, "process": 99, "type": "ok", "f": "seek",
+                    "value": {"topic": "t", "partition": 1, "offset": 0}})
+    whole, parts = {}, {}
+    for r in records:
+        split = rule.split(r)
+        assert [k for k, _ in split] == group_keys(rule, r)
+        for k in group_keys(rule, r):
+            whole.setdefault(k, []).append(r)
+        for k, part in split:
+            parts.setdefault(k, []).append(part)
+    assert whole.keys() == parts.keys()
+    for k in whole:
+        assert run_rule(rule, k, whole[k], "kip") == run_rule(rule, k, parts[k], "kip")
+        assert run_rule(rule, k, whole[k], "kip") == run_rule(rule, k, iter(parts[k]), "kip")  # one_pass
+
+
+def test_keyed_covers_every_rule():
+    rules = default_rules()
+    for r in generate(500, seed=3):
+        got = sorted((i, k) for i, k, _ in keyed(rules, r))
+        assert got == sorted((i, k) for i, rule in enumerate(rules) for k in group_keys(rule, r))
+
+
+@pytest.mark.parametrize("text", [
+    '{"a":1,"a":2}', "1e400", "[NaN]", "123456789012345678901234567890", "-9223372036854775809",
+    "18446744073709551616", '{"v":"\\ud800"}', "-0.0", '{"x":1.0,"y":[true,null,"é"]}',
+    '"9999999999999999999"'])
+def test_loads_is_json_loads(text):
+    a, b = loads(text), json.loads(text)
+    assert json.dumps(a) == json.dumps(b) and type(a) is type(b)
+    assert loads(text.encode()) is not None or b is None
+
+
+@pytest.mark.parametrize("text", ['{"a":', "{'a': 1}", "[1,]", "", b'{"a":"\xff"}'])
+def test_loads_fails_like_json_loads(text):
+    with pytest.raises(Exception) as ours:
+        loads(text)
+    with pytest.raises(Exception) as theirs:
+        json.loads(text)
+    assert type(ours.value) is type(theirs.value) and str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("record", [
+    {"index": True, "time": 1, "process": 0, "type": "ok", "f": "log", "value": {}},
+    {"index": 1, "time": 1.5, "process": 0, "type": "ok", "f": "log", "value": {}},
+    {"index": 1, "time": 1, "process": "", "type": "ok", "f": "log", "value": {}},
+    {"index": 1, "time": 1, "process": 0, "type": "ok", "f": "send", "value": {"topic": "t", "partition": True}},
+    {"index": 1, "time": 1, "process": 0, "type": "ok", "f": "poll", "value": {"records": [["t", 0, 1]]}},
+    {"index": 1, "time": 1, "process": 0, "type": "ok", "f": "poll", "value": {"records": [["t", False, 1, "v"]]}},
+    {"index": 1, "time": 1, "process": 0, "type": "ok", "f": "assign", "value": {}},
+    {"index": 1, "time": 1, "process": 0, "type": "done", "f": "log", "value": {}},
+])
+def test_fast_validation_path_rejects_what_the_full_checks_reject(record):
+    with pytest.raises(HistoryError):
+        validate(record, "here")
+    with pytest.raises(HistoryError):
+        validate(dict(record, index=5), "here", previous_index=5)
