@@ -13,14 +13,14 @@ from confluent_kafka import ElectionType, KafkaException, TopicPartition
 
 from harness.errors import HarnessError
 from faults.base import FaultContext, FaultSpec
-from faults.targets import partition_of, view
+from faults.targets import describe, partition_of, view
 
 
 def _partitions(ctx: FaultContext, spec: FaultSpec) -> list[tuple[str, int]]:
     """The spec's partition, or with `partition: "all"` every partition of its topic."""
     topic = spec.params.get("topic", ctx.topic)
     if spec.params.get("partition") == "all":
-        return [(topic, p.partition) for p in ctx.admin().partitions(topic)]
+        return [(topic, p.partition) for p in describe(ctx, topic)]
     return [partition_of(spec, ctx)]
 
 
@@ -45,7 +45,8 @@ def elect(ctx: FaultContext, partitions: list[tuple[str, int]], election: Electi
 def leaders(ctx: FaultContext, partitions: list[tuple[str, int]]) -> dict[str, int]:
     by_topic = {}
     for t, p in partitions:
-        by_topic.setdefault(t, {x.partition: x.leader for x in ctx.admin().partitions(t)})
+        if t not in by_topic:
+            by_topic[t] = {x.partition: x.leader for x in describe(ctx, t)}
     return {f"{t}/{p}": by_topic[t].get(p, -1) for t, p in partitions}
 
 
@@ -112,7 +113,7 @@ def heal_reassignments(ctx: FaultContext) -> None:
     from kafka import TopicPartition as KTP
     admin = _kafka_python_admin(ctx)
     try:
-        pending = admin.list_partition_reassignments({ctx.topic: [p.partition for p in ctx.admin().partitions(ctx.topic)]})
+        pending = admin.list_partition_reassignments({ctx.topic: [p.partition for p in describe(ctx, ctx.topic)]})
         if pending:
             admin.alter_partition_reassignments({KTP(tp.topic, tp.partition): None for tp in pending})
     finally:

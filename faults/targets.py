@@ -15,21 +15,31 @@ def partition_of(spec: FaultSpec, ctx: FaultContext) -> tuple[str, int]:
     return spec.params.get("topic", ctx.topic), int(spec.params.get("partition", 0))
 
 
-def view(ctx: FaultContext, topic: str, partition: int, timeout: float = 30.0):
-    """The partition's replicas, ISR and leader, retried while no leader is known."""
+def describe(ctx: FaultContext, topic: str, timeout: float = 30.0, pred=lambda parts: True):
+    """The topic's partitions, asked again while the call fails or `pred` does not hold.
+
+    During a fault, or just after a restart, the broker that answers may time out or not
+    know the topic yet."""
     deadline = time.monotonic() + timeout
     last = "no answer"
     while True:
         try:
-            for p in ctx.admin().partitions(topic):
-                if p.partition == partition and p.leader >= 0:
-                    return p
-            last = "no leader"
-        except Exception as e:  # an admin call during a fault may time out; ask again
+            parts = ctx.admin().partitions(topic)
+            if pred(parts):
+                return parts
+            last = "; ".join(f"p{p.partition} leader={p.leader}" for p in parts)
+        except Exception as e:
             last = str(e)
         if time.monotonic() > deadline:
-            raise HarnessError(f"{topic}-{partition}: cannot resolve a target ({last})")
+            raise HarnessError(f"{topic}: no usable description within {timeout:.0f} s ({last})")
         time.sleep(0.5)
+
+
+def view(ctx: FaultContext, topic: str, partition: int, timeout: float = 30.0):
+    """The partition's replicas, ISR and leader, once it has a leader."""
+    def led(parts):
+        return any(p.partition == partition and p.leader >= 0 for p in parts)
+    return next(p for p in describe(ctx, topic, timeout, led) if p.partition == partition)
 
 
 def resolve_node(ctx: FaultContext, spec: FaultSpec, default: str = "leader") -> int:
