@@ -22,7 +22,7 @@ from checks.rules.observe import EpochIndex, Op, answered, as_int, broker_ids, p
 KIP392_ERRORS = {"NONE", "OFFSET_OUT_OF_RANGE", "OFFSET_NOT_AVAILABLE"}
 SESSION_ERRORS = {"FETCH_SESSION_ID_NOT_FOUND", "INVALID_FETCH_SESSION_EPOCH"}
 #: faults that may cost a broker its in-memory state (HWM, sessions)
-STATE_LOSING_FAULTS = {"kill", "wipe", "restart", "crash", "reformat", "stop"}
+STATE_LOSING_FAULTS = {"kill", "wipe", "wipe-metadata", "truncate", "restart", "rolling-restart"}
 
 
 def _is_consumer(value: dict) -> bool:
