@@ -63,6 +63,14 @@ def records_committed(record_offsets, reported_hwm: int | None, profile: Profile
     return all(o < reported_hwm for o in record_offsets) or profile.allows(profiles.RESPONSE_HWM_SAMPLED_BEFORE_READ)
 
 
+def hwm_may_go_back(is_leader: bool | None, profile: Profile) -> bool:
+    """KIP-392 "High watermark propagation" (with KIP-207): the HWM a replica exposes
+    never goes back within one leader epoch. With `follower-hwm-follows-leader` (Kafka)
+    a follower may, since it copies a newly elected leader's lagging HWM. Whether the
+    replica was a follower must be known (None: not proven, so not allowed)."""
+    return is_leader is False and profile.allows(profiles.FOLLOWER_HWM_FOLLOWS_LEADER)
+
+
 def classify_fetch_offset(offset: int, log_start: int, leo: int, hwm: int) -> str:
     """KIP-392 "Out of range handling": which of the four cases an offset is in.
 

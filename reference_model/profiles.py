@@ -31,6 +31,10 @@ OFFSETS_FOR_LEADER_EPOCH_UNCAPPED = "offsets-for-leader-epoch-uncapped"
 #: bounded by the HWM at read time; when the HWM advances in between, the response
 #: carries records at or above the HWM it reports (they were committed when read).
 RESPONSE_HWM_SAMPLED_BEFORE_READ = "response-hwm-sampled-before-read"
+#: A follower copies the HWM in the leader's fetch response as it is. After a leader
+#: election the new leader's HWM can lag the one the follower already had, so within
+#: the new epoch a follower's HWM (and what it serves consumers) goes back once.
+FOLLOWER_HWM_FOLLOWS_LEADER = "follower-hwm-follows-leader"
 # --- KIP-227 -------------------------------------------------------------------
 #: An incremental request that forgets the session's last partition closes the
 #: session; the response carries session id 0.
@@ -84,6 +88,10 @@ EVIDENCE: dict[str, str] = {
     "takes initialHighWatermark = localLog.highWatermark before calling localLog.read, and returns it in "
     "LogReadInfo; org.apache.kafka.storage.internals.log.UnifiedLog.read bounds a HIGH_WATERMARK read by "
     "fetchHighWatermarkMetadata() at read time. Seen live: a fetch at 61 answered offsets 61..81 with HWM 81.",
+    FOLLOWER_HWM_FOLLOWS_LEADER: "Kafka 4.3.1: kafka.server.ReplicaFetcherThread.processPartitionData calls "
+    "log.maybeUpdateHighWatermark(partitionData.highWatermark); UnifiedLog.updateHighWatermarkMetadata accepts a "
+    "lower value and only logs WARN 'Non-monotonic update of high watermark'. Seen live after a leader change "
+    "(3 -> 1, epoch 1): follower 2 went from HWM 1710 to 1708 and served reads capped at 1708.",
     EMPTY_SESSION_CLOSED: "Kafka 4.3.1: org.apache.kafka.server.FetchManager.newContext: after session.update, "
     "if session.isEmpty() the session is removed from its shard and a SessionlessFetchContext "
     "(response session id INVALID_SESSION_ID = 0) answers.",
@@ -155,7 +163,7 @@ KIP = Profile("kip", frozenset(), "The KIP texts (KIP-392, KIP-227, KIP-1023, KI
 
 _KIP392_227 = frozenset({
     FETCH_ABOVE_HWM_EMPTY, OUT_OF_RANGE_WITHOUT_OFFSETS, HWM_CAPPED_AT_LEO, OFFSETS_FOR_LEADER_EPOCH_UNCAPPED,
-    RESPONSE_HWM_SAMPLED_BEFORE_READ,
+    RESPONSE_HWM_SAMPLED_BEFORE_READ, FOLLOWER_HWM_FOLLOWS_LEADER,
     EMPTY_SESSION_CLOSED, INCREMENTAL_EXTRA_PARTITIONS, EVICT_SMALLEST, SHARDED_SESSION_CACHE,
 })
 _BY_MINOR = {

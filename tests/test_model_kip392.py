@@ -211,3 +211,12 @@ def test_records_committed_against_reported_hwm():
     assert not kip392.records_committed([9, 10], 10, kip)
     assert kip392.records_committed([9, 10], 10, kafka)  # the reported HWM may predate the read
     assert kip392.records_committed([99], -1, kip) and kip392.records_committed([99], None, kip)
+
+
+def test_hwm_may_go_back_only_on_a_known_follower_under_kafka():
+    from reference_model import kip392, profiles
+    kip, kafka = profiles.get("kip"), profiles.get("kafka-4.3")
+    assert kip392.hwm_may_go_back(False, kafka)
+    assert not kip392.hwm_may_go_back(True, kafka)
+    assert not kip392.hwm_may_go_back(None, kafka)
+    assert not kip392.hwm_may_go_back(False, kip)

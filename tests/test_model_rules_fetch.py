@@ -85,6 +85,19 @@ def test_hwm_regression_epoch_from_metadata_brackets():
     assert names(run(HighWatermarkRule(), history(meta, fetch(0, hwm=10), fetch(0, hwm=9)))) == []
 
 
+def test_follower_hwm_going_back_is_known_under_kafka_only_on_a_follower():
+    # seen live: after an election the follower copied the new leader's lagging HWM
+    def meta(leader):
+        return (9, "metadata", {"broker": 2, "topic": "t", "partition": 0},
+                {"leader": leader, "leader_epoch": 5, "isr": [1, 2], "replicas": [1, 2]})
+    follower = history(meta(1), fetch(0, hwm=10), fetch(0, hwm=9), meta(1))
+    assert names(run(HighWatermarkRule(), follower, "kip")) == ["hwm-regression"]
+    assert names(run(HighWatermarkRule(), follower, "kafka-4.3")) == []
+    assert names(run(HighWatermarkRule(), follower, "kafka-4.3"), known=True) == ["hwm-regression"]
+    leader = history(meta(2), fetch(0, hwm=10), fetch(0, hwm=9), meta(2))  # broker 2 leads: never allowed
+    assert names(run(HighWatermarkRule(), leader, "kafka-4.3")) == ["hwm-regression"]
+
+
 def test_offsets_for_leader_epoch_above_hwm():
     ofle = (3, "offsets_for_leader_epoch", {"broker": 2, "replica_id": -1, "topic": "t", "partition": 0, "leader_epoch": 3,
                                             "current_leader_epoch": 3}, {"error": "NONE", "end_offset": 12, "leader_epoch": 3})

@@ -116,7 +116,7 @@ class HighWatermarkRule:
                 (caps if op.f == "offsets_for_leader_epoch" else observations).append((op, topic, part, epoch, value))
         resets = sorted(r.get("time", 0) for r in records
                         if r.get("f") == "fault" and (r.get("value") or {}).get("fault") in STATE_LOSING_FAULTS)
-        out = self._regressions(observations, resets)
+        out = self._regressions(observations, resets, epochs, profile)
         return out + self._uncapped(caps, observations, resets, profile)
 
     @staticmethod
@@ -149,7 +149,7 @@ class HighWatermarkRule:
         import bisect
         return bisect.bisect_right(resets, a.completed) == bisect.bisect_right(resets, b.invoked)
 
-    def _regressions(self, obs, resets) -> list[Anomaly]:
+    def _regressions(self, obs, resets, epochs: EpochIndex, profile: str) -> list[Anomaly]:
         out = []
         by_key: dict[tuple, list] = {}
         for o in obs:
@@ -162,11 +162,15 @@ class HighWatermarkRule:
                     continue
                 a = max(earlier, key=lambda o: o[4])
                 if b[4] < a[4]:
-                    out.append(Anomaly(
-                        "hwm-regression", tuple(sorted(set(a[0].indices + b[0].indices))),
-                        f"broker {b[0].value.get('broker')} reported HWM {b[4]} for {topic}/{part} in leader "
-                        f"epoch {epoch} after it had reported {a[4]}",
-                        details={"topic": topic, "partition": part, "leader_epoch": epoch, "before": a[4], "after": b[4]}))
+                    broker = b[0].value.get("broker")
+                    leader = epochs.leader_of_epoch(broker, topic, part, epoch)
+                    is_leader = None if leader is None else leader == as_int(broker, -2)
+                    kind = verdict(lambda p: kip392.hwm_may_go_back(is_leader, p), profile)
+                    out += _anomaly(kind, "hwm-regression", a[0].indices + b[0].indices,
+                                    f"broker {broker} reported HWM {b[4]} for {topic}/{part} in leader "
+                                    f"epoch {epoch} after it had reported {a[4]}"
+                                    + (f" (a follower of {leader})" if is_leader is False else ""),
+                                    topic=topic, partition=part, leader_epoch=epoch, before=a[4], after=b[4])
         return out
 
     def _uncapped(self, caps, obs, resets, profile) -> list[Anomaly]:

@@ -114,6 +114,14 @@ class EpochIndex:
         return None
 
 
+    def leader_of_epoch(self, broker, topic, partition, epoch: int) -> int | None:
+        """The leader `broker`'s own metadata named for that epoch (None: never seen)."""
+        for op in self._by_tp.get((broker, topic, partition), ()):
+            if as_int(op.value.get("leader_epoch"), -1) == epoch and as_int(op.value.get("leader"), -1) >= 0:
+                return int(op.value["leader"])
+        return None
+
+
 def proven_epoch(op: Op, entry: dict, epochs: EpochIndex) -> int | None:
     """The broker's leader epoch while it answered `op` for `entry`'s partition: the
     request's current_leader_epoch when the answer is not an epoch error, else bracketing."""
