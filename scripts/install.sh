@@ -22,7 +22,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e '.[test]'
+python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[test]'
 python3 -m harness.kafka_dist ${KIPCHECK_KAFKA_VERSION:+"$KIPCHECK_KAFKA_VERSION"}
 if [ -f scripts/install-toxiproxy.sh ]; then
   bash scripts/install-toxiproxy.sh
