@@ -143,11 +143,12 @@ class Prober(Worker):
             # the leader, asked by a client in the follower's rack, should name that follower
             self.fetch_one(state.leader, key, start, rack, state.leader_epoch)
             answer = self.fetch_one(follower, key, start, rack, state.leader_epoch)
+            self.fetch_one(follower, key, FAR_ABOVE, rack, state.leader_epoch)  # above both HWM and LEO (case 4)
             hwm = answer and answer.get("high_watermark", -1)
             if hwm is None or hwm < 0:
                 continue
-            # at the HWM, just above it (often below the follower's LEO), and far above both
-            for offset in (hwm, hwm + 1, hwm + 5, FAR_ABOVE):
+            # at the HWM and just above it (often below the follower's LEO)
+            for offset in (hwm, hwm + 1, hwm + 5):
                 self.fetch_one(follower, key, offset, rack, state.leader_epoch)
             log_start = self._log_start.get(key, 0)
             self.fetch_one(follower, key, log_start, rack, state.leader_epoch)  # on a tiered topic: remote data

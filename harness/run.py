@@ -98,6 +98,9 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         with ui.step(f"reaching {options.bootstrap}"):  # first: an unreachable cluster leaves nothing behind
             external.up()
         version = options.kafka_version or "unknown"
+        if not options.kafka_version:
+            ui.note("the external cluster's Kafka version is unknown: the checker uses the KIP-text profile "
+                    "(pass --kafka-version to judge it by that release's known deviations)")
     else:
         with ui.step("resolving Kafka"):  # first: a bad version or no java leaves nothing behind
             dist = resolve(options.kafka_version, options.kafka_home)

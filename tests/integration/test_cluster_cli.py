@@ -29,12 +29,15 @@ def test_cluster_up_status_external_run_and_down(tmp_path, kafka_version):
         assert mine and set(mine[0]["nodes"].values()) == {"up"}
         assert mine[0]["owner_pid"] is None  # survives the command that started it
 
+        # the external backend cannot see the release, so the version (and with it the profile) is given
         run = kipcheck("run", "--backend", "external", "--bootstrap", info["bootstrap"], "--faults", "none",
+                       "--kafka-version", mine[0]["kafka_version"],
                        "--duration", "15", "--runs-dir", str(tmp_path / "runs"), "--quiet")
         assert run.returncode == 0, run.stderr[-2000:]
         run_dir = next((tmp_path / "runs").iterdir())
         verdict = json.loads((run_dir / "verdict.json").read_text())
         assert verdict["valid"] is True and verdict["counts"]["records"] > 50
+        assert verdict["profile"] == "kafka-" + ".".join(mine[0]["kafka_version"].split(".")[:2])
         assert json.loads((run_dir / "config.json").read_text())["backend"] == "external"
     finally:
         down = kipcheck("cluster", "down", "--id", info["cluster_id"])
