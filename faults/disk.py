@@ -12,7 +12,7 @@ import os
 
 from harness.errors import HarnessError
 from faults.base import FaultContext, FaultSpec
-from faults.process import heal_processes, start
+from faults.process import heal_processes, start_stopped
 from faults.targets import partition_of, resolve_node, wait_full_isr
 
 
@@ -33,10 +33,7 @@ class _DiskFault:
         return {"targets": [victim], **self.damage(ctx, node, spec)}
 
     def heal(self, ctx: FaultContext, spec: FaultSpec, injected: dict) -> None:
-        for t in injected["targets"]:
-            node = ctx.cluster.node(t)
-            if not node.alive():
-                start(node)
+        start_stopped(ctx, injected["targets"])
 
 
 class Wipe(_DiskFault):

@@ -33,6 +33,14 @@ def start(node) -> None:
     node.wait_listening(START_TIMEOUT)
 
 
+def start_stopped(ctx: FaultContext, node_ids) -> None:
+    """Start those of the given nodes that are not running (the heal of every node-down fault)."""
+    for node_id in node_ids:
+        node = ctx.cluster.node(node_id)
+        if not node.alive():
+            start(node)
+
+
 def wait_healthy(ctx: FaultContext, timeout: float = START_TIMEOUT) -> None:
     ctx.admin().wait_brokers(len(ctx.cluster.brokers), timeout)
     wait_full_isr(ctx, timeout)
@@ -69,10 +77,7 @@ class _NodeDown:
         return {"targets": [victim]}
 
     def heal(self, ctx: FaultContext, spec: FaultSpec, injected: dict) -> None:
-        for t in injected["targets"]:
-            node = ctx.cluster.node(t)
-            if not node.alive():
-                start(node)
+        start_stopped(ctx, injected["targets"])
 
 
 class Kill(_NodeDown):
