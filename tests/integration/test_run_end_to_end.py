@@ -132,3 +132,41 @@ def test_ctrl_c_heals_stops_the_cluster_and_still_reports(tmp_path, kafka_versio
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_sigkill_during_a_partition_then_cluster_down_heals_everything(tmp_path, kafka_version):
+    """Issue 4's hygiene case: harness *and* its watchdog killed while DROP rules are in place."""
+    proc = _kipcheck("run", "--duration", "60", "--seed", "9", "--runs-dir", str(tmp_path), "--quiet",
+                     *_kafka_args(kafka_version))
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            runs = list(tmp_path.iterdir())
+            history = runs[0] / "history.jsonl" if runs else None
+            if history and history.exists() and '"phase":"start","targets"' in history.read_text():
+                break  # the partition fault's inject completed: rules are in place
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.5)
+        else:
+            pytest.fail("the partition fault never started")
+        run_dir = history.parent
+        states = [s for s in all_states() if s.data.get("root") == str(run_dir / "cluster")]
+        assert states
+        ns = states[0].data["namespaces"][0]
+        rules = subprocess.run(["ip", "netns", "exec", ns, "iptables", "-S", "KIPCHECK"], capture_output=True,
+                               text=True).stdout
+        assert "DROP" in rules, rules
+        reaper = states[0].data["helpers"]["reaper"]["pid"]
+        os.kill(reaper, signal.SIGKILL)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert _leftovers(run_dir), "with the watchdog dead too, the cluster should still be there"
+        # --id: the session's shared test cluster (other tests) must survive this one
+        down = subprocess.run([sys.executable, "-m", "harness.cli", "cluster", "down", "--id",
+                               states[0].data["cluster_id"]], capture_output=True, text=True, timeout=120)
+        assert down.returncode == 0, down.stderr
+        assert _leftovers(run_dir) == []
+        assert ns not in list_namespaces()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
