@@ -105,12 +105,16 @@ def cmd_report(args) -> int:
 
 
 def cmd_model(args) -> int:
-    from reference_model.scenario import replay
+    from reference_model.scenario import ScenarioError, replay
     try:
         scenario = json.loads(Path(args.scenario).read_text())
     except (OSError, ValueError) as e:
         raise HarnessError(f"cannot read scenario {args.scenario}: {e}") from None
-    print(json.dumps(replay(scenario, profile=args.profile), indent=2))
+    try:
+        steps = replay(scenario, profile=args.profile)
+    except ScenarioError as e:
+        raise HarnessError(f"{args.scenario}: {e}") from None
+    print(json.dumps(steps, indent=2))
     return 0
 
 

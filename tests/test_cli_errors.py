@@ -58,3 +58,23 @@ def test_unreachable_external_cluster(tmp_path):
     code, _, err = kipcheck("run", "--backend", "external", "--bootstrap", "127.0.0.1:1", "--runs-dir", str(tmp_path))
     assert_one_line_error(code, err, "cannot reach", "127.0.0.1:1")
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("scenario, words", [
+    ('{"steps": [{"op": "bogus"}]}', ["step 0", "bogus"]),
+    ('{"steps": [{"nop": 1}]}', ["step 0", "op"]),
+    ('[1]', ["JSON object"]),
+    ('{"steps": [', ["cannot read"]),
+])
+def test_bad_model_scenario_names_the_step(tmp_path, scenario, words):
+    path = tmp_path / "s.json"
+    path.write_text(scenario)
+    code, _, err = kipcheck("model", "replay", str(path))
+    assert_one_line_error(code, err, *words)
+
+
+def test_unknown_profile_for_check(tmp_path):
+    good = '{"index":0,"time":1,"process":0,"type":"invoke","f":"send","value":{"topic":"t","partition":0,"key":"a","value":"a"}}'
+    (tmp_path / "history.jsonl").write_text(good + "\n")
+    code, _, err = kipcheck("check", str(tmp_path / "history.jsonl"), "--profile", "kafka-9.9")
+    assert_one_line_error(code, err, "kafka-9.9")
