@@ -1,13 +1,17 @@
-"""The local engine: plain Python, one process, memory bounded.
+"""The local engine: plain Python, one process, memory bounded in bytes.
 
 One pass over the history puts each record in the groups its rules name (through
-`checks.verdict.keyed`, so a group holds only what its rule reads of the record). While
-the groups held in memory stay under `max_in_memory` records they are simply kept;
-beyond that, all of them are appended to spill files on disk (pickled chunks, one file per
-hash bucket of the group key) and memory is cleared. The second pass runs every rule on
-every group: groups that never spilled from memory, the others bucket by bucket, so at
-most one bucket's groups are in memory at a time. A group is always judged whole, with its
-records in index order: the largest group (one busy partition) must fit in memory.
+`checks.verdict.keyed`, so a group sees only what its rule reads of the record):
+
+* a rule that judges a group as its records stream by (`start(key, profile)`, see
+  `checks.verdict.starter`; the history rule does) gets each part at once and keeps only
+  its own compact summary: its groups are never held;
+* the groups of the other rules are held as pickled chunks of `CHUNK_ROWS` rows (plus
+  each group's last, not yet pickled, rows). When the chunks held in memory pass
+  `max_bytes` pickled bytes, they are all appended to one spill file on disk (the group
+  remembers where its chunks are) and memory is cleared. The second pass judges these
+  groups one at a time, each in index order: its chunks from disk, then from memory.
+  Such a group is judged whole: the largest one must fit in memory.
 
 Gathering is `checks.verdict`'s, shared with the Spark engine.
 """
@@ -16,118 +20,158 @@ from __future__ import annotations
 import os
 import pickle
 import tempfile
-import zlib
 from collections import Counter
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from checks.history import iter_history
 from checks.verdict import (Counts, as_row, build_verdict, default_rules, from_row, keyed,
-                            no_cyclic_gc, run_rule)
+                            no_cyclic_gc, run_rule, starter)
 
-#: group entries held in memory before they are spilled to disk (KIPCHECK_LOCAL_MAX_RECORDS)
-DEFAULT_MAX_IN_MEMORY = int(os.environ.get("KIPCHECK_LOCAL_MAX_RECORDS", 1_000_000))
-#: spill files (hash buckets of the group key)
-SPILL_BUCKETS = 32
+#: pickled bytes of held groups kept in memory before they are spilled to disk
+#: (KIPCHECK_LOCAL_MAX_BYTES)
+DEFAULT_MAX_BYTES = int(os.environ.get("KIPCHECK_LOCAL_MAX_BYTES", 256 * 2**20))
+#: rows of a held group pickled together (and counted) as one chunk
+CHUNK_ROWS = 256
+_PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 
-class _Spill:
-    """Groups appended to bucket files as pickled (group, [row, ...]) chunks."""
+class _Groups:
+    """Groups held for rules that judge whole groups: pickled chunks in memory, spilled
+    to one file past `limit` bytes."""
 
-    def __init__(self, directory: str | None):
-        self._tmp = tempfile.TemporaryDirectory(prefix="kipcheck-spill-", dir=directory)
-        self._files: dict[int, object] = {}
-        self.groups: dict[int, set] = {}  # bucket -> group ids in it
-        self.chunks = 0
+    def __init__(self, limit: int, directory: str | None):
+        self.limit = limit
+        self.directory = directory
+        self.rows: dict = {}  # group id -> rows not yet pickled
+        self.chunks: dict = {}  # group id -> [pickled chunk] in memory
+        self.disk: dict = {}  # group id -> [(offset, length)] in the spill file
+        self.held = 0  # bytes of the chunks in memory
+        self.pending = 0  # rows not yet pickled
+        self.sealed_rows = 0
+        self.sealed_bytes = 0
+        self.spills = 0
+        self._tmp = None
+        self._fh = None
 
-    @staticmethod
-    def bucket(gid: tuple[int, str]) -> int:
-        return zlib.crc32(f"{gid[0]}\0{gid[1]}".encode("utf-8", "surrogatepass")) % SPILL_BUCKETS
+    def add(self, gid, part: dict) -> None:
+        rows = self.rows.get(gid)
+        if rows is None:
+            rows = self.rows[gid] = []
+        rows.append(as_row(part))
+        self.pending += 1
+        if len(rows) >= CHUNK_ROWS:
+            self._seal(gid, rows)
+        # rows not yet pickled count at the mean pickled size so far
+        if self.held + self.pending * (self.sealed_bytes // max(1, self.sealed_rows) or 100) > self.limit:
+            self._spill()
 
-    def write(self, groups: dict) -> None:
-        for gid, records in groups.items():
-            b = self.bucket(gid)
-            fh = self._files.get(b)
-            if fh is None:
-                fh = self._files[b] = open(os.path.join(self._tmp.name, f"{b}.spill"), "ab")
-            pickle.dump((gid, [as_row(r) for r in records]), fh, protocol=pickle.HIGHEST_PROTOCOL)
-            self.groups.setdefault(b, set()).add(gid)
-            self.chunks += 1
+    def _seal(self, gid, rows: list) -> None:
+        chunk = pickle.dumps(rows, _PROTOCOL)
+        self.chunks.setdefault(gid, []).append(chunk)
+        self.held += len(chunk)
+        self.pending -= len(rows)
+        self.sealed_rows += len(rows)
+        self.sealed_bytes += len(chunk)
+        self.rows[gid] = []
 
-    def read(self):
-        """Yield (group id, records in index order), bucket by bucket."""
-        for fh in self._files.values():
-            fh.close()
-        for b in sorted(self._files):
-            rows: dict = {}
-            with open(os.path.join(self._tmp.name, f"{b}.spill"), "rb") as fh:
-                while True:
-                    try:
-                        gid, chunk = pickle.load(fh)
-                    except EOFError:
-                        break
-                    rows.setdefault(gid, []).append(chunk)
-            for gid in sorted(rows):
-                chunks = rows.pop(gid)  # chunks were written in record order
-                yield gid, [from_row(row) for chunk in chunks for row in chunk]
+    def _spill(self) -> None:
+        for gid, rows in list(self.rows.items()):
+            if rows:
+                self._seal(gid, rows)
+        if self._fh is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="kipcheck-spill-", dir=self.directory)
+            self._fh = open(os.path.join(self._tmp.name, "groups.spill"), "w+b")
+        fh = self._fh
+        for gid, chunks in self.chunks.items():
+            where = self.disk.get(gid)
+            if where is None:
+                where = self.disk[gid] = []
+            for chunk in chunks:
+                where.append((fh.tell(), len(chunk)))
+                fh.write(chunk)
+        self.chunks.clear()
+        self.held = 0
+        self.spills += 1
+
+    def ids(self) -> list:
+        return sorted(set(self.rows) | set(self.chunks) | set(self.disk))
+
+    def take(self, gid) -> Iterator[dict]:
+        """The group's records in index order (disk, memory, then unpickled rows); what
+        was read is dropped from memory as it goes."""
+        where = self.disk.pop(gid, ())
+        if where:
+            self._fh.flush()
+        for offset, length in where:
+            self._fh.seek(offset)
+            for row in pickle.loads(self._fh.read(length)):
+                yield from_row(row)
+        chunks = self.chunks.pop(gid, [])
+        chunks.reverse()
+        while chunks:
+            chunk = chunks.pop()
+            self.held -= len(chunk)
+            for row in pickle.loads(chunk):
+                yield from_row(row)
+        rows = self.rows.pop(gid, ())
+        self.pending -= len(rows)
+        for row in rows:
+            yield from_row(row)
 
     def close(self):
-        for fh in self._files.values():
-            fh.close()
-        self._tmp.cleanup()
+        if self._fh is not None:
+            self._fh.close()
+            self._tmp.cleanup()
+            self._fh = None
 
 
 def check_records(records: Iterable[dict], rules: Sequence | None = None,
-                  profile: str = "kip", max_in_memory: int | None = None,
+                  profile: str = "kip", max_bytes: int | None = None,
                   spill_dir: str | None = None) -> dict:
     """Verdict for records in index order (already validated).
 
-    `max_in_memory`: group entries kept in memory before spilling to disk (None: the
-    default, `DEFAULT_MAX_IN_MEMORY`); `spill_dir`: where the spill files go (default:
-    the system temporary directory)."""
+    `max_bytes`: pickled bytes of held groups kept in memory before spilling to disk
+    (None: `DEFAULT_MAX_BYTES`); `spill_dir`: where the spill file goes (default: the
+    system temporary directory)."""
     rules = default_rules() if rules is None else list(rules)
-    limit = DEFAULT_MAX_IN_MEMORY if max_in_memory is None else max_in_memory
-    groups: dict[tuple[int, str], list[dict]] = {}
+    limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+    starts = [starter(rule) for rule in rules]
+    judges: dict = {}  # (rule, key) -> streaming judge
+    held = _Groups(limit, spill_dir)
     pairs: Counter = Counter()
     anomalies = []
-    held = 0
-    spill: _Spill | None = None
     try:
         with no_cyclic_gc():
             for record in records:
                 pairs[(record["f"], record["type"])] += 1
                 for i, key, part in keyed(rules, record):
-                    group = groups.get((i, key))
-                    if group is None:
-                        groups[(i, key)] = [part]
-                    else:
-                        group.append(part)
-                    held += 1
-                if held > limit:
-                    spill = spill or _Spill(spill_dir)
-                    spill.write(groups)
-                    groups.clear()
-                    held = 0
-            if spill is not None:
-                # groups that ever spilled continue on disk; the others are judged from memory
-                spilled = set().union(*spill.groups.values())
-                spill.write({gid: g for gid, g in groups.items() if gid in spilled})
-                for gid in spilled:
-                    groups.pop(gid, None)
-            for gid in sorted(groups):
-                anomalies.extend(run_rule(rules[gid[0]], gid[1], groups.pop(gid), profile))
-            if spill is not None:
-                for (i, key), group in spill.read():
-                    anomalies.extend(run_rule(rules[i], key, group, profile))
+                    start = starts[i]
+                    if start is None:
+                        held.add((i, key), part)
+                        continue
+                    judge = judges.get((i, key))
+                    if judge is None:
+                        judge = judges[(i, key)] = start(key, profile)
+                    judge.add(part)
+            for gid in sorted(judges):
+                anomalies.extend(judges.pop(gid).finish())
+            for i, key in held.ids():
+                rule = rules[i]
+                group = held.take((i, key))
+                if not getattr(rule, "one_pass", False):
+                    group = list(group)
+                anomalies.extend(run_rule(rule, key, group, profile))
+                for _ in group:  # a one-pass rule that stopped early: drop the rest
+                    pass
     finally:
-        if spill is not None:
-            spill.close()
+        held.close()
     counts = Counts()
     counts.add_pairs(pairs)
     return build_verdict(anomalies, counts, profile, engine="local")
 
 
 def check_path(path: str | Path, rules: Sequence | None = None, profile: str = "kip",
-               max_in_memory: int | None = None, spill_dir: str | None = None) -> dict:
+               max_bytes: int | None = None, spill_dir: str | None = None) -> dict:
     """Verdict for a run directory, JSONL or Parquet history."""
-    return check_records(iter_history(path), rules, profile, max_in_memory, spill_dir)
+    return check_records(iter_history(path), rules, profile, max_bytes, spill_dir)

@@ -12,9 +12,11 @@ Plan (one shuffle, every record decoded once):
      shuffles and sorts (spilling to disk as it needs), so each task sees its groups one
      after another, each in index order;
   4. `mapInArrow` (judging): stream through the sorted rows, cut them into groups and run
-     each rule on its group (`checks.verdict.run_rule`, the very code the local engine
-     calls). Only one group is in a Python worker at a time; rules that read their
-     records once (`one_pass`) get them as they are unpickled, never as a list;
+     each rule on its group (`checks.verdict.run_rule`, or the rule's streaming judge,
+     `checks.verdict.starter`: the very code the local engine calls). Only one group is
+     in a Python worker at a time; a streaming judge (the history rule) or a rule that
+     reads its records once (`one_pass`) gets them as they are unpickled, never as a
+     list, so a worker holds only that judge's compact summary;
   5. collect the anomaly rows; counts come from a column-only aggregation.
 The driver then builds the verdict with `checks.verdict.build_verdict`.
 """
@@ -31,7 +33,7 @@ from typing import Iterator, Sequence
 
 from checks.history import HistoryError, decode_row, is_parquet, resolve, to_parquet, validate
 from checks.verdict import (Counts, anomaly_from_row, anomaly_to_row, as_row, build_verdict, default_rules,
-                            from_row, keyed, no_cyclic_gc, run_rule)
+                            from_row, keyed, no_cyclic_gc, run_rule, starter)
 
 DEFAULT_MASTER = "local[*]"
 _COLUMNS = ("index", "time", "process", "type", "f", "value")
@@ -114,6 +116,7 @@ def _judge(rules: Sequence, profile: str):
     schema = pa.schema([("name", pa.string()), ("known", pa.bool_()), ("indices", pa.list_(pa.int64())),
                         ("message", pa.string()), ("details", pa.string())])
     loads = pickle.loads
+    starts = [starter(rule) for rule in rules]
 
     def rows(batches):
         for batch in batches:
@@ -124,10 +127,18 @@ def _judge(rules: Sequence, profile: str):
         with no_cyclic_gc():
             for (i, key), group in groupby(rows(batches), key=lambda r: (r[0], r[1])):
                 rule = rules[i]
-                records = (from_row(loads(payload)) for _, _, payload in group)
-                if not getattr(rule, "one_pass", False):
-                    records = list(records)
-                found = [anomaly_to_row(a) for a in run_rule(rule, key, records, profile)]
+                start = starts[i]
+                if start is not None:  # a streaming judge: each record in, none held
+                    judge = start(key, profile)
+                    add = judge.add
+                    for _, _, payload in group:
+                        add(from_row(loads(payload)))
+                    found = [anomaly_to_row(a) for a in judge.finish()]
+                else:
+                    records = (from_row(loads(payload)) for _, _, payload in group)
+                    if not getattr(rule, "one_pass", False):
+                        records = list(records)
+                    found = [anomaly_to_row(a) for a in run_rule(rule, key, records, profile)]
                 for _ in group:  # a one-pass rule that stopped early: skip the group's rest
                     pass
                 if found:

@@ -157,3 +157,24 @@ def windows(ops: Sequence[Op]) -> list[list[Op]]:
     if current:
         out.append(current)
     return out
+
+
+def window_ids(calls: Sequence, rets: Sequence) -> list[list[int]]:
+    """`windows` over plain numbers: op j has call `calls[j]` and return `rets[j]`; the
+    windows hold op numbers (ordered by (call, number), cut at the same points), so a
+    caller makes `Op`s only for the windows that need a search."""
+    out: list[list[int]] = []
+    current: list[int] = []
+    horizon = -INF
+    for j in sorted(range(len(calls)), key=calls.__getitem__):  # stable: ties by number
+        call = calls[j]
+        if current and call > horizon:
+            out.append(current)
+            current = []
+        current.append(j)
+        ret = rets[j]
+        if ret > horizon:
+            horizon = ret
+    if current:
+        out.append(current)
+    return out

@@ -62,6 +62,16 @@ def run_rule(rule, key: str, records: Sequence[dict], profile: str) -> list[Anom
     return rule.check(records, profile)
 
 
+def starter(rule):
+    """`rule.start` when the rule can judge a group as its records stream by, else None.
+
+    `rule.start(key, profile)` returns a judge with `add(record)` (called for each record
+    of the group, in index order) and `finish() -> [Anomaly]`; it must give what
+    `run_rule` gives on the whole group. An engine that sees records one at a time then
+    holds no group for that rule, only the judge's own summary."""
+    return getattr(rule, "start", None)
+
+
 def group_keys(rule, record: dict) -> list[str]:
     """A rule's keys for a record, de-duplicated in a stable order."""
     keys = rule.group_keys(record)

@@ -23,6 +23,27 @@ def broken(records):
     return records
 
 
+class WholeGroups:
+    """The history rule without `start`: the local engine holds its groups (in pickled
+    chunks, spilled past the byte bound) and judges each whole."""
+
+    anomalies = PartitionHistoryRule.anomalies
+
+    def __init__(self, one_pass):
+        self.rule = PartitionHistoryRule()
+        self.one_pass = one_pass
+
+    def group_keys(self, record):
+        return self.rule.group_keys(record)
+
+    def split(self, record):
+        return self.rule.split(record)
+
+    def check_group(self, key, records, profile):
+        assert self.one_pass or isinstance(records, list)
+        return self.rule.check_group(key, records, profile)
+
+
 @pytest.mark.parametrize("seed, mutate", [(11, False), (12, True), (13, True)])
 def test_spilling_engine_gives_the_in_memory_verdict(tmp_path, seed, mutate):
     records = list(generate(4000, seed=seed, partitions=5))
@@ -30,10 +51,27 @@ def test_spilling_engine_gives_the_in_memory_verdict(tmp_path, seed, mutate):
         records = broken(records)
     in_memory = check_records(records)
     assert in_memory["valid"] is (not mutate)
-    for limit in (1, 97, 1000):  # spill after every record, now and then, rarely
-        spilled = check_records(records, max_in_memory=limit, spill_dir=str(tmp_path))
-        assert comparable(spilled) == comparable(in_memory), limit
+    for one_pass in (False, True):
+        rules = [WholeGroups(one_pass), *default_rules()[1:]]
+        for limit in (1, 97, 5000, 10**9):  # spill after every record, now and then, rarely, never
+            spilled = check_records(records, rules, max_bytes=limit, spill_dir=str(tmp_path))
+            assert comparable(spilled) == comparable(in_memory), limit
     assert not list(tmp_path.iterdir())  # spill files are removed
+
+
+def test_streaming_judge_is_check_group():
+    """`start`/`add`/`finish` (the local engine's way) give `check_group`'s anomalies."""
+    rule = PartitionHistoryRule()
+    records = broken(list(generate(3000, seed=8, partitions=3)))
+    groups = {}
+    for r in records:
+        for k, part in rule.split(r):
+            groups.setdefault(k, []).append(part)
+    for k, parts in groups.items():
+        judge = rule.start(k, "kip")
+        for p in parts:
+            judge.add(p)
+        assert judge.finish() == rule.check_group(k, parts, "kip")
 
 
 def test_split_gives_the_group_keys_and_the_same_judgement():

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import bisect
 import json
-from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from checks import linearize
@@ -44,100 +43,226 @@ def _vkey(value):
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-@dataclass
-class Send:
-    invoke: int  # history index of the invoke (or of the completion when none was seen)
-    done: int | None  # index of the completion; None when the run ended first
-    type: str  # "ok", "info", "fail" or "pending"
-    value: object
-    offset: int | None  # acknowledged offset (ok sends)
-    call: float
-    ret: float
+_MISSING = object()
 
 
-@dataclass
 class Digest:
-    """What one partition's records say, in a form each check reads directly."""
+    """What one partition's records say, built in one pass over them (`add`), kept
+    compact: no record is held, only what the checks read, in flat dicts and lists.
 
-    topic: str
-    partition: int
-    sends: list[Send]
-    reads: list[tuple[int, object, list[tuple[int, object]]]]  # (index, process, [(offset, value)])
-    resets: list[tuple[int, object]]  # (index, process) of assign/seek of this partition
-    by_offset: dict  # offset -> {value: first index observing it}
-    by_value: dict  # value -> {offset: first index observing it}
-    read_values: set
-    read_offsets: list[tuple[int, int]]  # sorted (offset, first index reading it)
-    known_offsets: list[tuple[int, int]]  # sorted (offset, first index proving it exists)
+    Observations are (offset, value) pairs: an ok send's acknowledged offset and value,
+    every polled record. Each pair keeps the index of its first observation, sends
+    first: a send's completion index when any ok send observed the pair, else the first
+    read's (the order the rule has always used). The common case — one value per offset,
+    one offset per value — costs one entry in `_val` and `_idx` per offset and one in
+    `_voff` per value; only conflicting pairs go to the small `_extra` / `_vextra`.
+    Values compare as dict keys do (`1 == 1.0 == True`), and a value's shown form is
+    the first one observed, sends first (`finish` re-keys the rare non-string values an
+    ok send saw after a read did).
 
+    Continuity (`nonmonotonic-poll`, `poll-skip`) is followed as the reads stream by:
+    only each process's last (offset, index) is kept, plus the candidate anomalies, in
+    order; a gap becomes a `poll-skip` in `finish`, once every offset proven to exist is
+    known.
+    """
 
-def digest(records: Sequence[dict], topic: str, partition: int) -> Digest:
-    sends: list[Send] = []
-    pending: dict = {}
-    reads, resets = [], []
-    for r in records:
+    def __init__(self, topic: str, partition: int):
+        self.topic, self.partition = topic, partition
+        # sends, as parallel lists (completion order, then the ones still pending at the end)
+        self.s_invoke: list = []
+        self.s_done: list = []  # None: pending
+        self.s_type: list = []
+        self.s_value: list = []
+        self.s_offset: list = []  # None unless an ok send acknowledged an offset >= 0
+        self.s_call: list = []
+        self.s_ret: list = []
+        self._pending: dict = {}  # process -> its send invoke record
+        # observations: offset -> first value (its class); encoded first index of that
+        # pair: i >= 0 from a send, ~i (< 0) from reads only; offset -> {value: encoded
+        # index} for the other values; value -> first offset; value -> other offsets
+        self._val: dict = {}
+        self._idx: dict = {}
+        self._extra: dict = {}
+        self._voff: dict = {}
+        self._vextra: dict = {}
+        self.read_values: set = set()
+        self._first_read: dict = {}  # offset -> first index reading it (any value)
+        self._last: dict = {}  # process -> (offset, index) of its last read, since a reset
+        self._cont: list = []  # continuity candidates in history order
+        self.finished = False
+
+    # --- building -----------------------------------------------------------------------
+
+    def _new_pair(self, offset, value):
+        """Offset `offset` joins value `value`'s offsets (the pair is new)."""
+        first = self._voff.get(value, _MISSING)
+        if first is _MISSING:
+            self._voff[value] = offset
+        else:
+            more = self._vextra.get(value)
+            if more is None:
+                self._vextra[value] = [offset]
+            else:
+                more.append(offset)
+
+    def _other_value(self, offset, value, code):
+        """A value at `offset` other than its first one (a conflict: rare)."""
+        ex = self._extra.get(offset)
+        if ex is None:
+            ex = self._extra[offset] = {}
+        old = ex.get(value, _MISSING)
+        if old is _MISSING:
+            ex[value] = code
+            self._new_pair(offset, value)
+        elif code >= 0 and old < 0:  # the first send of a pair only read so far
+            ex[value] = code
+
+    def add(self, r: dict) -> None:
+        """Take the next record (index order) of this partition's group."""
         f, t, v = r["f"], r["type"], r["value"]
-        if f == "send":
+        if f == "poll":
+            if t != "ok":
+                return
+            topic, partition = self.topic, self.partition
+            index, process = r["index"], r["process"]
+            val, idx, first_read, read_values = self._val, self._idx, self._first_read, self.read_values
+            prev = self._last.get(process)
+            cont = self._cont
+            for rec in v["records"]:
+                if rec[0] != topic or rec[1] != partition:
+                    continue
+                offset, value = rec[2], rec[3]
+                if type(value) is not str:
+                    value = _vkey(value)
+                cur = val.get(offset, _MISSING)
+                if cur is _MISSING:
+                    val[offset] = value
+                    idx[offset] = ~index
+                    self._new_pair(offset, value)
+                elif not (cur is value or cur == value):
+                    self._other_value(offset, value, ~index)
+                if offset not in first_read:
+                    first_read[offset] = index
+                read_values.add(value)
+                if prev is not None:
+                    p_off = prev[0]
+                    if offset <= p_off or offset > p_off + 1:
+                        cont.append((process, p_off, prev[1], offset, index))
+                prev = (offset, index)
+            if prev is not None:
+                self._last[process] = prev
+        elif f == "send":
             if t == "invoke":
-                pending[r["process"]] = r
-                continue
-            inv = pending.pop(r["process"], None)
+                self._pending[r["process"]] = r
+                return
+            inv = self._pending.pop(r["process"], None)
             off = v.get("offset")
-            sends.append(Send(
-                invoke=inv["index"] if inv else r["index"], done=r["index"], type=t,
-                value=_vkey(v.get("value")),
-                offset=off if t == "ok" and isinstance(off, int) and off >= 0 else None,
-                call=inv["time"] if inv else r["time"],
-                ret=linearize.INF if t == "info" else r["time"]))
-        elif f == "poll" and t == "ok":
-            mine = [(rec[2], rec[3] if type(rec[3]) is str else _vkey(rec[3])) for rec in v["records"]
-                    if rec[0] == topic and rec[1] == partition]
-            reads.append((r["index"], r["process"], mine))
+            offset = off if t == "ok" and isinstance(off, int) and off >= 0 else None
+            value = _vkey(v.get("value"))
+            index = r["index"]
+            self.s_invoke.append(inv["index"] if inv else index)
+            self.s_done.append(index)
+            self.s_type.append(t)
+            self.s_value.append(value)
+            self.s_offset.append(offset)
+            self.s_call.append(inv["time"] if inv else r["time"])
+            self.s_ret.append(linearize.INF if t == "info" else r["time"])
+            if offset is not None:
+                cur = self._val.get(offset, _MISSING)
+                if cur is _MISSING:
+                    self._val[offset] = value
+                    self._idx[offset] = index
+                    self._new_pair(offset, value)
+                elif cur is value or cur == value:
+                    if self._idx[offset] < 0:  # only read so far: the send's index wins
+                        self._idx[offset] = index
+                else:
+                    self._other_value(offset, value, index)
         elif f in ("assign", "seek"):
-            resets.append((r["index"], r["process"]))
-    for inv in pending.values():  # the run ended before these completed
-        sends.append(Send(inv["index"], None, "pending", _vkey(inv["value"].get("value")), None,
-                          inv["time"], linearize.INF))
+            self._last.pop(r["process"], None)
 
-    # offset -> {value: first index observing it}, value -> {offset: first index}: sends
-    # first, then reads, in order ("first" is by that order). Written out (no setdefault
-    # with a fresh dict per call): this is the checker's hottest loop.
-    by_offset: dict = {}
-    by_value: dict = {}
-    first_read: dict[int, int] = {}
-    read_values = set()
+    def finish(self) -> "Digest":
+        """End of the records: pending sends, shown forms, sorted offset indexes."""
+        if self.finished:
+            return self
+        self.finished = True
+        for inv in self._pending.values():  # the run ended before these completed
+            self.s_invoke.append(inv["index"])
+            self.s_done.append(None)
+            self.s_type.append("pending")
+            self.s_value.append(_vkey(inv["value"].get("value")))
+            self.s_offset.append(None)
+            self.s_call.append(inv["time"])
+            self.s_ret.append(linearize.INF)
+        self._pending = {}
+        self._rekey()
+        first_read = self._first_read
+        self.read_offsets = sorted(first_read)  # offsets read, ascending
+        self.read_first = [first_read[o] for o in self.read_offsets]  # first index reading each
+        self._first_read = {}
+        idx, extra = self._idx, self._extra
+        known = sorted(idx)
+        self.known_offsets = known  # offsets proven to exist, ascending
+        self.known_first = [_decode(idx[o]) if o not in extra
+                            else min(_decode(idx[o]), *(_decode(c) for c in extra[o].values()))
+                            for o in known]  # first index proving each (as the checks define it)
+        return self
 
-    for s in sends:
-        if s.offset is not None:
-            offset, value, index = s.offset, s.value, s.done
-            vals = by_offset.get(offset)
-            if vals is None:
-                by_offset[offset] = {value: index}
-            elif value not in vals:
-                vals[value] = index
-            offs = by_value.get(value)
-            if offs is None:
-                by_value[value] = {offset: index}
-            elif offset not in offs:
-                offs[offset] = index
-    for index, _, recs in reads:
-        for offset, value in recs:
-            vals = by_offset.get(offset)
-            if vals is None:
-                by_offset[offset] = {value: index}
-            elif value not in vals:
-                vals[value] = index
-            offs = by_value.get(value)
-            if offs is None:
-                by_value[value] = {offset: index}
-            elif offset not in offs:
-                offs[offset] = index
-            if offset not in first_read:
-                first_read[offset] = index
-            read_values.add(value)
-    known = {o: min(vals.values()) for o, vals in by_offset.items()}
-    return Digest(topic, partition, sends, reads, resets, by_offset, by_value, read_values,
-                  sorted(first_read.items()), sorted(known.items()))
+    def _rekey(self):
+        """A non-string value is shown as the first ok send of it showed it, when a read
+        showed an equal but differently typed one first (`1` / `1.0` / `true`)."""
+        fixed_pairs, fixed_values = set(), set()
+        for value, offset in zip(self.s_value, self.s_offset):
+            if offset is None or type(value) is str:
+                continue
+            if (offset, value) not in fixed_pairs:
+                fixed_pairs.add((offset, value))
+                cur = self._val[offset]
+                if cur is value or cur == value:
+                    self._val[offset] = value
+                else:
+                    ex = self._extra[offset]
+                    ex[value] = ex.pop(value)
+            if value not in fixed_values:
+                fixed_values.add(value)
+                self._voff[value] = self._voff.pop(value)
+                if value in self._vextra:
+                    self._vextra[value] = self._vextra.pop(value)
+
+    # --- reading ------------------------------------------------------------------------
+
+    def values_at(self, offset) -> list[tuple[object, int]]:
+        """[(value, first index)] observed at `offset`, first value first."""
+        out = [(self._val[offset], _decode(self._idx[offset]))]
+        ex = self._extra.get(offset)
+        if ex:
+            out.extend((v, _decode(c)) for v, c in ex.items())
+        return out
+
+    def pair_index(self, offset, value) -> int:
+        cur = self._val[offset]
+        if cur is value or cur == value:
+            return _decode(self._idx[offset])
+        return _decode(self._extra[offset][value])
+
+    def offsets_of(self, value) -> list:
+        """Offsets `value` was observed at (first one first); [] when never observed."""
+        first = self._voff.get(value, _MISSING)
+        if first is _MISSING:
+            return []
+        return [first, *self._vextra.get(value, ())]
+
+
+def _decode(code: int) -> int:
+    return code if code >= 0 else ~code
+
+
+def digest(records: Iterable[dict], topic: str, partition: int) -> Digest:
+    d = Digest(topic, partition)
+    add = d.add
+    for r in records:
+        add(r)
+    return d.finish()
 
 
 # --- the five checks --------------------------------------------------------------------
@@ -148,144 +273,153 @@ def _where(d: Digest) -> dict:
 
 def inconsistent_offsets(d: Digest) -> list[Anomaly]:
     out = []
-    for offset, values in d.by_offset.items():
-        if len(values) > 1:
-            seen = sorted(values.items(), key=lambda kv: kv[1])
-            out.append(Anomaly(
-                "inconsistent-offset", tuple(i for _, i in seen),
-                f"{d.topic}/{d.partition} offset {offset} holds {len(seen)} values: "
-                + ", ".join(f"{v!r} (index {i})" for v, i in seen),
-                details={**_where(d), "offset": offset, "values": [v for v, _ in seen]}))
+    for offset in d._extra:
+        seen = sorted(d.values_at(offset), key=lambda kv: kv[1])
+        out.append(Anomaly(
+            "inconsistent-offset", tuple(i for _, i in seen),
+            f"{d.topic}/{d.partition} offset {offset} holds {len(seen)} values: "
+            + ", ".join(f"{v!r} (index {i})" for v, i in seen),
+            details={**_where(d), "offset": offset, "values": [v for v, _ in seen]}))
     return out
 
 
 def duplicates(d: Digest) -> list[Anomaly]:
     out = []
-    for value, offsets in d.by_value.items():
-        if len(offsets) > 1:
-            seen = sorted(offsets.items())
-            out.append(Anomaly(
-                "duplicate", tuple(sorted(i for _, i in seen)),
-                f"value {value!r} appears at {len(seen)} offsets of {d.topic}/{d.partition}: "
-                + ", ".join(f"{o} (index {i})" for o, i in seen),
-                details={**_where(d), "value": value, "offsets": [o for o, _ in seen]}))
+    if not d._vextra:
+        return out
+    for value, first in d._voff.items():  # its keys are the values' shown forms
+        more = d._vextra.get(value)
+        if more is None:
+            continue
+        seen = sorted((o, d.pair_index(o, value)) for o in (first, *more))
+        out.append(Anomaly(
+            "duplicate", tuple(sorted(i for _, i in seen)),
+            f"value {value!r} appears at {len(seen)} offsets of {d.topic}/{d.partition}: "
+            + ", ".join(f"{o} (index {i})" for o, i in seen),
+            details={**_where(d), "value": value, "offsets": [o for o, _ in seen]}))
     return out
 
 
 def lost_writes(d: Digest) -> list[Anomaly]:
     out = []
-    if not d.read_offsets:
+    read_offsets = d.read_offsets
+    if not read_offsets:
         return out
-    top = d.read_offsets[-1][0]
-    for s in d.sends:
-        if s.offset is None or s.value in d.read_values or s.offset >= top:
+    top = read_offsets[-1]
+    read_values = d.read_values
+    for k, (offset, value) in enumerate(zip(d.s_offset, d.s_value)):
+        if offset is None or offset >= top or value in read_values:
             continue
         # the proof that reads went past k: the read of the smallest offset above k
-        above = d.read_offsets[bisect.bisect_right(d.read_offsets, (s.offset, float("inf")))]
+        j = bisect.bisect_right(read_offsets, offset)
+        above, above_idx = read_offsets[j], d.read_first[j]
+        done = d.s_done[k]
         out.append(Anomaly(
-            "lost-write", (s.invoke, s.done, above[1]),
-            f"send of {s.value!r} acknowledged at {d.topic}/{d.partition} offset {s.offset} "
-            f"(index {s.done}) was never read, although offset {above[0]} was (index {above[1]})",
-            details={**_where(d), "offset": s.offset, "value": s.value}))
+            "lost-write", (d.s_invoke[k], done, above_idx),
+            f"send of {value!r} acknowledged at {d.topic}/{d.partition} offset {offset} "
+            f"(index {done}) was never read, although offset {above} was (index {above_idx})",
+            details={**_where(d), "offset": offset, "value": value}))
     return out
 
 
 def continuity(d: Digest) -> list[Anomaly]:
     """nonmonotonic-poll and poll-skip, per process; an assign/seek restarts it."""
-    events = sorted([(i, p, None) for i, p in d.resets] + list(d.reads), key=lambda e: e[0])
-    last: dict = {}  # process -> (offset, index of the read that returned it)
-    known = d.known_offsets
+    known, known_first = d.known_offsets, d.known_first
     out = []
-    for index, process, recs in events:
-        if recs is None:
-            last.pop(process, None)
-            continue
-        for offset, _ in recs:
-            prev = last.get(process)
-            last[process] = (offset, index)
-            if prev is None:
-                continue
-            p_off, p_idx = prev
-            idx = (p_idx, index) if p_idx != index else (index,)
-            if offset <= p_off:
+    for process, p_off, p_idx, offset, index in d._cont:
+        idx = (p_idx, index) if p_idx != index else (index,)
+        if offset <= p_off:
+            out.append(Anomaly(
+                "nonmonotonic-poll", idx,
+                f"process {process} read {d.topic}/{d.partition} offset {p_off} (index {p_idx}) "
+                f"then offset {offset} (index {index}) without an assign or seek",
+                details={**_where(d), "process": process, "from": p_off, "to": offset}))
+        else:
+            k = bisect.bisect_right(known, p_off)
+            if k < len(known) and known[k] < offset:
+                skipped, proof = known[k], known_first[k]
                 out.append(Anomaly(
-                    "nonmonotonic-poll", idx,
+                    "poll-skip", tuple(sorted({*idx, proof})),
                     f"process {process} read {d.topic}/{d.partition} offset {p_off} (index {p_idx}) "
-                    f"then offset {offset} (index {index}) without an assign or seek",
-                    details={**_where(d), "process": process, "from": p_off, "to": offset}))
-            elif offset > p_off + 1:
-                k = bisect.bisect_right(known, (p_off, float("inf")))
-                if k < len(known) and known[k][0] < offset:
-                    skipped, proof = known[k]
-                    out.append(Anomaly(
-                        "poll-skip", tuple(sorted({*idx, proof})),
-                        f"process {process} read {d.topic}/{d.partition} offset {p_off} (index {p_idx}) "
-                        f"then offset {offset} (index {index}), skipping offset {skipped} "
-                        f"which exists (index {proof})",
-                        details={**_where(d), "process": process, "from": p_off, "to": offset,
-                                 "skipped": skipped}))
+                    f"then offset {offset} (index {index}), skipping offset {skipped} "
+                    f"which exists (index {proof})",
+                    details={**_where(d), "process": process, "from": p_off, "to": offset,
+                             "skipped": skipped}))
     return out
 
 
 # --- linearisability of the append-only log ---------------------------------------------
 
-def _placed_sends(d: Digest) -> list[tuple[Send, int]]:
-    """Sends whose offset is known: acknowledged, or proven by a read of their value.
+def _placed_sends(d: Digest) -> tuple[list[int], list[int]]:
+    """Sends whose offset is known: acknowledged, or proven by a read of their value, as
+    (send numbers, offsets).
 
     An unread `info` send may not have happened; it constrains nothing and is left out
     (the WGL view: it linearises as a no-op). A value read at several offsets has no
     single position; `duplicate` reports it."""
-    out = []
-    for s in d.sends:
-        if s.offset is not None:
-            out.append((s, s.offset))
-        elif s.type in ("ok", "info", "pending"):
-            offsets = d.by_value.get(s.value, {})
-            if len(offsets) == 1 and s.value in d.read_values:
-                out.append((s, next(iter(offsets))))
-    return out
+    sends, offsets = [], []
+    read_values, voff, vextra = d.read_values, d._voff, d._vextra
+    for k, (offset, type_) in enumerate(zip(d.s_offset, d.s_type)):
+        if offset is not None:
+            sends.append(k)
+            offsets.append(offset)
+        elif type_ in ("ok", "info", "pending"):
+            value = d.s_value[k]
+            if value in read_values and value not in vextra:
+                first = voff.get(value, _MISSING)
+                if first is not _MISSING:
+                    sends.append(k)
+                    offsets.append(first)
+    return sends, offsets
 
 
-def _inversions(placed: list[tuple[Send, int]]) -> list[tuple[Send, int, Send, int]]:
-    """Pairs (a, b): a returned before b was called, yet b sits at a lower offset."""
-    by_ret = sorted(placed, key=lambda p: p[0].ret)
+def _inversions(d: Digest, sends: list[int], offsets: list[int]) -> list[tuple[int, int, int, int]]:
+    """Pairs (a, b) of send numbers with offsets: a returned before b was called, yet b
+    sits at a lower offset."""
+    call, ret = d.s_call, d.s_ret
+    by_ret = sorted(range(len(sends)), key=lambda j: ret[sends[j]])
     out, k, best = [], 0, None
-    for s, off in sorted(placed, key=lambda p: p[0].call):
-        while k < len(by_ret) and by_ret[k][0].ret < s.call:
-            if best is None or by_ret[k][1] > best[1]:
+    for j in sorted(range(len(sends)), key=lambda j: call[sends[j]]):
+        s_call = call[sends[j]]
+        while k < len(by_ret) and ret[sends[by_ret[k]]] < s_call:
+            if best is None or offsets[by_ret[k]] > offsets[best]:
                 best = by_ret[k]
             k += 1
-        if best is not None and best[1] > off:
-            out.append((best[0], best[1], s, off))
+        if best is not None and offsets[best] > offsets[j]:
+            out.append((sends[best], offsets[best], sends[j], offsets[j]))
     return out
 
 
 def send_order(d: Digest, budget: int) -> list[Anomaly]:
-    placed = _placed_sends(d)
-    ops = [linearize.Op(i, s.call, s.ret, off) for i, (s, off) in enumerate(placed)]
-    offsets = sorted(off for _, off in placed)
+    sends, offsets = _placed_sends(d)
+    call, ret = d.s_call, d.s_ret
+    order = sorted(offsets)
 
     def step(state, op):  # the next op must take the next offset of the log
-        return (state + 1,) if state < len(offsets) and offsets[state] == op.input else ()
+        return (state + 1,) if state < len(order) and order[state] == op.input else ()
 
     out, start, failed = [], 0, False
-    for window in linearize.windows(ops):
+    # windows cut at quiescent points (`linearize.windows`, over plain send numbers: an
+    # `Op` is made only for the windows that need a search)
+    for window in linearize.window_ids([call[k] for k in sends], [ret[k] for k in sends]):
         if len(window) == 1:  # nothing overlaps it: no search needed
-            failed |= not step(start, window[0])
+            j = window[0]
+            failed |= not (start < len(order) and order[start] == offsets[j])
         else:
-            res = linearize.check(window, linearize.Model(start, step), budget=budget)
+            ops = [linearize.Op(j, call[sends[j]], ret[sends[j]], offsets[j]) for j in window]
+            res = linearize.check(ops, linearize.Model(start, step), budget=budget)
             if res.ok is None:
-                first = placed[window[0].id][0]
-                out.append(Anomaly(UNKNOWN, (first.invoke,),
+                out.append(Anomaly(UNKNOWN, (d.s_invoke[sends[window[0]]],),
                                    f"{d.topic}/{d.partition}: {res.reason}", details=_where(d)))
             failed |= res.ok is False
         start += len(window)
     if failed:
-        for a, a_off, b, b_off in _inversions(placed):
+        for a, a_off, b, b_off in _inversions(d, sends, offsets):
+            a_inv, a_done, b_inv, b_done = d.s_invoke[a], d.s_done[a], d.s_invoke[b], d.s_done[b]
             out.append(Anomaly(
-                "inconsistent-offset", tuple(sorted({a.invoke, a.done, b.invoke, b.done} - {None})),
-                f"send of {b.value!r} (index {b.invoke}) was called after the send of {a.value!r} "
-                f"was acknowledged at {d.topic}/{d.partition} offset {a_off} (index {a.done}), "
+                "inconsistent-offset", tuple(sorted({a_inv, a_done, b_inv, b_done} - {None})),
+                f"send of {d.s_value[b]!r} (index {b_inv}) was called after the send of {d.s_value[a]!r} "
+                f"was acknowledged at {d.topic}/{d.partition} offset {a_off} (index {a_done}), "
                 f"yet landed at lower offset {b_off}: offset {b_off} was rewritten",
                 details={**_where(d), "offset": b_off}))
     return out
@@ -356,10 +490,30 @@ class PartitionHistoryRule:
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
         return self.check_group(_common_key(self, records), records, profile) if records else []
 
-    def check_group(self, key: str, records: Sequence[dict], profile: str) -> list[Anomaly]:
+    def check_group(self, key: str, records: Iterable[dict], profile: str) -> list[Anomaly]:
         """`check` with the group key the engine already knows (see checks.verdict.run_rule)."""
+        state = self.start(key, profile)
+        add = state.add
+        for r in records:
+            add(r)
+        return state.finish()
+
+    def start(self, key: str, profile: str) -> "_Judge":
+        """Judge one group as its records stream by: `add(record)` each, in index order,
+        then `finish() -> [Anomaly]`. Engines that see records one at a time (the local
+        engine) use this and hold no records of the group (`checks.verdict.streaming`)."""
         topic, _, partition = key.rpartition("/")
-        d = digest(records, topic, int(partition))
+        return _Judge(Digest(topic, int(partition)), self.budget)
+
+
+class _Judge:
+    __slots__ = ("digest", "add", "budget")
+
+    def __init__(self, d: Digest, budget: int):
+        self.digest, self.add, self.budget = d, d.add, budget
+
+    def finish(self) -> list[Anomaly]:
+        d = self.digest.finish()
         return (lost_writes(d) + duplicates(d) + inconsistent_offsets(d) + continuity(d)
                 + send_order(d, self.budget))
 
