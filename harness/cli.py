@@ -18,12 +18,26 @@ def _exit_for(verdict: dict | None) -> int:
     return {True: EXIT_VALID, False: EXIT_ANOMALIES}.get(verdict["valid"], EXIT_UNKNOWN)
 
 
+def _positive(kind):
+    """An argparse type: a number > 0 (a bad value is argparse's one-line error, exit 2)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+    parse.__name__ = kind.__name__
+    return parse
+
+
 def _kafka_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kafka-version", default=None,
                    help="Kafka version from Maven Central (default: newest 4.x >= 4.3 that resolves)")
     p.add_argument("--kafka-home", default=None, help="use an unpacked Kafka distribution instead of Maven")
-    p.add_argument("--brokers", type=int, default=3, help="broker count (default 3)")
-    p.add_argument("--controllers", type=int, default=0,
+    p.add_argument("--brokers", type=_positive(int), default=3, help="broker count (default 3)")
+    p.add_argument("--controllers", type=int, default=0, choices=range(0, 8), metavar="N",
                    help="dedicated controllers (default 0: every node is broker+controller)")
 
 
@@ -99,6 +113,8 @@ def cmd_cluster(args) -> int:
 
 def cmd_report(args) -> int:
     from reports.html import write_report
+    if not (Path(args.run) / "history.jsonl").is_file():
+        raise HarnessError(f"{args.run} is not a run directory (no history.jsonl)")
     path = write_report(Path(args.run))
     print(path)
     return 0
@@ -140,12 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="cluster up, workload + faults, check, report")
-    r.add_argument("--duration", type=float, default=60.0, help="seconds of workload (default 60)")
+    r.add_argument("--duration", type=_positive(float), default=60.0, help="seconds of workload (default 60)")
     r.add_argument("--seed", type=int, default=0, help="seed of the fault schedule")
     r.add_argument("--faults", default=None,
                    help="comma-separated fault kinds for a seeded schedule, or 'none' "
                         "(default: isolate partition 0's leader once)")
-    r.add_argument("--intensity", type=float, default=1.0, help="fault schedule intensity (default 1.0)")
+    r.add_argument("--intensity", type=_positive(float), default=1.0, help="fault schedule intensity (default 1.0)")
     r.add_argument("--runs-dir", default="runs", help="where run directories go (default ./runs)")
     r.add_argument("--engine", choices=("local", "spark"), default="local", help="checker engine")
     r.add_argument("--profile", default=None, help="model profile (default: from the Kafka version)")
