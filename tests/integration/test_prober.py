@@ -3,6 +3,7 @@ KIP-227 session errors, OffsetsForLeaderEpoch, all as contract-valid history rec
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -20,8 +21,14 @@ def probed(cluster, topic, history):
     prober = Prober(cluster.bootstrap_servers(), [topic], history, threading.Event(), seed=1)
     try:
         for _ in range(3):
-            prober.refresh()
-            for key in sorted(k for k in prober._view.partitions if k[0] == topic):
+            keys = []
+            deadline = time.monotonic() + 30  # the broker asked may learn of the new topic a little later
+            while not keys and time.monotonic() < deadline:
+                prober.refresh()
+                keys = sorted(k for k in prober._view.partitions if k[0] == topic)
+                time.sleep(0 if keys else 0.2)
+            assert keys, f"the prober's metadata never showed {topic}"
+            for key in keys:
                 for probe in prober.rounds():
                     probe(key)
     finally:
