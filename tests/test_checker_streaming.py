@@ -138,3 +138,29 @@ def test_fast_validation_path_rejects_what_the_full_checks_reject(record):
         validate(record, "here")
     with pytest.raises(HistoryError):
         validate(dict(record, index=5), "here", previous_index=5)
+
+
+def test_shown_forms_are_the_first_send_s():
+    """Equal values or offsets of other types (`true` / `1` / `1.0`) are shown as the
+    first ok send showed them, even when a read showed them first (the one-pass digest
+    keeps the rule's sends-first convention)."""
+    def rec(i, process, type_, f, value):
+        return {"index": i, "time": i * 10, "process": process, "type": type_, "f": f, "value": value}
+
+    records = [
+        rec(0, 9, "ok", "assign", {"partitions": [["t", 0]]}),
+        rec(1, 9, "ok", "poll", {"records": [["t", 0, 0, True], ["t", 0, 1, "b"]]}),
+        rec(2, 1, "invoke", "send", {"topic": "t", "partition": 0, "value": 1}),
+        rec(3, 1, "ok", "send", {"topic": "t", "partition": 0, "value": 1, "offset": 0}),
+        rec(4, 2, "invoke", "send", {"topic": "t", "partition": 0, "value": "b"}),
+        rec(5, 2, "ok", "send", {"topic": "t", "partition": 0, "value": "b", "offset": True}),
+        rec(6, 8, "ok", "poll", {"records": [["t", 0, 0, "x"], ["t", 0, 2, 1.0]]}),
+    ]
+    got = sorted((a.name, a.indices, a.message) for a in
+                 PartitionHistoryRule().check_group("t/0", iter(records), "kip"))
+    assert got == [
+        ("duplicate", (3, 6), "value 1 appears at 2 offsets of t/0: 0 (index 3), 2 (index 6)"),
+        ("inconsistent-offset", (3, 6), "t/0 offset 0 holds 2 values: 1 (index 3), 'x' (index 6)"),
+        ("poll-skip", (5, 6), "process 8 read t/0 offset 0 (index 6) then offset 2 (index 6), "
+                              "skipping offset True which exists (index 5)"),
+    ]

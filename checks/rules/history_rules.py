@@ -89,6 +89,7 @@ class Digest:
         self._first_read: dict = {}  # offset -> first index reading it (any value)
         self._last: dict = {}  # process -> (offset, index) of its last read, since a reset
         self._cont: list = []  # continuity candidates in history order
+        self._odd = False  # an ok send with a non-string value or a non-int offset
         self.finished = False
 
     # --- building -----------------------------------------------------------------------
@@ -109,7 +110,10 @@ class Digest:
         """A value at `offset` other than its first one (a conflict: rare)."""
         ex = self._extra.get(offset)
         if ex is None:
-            ex = self._extra[offset] = {}
+            shown = offset
+            if self._odd:  # a `true` offset may have come: key it as `_val` has it
+                shown = next(k for k in self._val if k is offset or k == offset)
+            ex = self._extra[shown] = {}
         old = ex.get(value, _MISSING)
         if old is _MISSING:
             ex[value] = code
@@ -139,7 +143,9 @@ class Digest:
                     val[offset] = value
                     idx[offset] = ~index
                     self._new_pair(offset, value)
-                elif not (cur is value or cur == value):
+                elif cur is value or cur == value:
+                    value = cur  # the one object kept for it (this record's copy is freed)
+                else:
                     self._other_value(offset, value, ~index)
                 if offset not in first_read:
                     first_read[offset] = index
@@ -168,6 +174,8 @@ class Digest:
             self.s_call.append(inv["time"] if inv else r["time"])
             self.s_ret.append(linearize.INF if t == "info" else r["time"])
             if offset is not None:
+                if type(value) is not str or type(offset) is not int:
+                    self._odd = True
                 cur = self._val.get(offset, _MISSING)
                 if cur is _MISSING:
                     self._val[offset] = value
@@ -195,7 +203,8 @@ class Digest:
             self.s_call.append(inv["time"])
             self.s_ret.append(linearize.INF)
         self._pending = {}
-        self._rekey()
+        if self._odd:
+            self._rekey()
         first_read = self._first_read
         self.read_offsets = sorted(first_read)  # offsets read, ascending
         self.read_first = [first_read[o] for o in self.read_offsets]  # first index reading each
@@ -210,10 +219,27 @@ class Digest:
 
     def _rekey(self):
         """A non-string value is shown as the first ok send of it showed it, when a read
-        showed an equal but differently typed one first (`1` / `1.0` / `true`)."""
-        fixed_pairs, fixed_values = set(), set()
+        showed an equal but differently typed one first (`1` / `1.0` / `true`); so is an
+        acknowledged offset that is not a plain int (`true`)."""
+        fixed_pairs, fixed_values, sent_offsets = set(), set(), set()
         for value, offset in zip(self.s_value, self.s_offset):
-            if offset is None or type(value) is str:
+            if offset is None:
+                continue
+            if offset not in sent_offsets:
+                sent_offsets.add(offset)
+                if type(offset) is not int:  # the first send at this offset shows it
+                    for d in (self._val, self._idx, self._extra):
+                        if offset in d:
+                            d[offset] = d.pop(offset)
+            if type(offset) is not int and (offset, value) not in fixed_pairs:
+                # this send is the first of its pair: the value's offsets show it as it did
+                if self._voff[value] == offset:
+                    self._voff[value] = offset
+                else:
+                    more = self._vextra[value]
+                    more[more.index(offset)] = offset
+            if type(value) is str:
+                fixed_pairs.add((offset, value))
                 continue
             if (offset, value) not in fixed_pairs:
                 fixed_pairs.add((offset, value))
