@@ -230,6 +230,8 @@ def main():
             results[(engine, n)] = r
             prev = results.get((engine, n // 10))
             ratio = f"{r['seconds'] / prev['seconds']:5.1f}" if prev else "    -"
+            if prev and engine == "local":  # CPU time: what other load does not inflate
+                ratio += f" (cpu {r['cpu'] / prev['cpu']:.1f})"
             rss = (f"peak RSS {r['peak_rss_mb']:6.0f} MB (driver {r['peak_self_mb']:.0f}, JVM+workers "
                    f"{r['peak_children_mb']:.0f})" if engine == "spark" else f"peak RSS {r['peak_rss_mb']:6.0f} MB")
             line = (f"{engine:>5} {n:>10,} events: {r['seconds']:8.1f} s  {r['records'] / r['seconds']:>8,.0f} ev/s"
