@@ -40,6 +40,19 @@ def _leftovers(run_dir: Path) -> list[str]:
     return left
 
 
+def _history_once_it_shows(proc, runs_dir: Path, marker: str, timeout: float) -> Path:
+    """Wait until the run's history.jsonl contains `marker`; fail if the run exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runs = list(runs_dir.iterdir())
+        history = runs[0] / "history.jsonl" if runs else None
+        if history and history.exists() and marker in history.read_text():
+            return history
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.5)
+    pytest.fail(f"the run's history never showed {marker}")
+
+
 def test_run_is_valid_and_leaves_report_and_nothing_running(tmp_path, kafka_version):
     proc = _kipcheck("run", "--duration", "40", "--seed", "7", "--runs-dir", str(tmp_path), "--quiet",
                      *_kafka_args(kafka_version))
@@ -78,17 +91,7 @@ def test_sigkilled_run_is_cleaned_up_and_keeps_its_history(tmp_path, kafka_versi
     proc = _kipcheck("run", "--duration", "300", "--seed", "3", "--runs-dir", str(tmp_path), "--quiet",
                      *_kafka_args(kafka_version))
     try:
-        deadline = time.monotonic() + 180
-        history = None
-        while time.monotonic() < deadline:
-            runs = list(tmp_path.iterdir())
-            history = runs[0] / "history.jsonl" if runs else None
-            if history and history.exists() and '"type":"ok","f":"send"' in history.read_text():
-                break
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(1)
-        else:
-            pytest.fail("the run never acknowledged a send")
+        history = _history_once_it_shows(proc, tmp_path, '"type":"ok","f":"send"', 180)
         run_dir = history.parent
         assert _jvms_under(run_dir), "the cluster should be running before the kill"
         os.kill(proc.pid, signal.SIGKILL)
@@ -112,15 +115,7 @@ def test_ctrl_c_heals_stops_the_cluster_and_still_reports(tmp_path, kafka_versio
     proc = _kipcheck("run", "--duration", "300", "--seed", "5", "--runs-dir", str(tmp_path), "--quiet",
                      *_kafka_args(kafka_version))
     try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            runs = list(tmp_path.iterdir())
-            history = runs[0] / "history.jsonl" if runs else None
-            if history and history.exists() and '"type":"ok","f":"send"' in history.read_text():
-                break
-            time.sleep(1)
-        else:
-            pytest.fail("the run never acknowledged a send")
+        history = _history_once_it_shows(proc, tmp_path, '"type":"ok","f":"send"', 180)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 130, err[-2000:]
@@ -139,16 +134,8 @@ def test_sigkill_during_a_partition_then_cluster_down_heals_everything(tmp_path,
     proc = _kipcheck("run", "--duration", "60", "--seed", "9", "--runs-dir", str(tmp_path), "--quiet",
                      *_kafka_args(kafka_version))
     try:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            runs = list(tmp_path.iterdir())
-            history = runs[0] / "history.jsonl" if runs else None
-            if history and history.exists() and '"phase":"start","targets"' in history.read_text():
-                break  # the partition fault's inject completed: rules are in place
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.5)
-        else:
-            pytest.fail("the partition fault never started")
+        # the partition fault's inject completed: its DROP rules are in place
+        history = _history_once_it_shows(proc, tmp_path, '"phase":"start","targets"', 240)
         run_dir = history.parent
         states = [s for s in all_states() if s.data.get("root") == str(run_dir / "cluster")]
         assert states
