@@ -118,7 +118,12 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
               "workload": asdict(w), "schedule": [s.as_json() for s in plan],
               "python": platform.python_version(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     config.update(kafka_version=version)
-    (run_dir / "config.json").write_text(json.dumps(config, indent=2))
+
+    def save_config(**fields) -> None:
+        """config.json grows as the run learns things (racks, where consumers fetched from)."""
+        config.update(fields)
+        (run_dir / "config.json").write_text(json.dumps(config, indent=2))
+    save_config()
 
     if options.backend == "external":
         cluster = external
@@ -135,8 +140,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         if options.backend == "native":
             with ui.step(f"starting {options.brokers} Kafka {version} nodes"):
                 cluster.up(progress=ui.substep)
-        config.update(mode=cluster.mode, racks=cluster.racks(), bootstrap=cluster.bootstrap_servers())
-        (run_dir / "config.json").write_text(json.dumps(config, indent=2))
+        save_config(mode=cluster.mode, racks=cluster.racks(), bootstrap=cluster.bootstrap_servers())
         if cluster.mode == "loopback":
             ui.note("not root: nodes share loopback; packet-level partitions are unavailable, proxy faults only")
         ctx = RunContext(cluster, w.topic)
@@ -147,10 +151,8 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
                                config=topic_config() if options.tiered else None)
             parts = admin.wait_full_isr(w.topic, 60)
         rack = w.consumer_rack or _follower_rack(cluster, parts)
-        config.update(consumer_rack=rack)
-        (run_dir / "config.json").write_text(json.dumps(config, indent=2))
-        config.update(consumer_fetch_sources=_drive(cluster, ctx, options, plan, history, rack, ui))
-        (run_dir / "config.json").write_text(json.dumps(config, indent=2))
+        save_config(consumer_rack=rack)
+        save_config(consumer_fetch_sources=_drive(cluster, ctx, options, plan, history, rack, ui))
         with ui.step("healing and waiting for a full ISR"):
             heal_all(ctx, history)
             try:
