@@ -45,3 +45,16 @@ def test_cluster_up_status_external_run_and_down(tmp_path, kafka_version):
     assert not [ns for ns in list_namespaces() if info["cluster_id"] in ns]
     after = kipcheck("cluster", "status")
     assert info["cluster_id"] not in after.stdout
+
+
+def test_dedicated_controllers_run(tmp_path, kafka_version):
+    version = ["--kafka-version", kafka_version] if kafka_version else []
+    run = kipcheck("run", "--controllers", "3", "--brokers", "3", "--faults", "none", "--duration", "15",
+                   "--runs-dir", str(tmp_path), "--quiet", *version)
+    assert run.returncode == 0, run.stderr[-2000:]
+    run_dir = next(tmp_path.iterdir())
+    config = json.loads((run_dir / "config.json").read_text())
+    assert sorted(config["racks"]) == ["4", "5", "6"]  # nodes 1-3 are controllers only
+    roles = {p.parent.name: p.read_text() for p in (run_dir / "cluster").glob("node-*/server.properties")}
+    assert sum("process.roles=controller\n" in r for r in roles.values()) == 3
+    assert sum("process.roles=broker\n" in r for r in roles.values()) == 3
