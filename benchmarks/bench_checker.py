@@ -90,10 +90,7 @@ def make_history(n: int, directory: Path, jsonl: bool = True) -> Path:
 
     The Parquet copy has `to_parquet`'s schema; the value JSON is written by orjson when
     installed (the synthetic values are plain strings and ints, so it is the same JSON)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from checks.history import PARQUET_SCHEMA, key_columns
+    from checks.history import ParquetSink
     from checks.synthetic import generate
 
     try:
@@ -109,34 +106,15 @@ def make_history(n: int, directory: Path, jsonl: bool = True) -> Path:
     jsonl_path, parquet_path = directory / "history.jsonl", directory / "history.parquet"
     if parquet_path.exists() and (jsonl_path.exists() or not jsonl):
         return directory
-    writer = pq.ParquetWriter(directory / "history.parquet.tmp", PARQUET_SCHEMA, compression="zstd")
+    sink = ParquetSink(directory / "history.parquet.tmp")
     fh = open(directory / "history.jsonl.tmp", "w") if jsonl else None
-    cols: dict[str, list] = {c: [] for c in PARQUET_SCHEMA.names}
-
-    def flush():
-        writer.write_table(pa.Table.from_pydict(cols, schema=PARQUET_SCHEMA))
-        for v in cols.values():
-            v.clear()
-
     for r in generate(n, seed=n, partitions=8, producers=8, consumers=4):
         value = dumps(r["value"])
         if fh is not None:
             fh.write(f'{{"index":{r["index"]},"time":{r["time"]},"process":{json.dumps(r["process"])},'
                      f'"type":"{r["type"]}","f":"{r["f"]}","value":{value}}}\n')
-        topic, partition = key_columns(r)
-        cols["index"].append(r["index"])
-        cols["time"].append(r["time"])
-        cols["process"].append(str(r["process"]))
-        cols["type"].append(r["type"])
-        cols["f"].append(r["f"])
-        cols["topic"].append(topic)
-        cols["partition"].append(partition)
-        cols["value"].append(value)
-        if len(cols["index"]) >= 65536:
-            flush()
-    if cols["index"]:
-        flush()
-    writer.close()
+        sink.add(r, value)
+    sink.close()
     if fh is not None:
         fh.close()
         (directory / "history.jsonl.tmp").replace(jsonl_path)

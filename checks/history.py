@@ -286,7 +286,8 @@ class ParquetSink:
         self._cols: dict[str, list] = {name: [] for name in PARQUET_SCHEMA.names}
         self._writer = pq.ParquetWriter(path, PARQUET_SCHEMA, compression="zstd")
 
-    def add(self, record: dict) -> None:
+    def add(self, record: dict, value_json: str | None = None) -> None:
+        """Append one record; `value_json` is its value already encoded, when the caller has it."""
         topic, partition = key_columns(record)
         c = self._cols
         c["index"].append(record["index"])
@@ -296,7 +297,8 @@ class ParquetSink:
         c["f"].append(record["f"])
         c["topic"].append(topic)
         c["partition"].append(partition)
-        c["value"].append(json.dumps(record["value"], separators=(",", ":")))
+        c["value"].append(value_json if value_json is not None
+                          else json.dumps(record["value"], separators=(",", ":")))
         self.rows += 1
         if len(c["index"]) >= self.batch_rows:
             self._flush()

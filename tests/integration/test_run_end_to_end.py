@@ -1,6 +1,7 @@
 """`kipcheck run` end to end on a real 3-node cluster: verdict, report, history, hygiene."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -38,6 +39,17 @@ def _leftovers(run_dir: Path) -> list[str]:
     left += [f"state {s.data['cluster_id']}" for s in states]
     left += [ns for ns in list_namespaces() for s in states if s.data["cluster_id"] in ns]
     return left
+
+
+@contextlib.contextmanager
+def _background_run(runs_dir: Path, kafka_version, *args):
+    """A `kipcheck run` in the background; killed at the end if it is still going."""
+    proc = _kipcheck("run", "--runs-dir", str(runs_dir), "--quiet", *args, *_kafka_args(kafka_version))
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
 
 
 def _history_once_it_shows(proc, runs_dir: Path, marker: str, timeout: float) -> Path:
@@ -88,9 +100,7 @@ def test_run_is_valid_and_leaves_report_and_nothing_running(tmp_path, kafka_vers
 
 
 def test_sigkilled_run_is_cleaned_up_and_keeps_its_history(tmp_path, kafka_version):
-    proc = _kipcheck("run", "--duration", "300", "--seed", "3", "--runs-dir", str(tmp_path), "--quiet",
-                     *_kafka_args(kafka_version))
-    try:
+    with _background_run(tmp_path, kafka_version, "--duration", "300", "--seed", "3") as proc:
         history = _history_once_it_shows(proc, tmp_path, '"type":"ok","f":"send"', 180)
         run_dir = history.parent
         assert _jvms_under(run_dir), "the cluster should be running before the kill"
@@ -106,15 +116,10 @@ def test_sigkilled_run_is_cleaned_up_and_keeps_its_history(tmp_path, kafka_versi
         status = subprocess.run([sys.executable, "-m", "harness.cli", "cluster", "status"],
                                 capture_output=True, text=True)
         assert status.returncode == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
 
 
 def test_ctrl_c_heals_stops_the_cluster_and_still_reports(tmp_path, kafka_version):
-    proc = _kipcheck("run", "--duration", "300", "--seed", "5", "--runs-dir", str(tmp_path), "--quiet",
-                     *_kafka_args(kafka_version))
-    try:
+    with _background_run(tmp_path, kafka_version, "--duration", "300", "--seed", "5") as proc:
         history = _history_once_it_shows(proc, tmp_path, '"type":"ok","f":"send"', 180)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
@@ -124,16 +129,11 @@ def test_ctrl_c_heals_stops_the_cluster_and_still_reports(tmp_path, kafka_versio
         assert _leftovers(run_dir) == []
         assert (run_dir / "report" / "index.html").exists()
         assert json.loads((run_dir / "verdict.json").read_text())["counts"]["records"] > 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
 
 
 def test_sigkill_during_a_partition_then_cluster_down_heals_everything(tmp_path, kafka_version):
     """Issue 4's hygiene case: harness *and* its watchdog killed while DROP rules are in place."""
-    proc = _kipcheck("run", "--duration", "60", "--seed", "9", "--runs-dir", str(tmp_path), "--quiet",
-                     *_kafka_args(kafka_version))
-    try:
+    with _background_run(tmp_path, kafka_version, "--duration", "60", "--seed", "9") as proc:
         # the partition fault's inject completed: its DROP rules are in place
         history = _history_once_it_shows(proc, tmp_path, '"phase":"start","targets"', 240)
         run_dir = history.parent
@@ -154,6 +154,3 @@ def test_sigkill_during_a_partition_then_cluster_down_heals_everything(tmp_path,
         assert down.returncode == 0, down.stderr
         assert _leftovers(run_dir) == []
         assert ns not in list_namespaces()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
