@@ -115,7 +115,7 @@ try:
 except ConnectionRefusedError:
     pass
 except OSError as e:
-    print(e.strerror or type(e).__name__); sys.exit(1)
+    print(e.strerror or ("timed out" if isinstance(e, TimeoutError) else type(e).__name__)); sys.exit(1)
 """
 
 
