@@ -257,11 +257,17 @@ def reap_stale() -> list[str]:
         if orphans:
             network.delete_network(orphans, [])
             reaped.extend(orphans)
-    # A rule is inserted after its cluster's state file is written, so a rule listed *before* the
-    # states are read and naming none of them is an orphan (its state file was deleted by hand).
+    reaped.extend(reap_orphan_rules())
+    return reaped
+
+
+def reap_orphan_rules() -> list[str]:
+    """Delete kipcheck's firewall rules that name a cluster no state file knows.
+
+    A rule is inserted after its cluster's state file is written, so a rule listed *before* the
+    states are read and naming none of them is an orphan (its state file was deleted by hand)."""
     rules = firewall.kipcheck_rules()
     known_ids = {st.data["cluster_id"] for st in all_states()}
-    stray_rules = [rule for cluster_id, rule in rules if cluster_id not in known_ids]
-    firewall.delete_rules(stray_rules)
-    reaped.extend(f"firewall rule {' '.join(rule)}" for rule in stray_rules)
-    return reaped
+    stray = [rule for cluster_id, rule in rules if cluster_id not in known_ids]
+    firewall.delete_rules(stray)
+    return [f"firewall rule {' '.join(rule)}" for rule in stray]
