@@ -9,10 +9,10 @@ leaves its own bridge, nothing else (no route into or out of the cluster is open
 FORWARD rather than DOCKER-USER: FORWARD exists with or without Docker (which may start
 after kipcheck), and Docker's (re)start never flushes it: it moves its own `-j DOCKER-USER`
 jump back to the top and rebuilds its DOCKER* chains, none of which match kipcheck's bridge,
-so the rule survives and still takes effect. Each rule is recorded in the cluster state before it is inserted and deleted by
-teardown (end of run, reaper, `kipcheck cluster down`); a rule whose comment names a cluster
-no state knows is an orphan, removed by `reap_stale`. Rules live in the network namespace
-the harness runs in (the bridge's).
+so the rule survives and still takes effect. Each rule is recorded in the cluster state
+before it is inserted and deleted by teardown (end of run, reaper, `kipcheck cluster down`);
+a rule whose comment names a cluster no state knows is an orphan, removed by `reap_stale`.
+Rules live in the network namespace the harness runs in (the bridge's).
 """
 from __future__ import annotations
 
@@ -41,15 +41,12 @@ def bridge_filtered() -> bool:
 
 
 def _filter_table_exists() -> bool:
-    """Without a filter table nothing can drop forwarded traffic; asking must not create one."""
-    return "*filter" in _iptables_save()
-
-
-def _iptables_save() -> str:
+    """Without a filter table nothing can drop forwarded traffic. Asking must not create one:
+    `iptables -S` would not, but iptables-nft's `-I` would, and it would stay after `-D`."""
     try:
-        return subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
+        return "*filter" in subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
     except OSError:
-        return ""
+        return False
 
 
 def forward_policy() -> str | None:
@@ -140,6 +137,6 @@ def why_blocked(bridge: str, cluster_id: str, rule_error: str | None) -> str:
         parts.append(f"kipcheck could not add its ACCEPT rule for {bridge}: {rule_error}")
     elif rule_present(accept_rule(bridge, cluster_id)):
         parts.append(f"kipcheck's ACCEPT rule for {bridge} is in FORWARD, so a rule before it (DOCKER-USER?) "
-                     "or another firewall (nftables, ebtables) drops the traffic")
+                     "or another firewall (nftables, ebtables, iptables-legacy beside iptables-nft) drops the traffic")
     return "; ".join(parts) or "no firewall rule found in the way (check `ip link`, ebtables, nftables)"
 

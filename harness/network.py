@@ -129,7 +129,8 @@ class BridgeNetwork:
         if error:
             raise HarnessError(f"the harness cannot reach node {first.name} ({first.address}) "
                                f"on bridge {self.bridge}: {error}")
-        for other in hosts[1:2]:
+        if len(hosts) > 1:
+            other = hosts[1]
             error = firewall.probe(other.address, wrap=first.wrap)
             if error:
                 raise HarnessError(f"node {first.name} cannot reach node {other.name} ({other.address}: {error}) "
