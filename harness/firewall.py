@@ -7,9 +7,9 @@ filtered, kipcheck inserts one rule at the top of FORWARD that accepts what ente
 leaves its own bridge, nothing else (no route into or out of the cluster is opened).
 
 FORWARD rather than DOCKER-USER: FORWARD exists with or without Docker (which may start
-after kipcheck), and Docker's (re)start never flushes it: it moves its own `-j DOCKER-USER`
-jump back to the top and rebuilds its DOCKER* chains, none of which match kipcheck's bridge,
-so the rule survives and still takes effect. Each rule is recorded in the cluster state
+after kipcheck), and Docker's (re)start never flushes it: it puts its own rules back above
+kipcheck's and rebuilds its DOCKER* chains, none of which match kipcheck's bridge, so the rule
+survives and still takes effect (seen with Debian 12's docker.io 20.10, restarted beside it). Each rule is recorded in the cluster state
 before it is inserted and deleted by teardown (end of run, reaper, `kipcheck cluster down`);
 a rule whose comment names a cluster no state knows is an orphan, removed by `reap_stale`.
 Rules live in the network namespace the harness runs in (the bridge's).
