@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import network
+from harness import firewall, network
 from harness.errors import HarnessError
 from harness.kafka_dist import KafkaDistribution
 from harness.node import KafkaNode, NodeSpec
@@ -138,6 +138,8 @@ class NativeCluster:
             self.net = network.BridgeNetwork(self.cluster_id, subnet_index, self.state)
             self.net.create_bridge()
         specs = self._plan()
+        if self.net:
+            self.net.check_paths([s.host for s in specs])
         if self.options.proxied_clients:
             from harness import toxiproxy
             step("starting toxiproxy")
@@ -227,18 +229,19 @@ def _parallel(calls) -> None:
 
 
 def teardown(state: ClusterState) -> None:
-    """Remove everything a state file records: processes, helpers, namespaces, links."""
+    """Remove everything a state file records: processes, helpers, namespaces, links, firewall rules."""
     for rec in state.data.get("nodes", {}).values():
         kill_recorded(rec.get("pid"), rec.get("start"))
     for name, rec in state.data.get("helpers", {}).items():
         if rec.get("pid") != os.getpid():
             kill_recorded(rec.get("pid"), rec.get("start"))
     network.delete_network(state.data.get("namespaces", []), state.data.get("links", []))
+    firewall.delete_rules(state.data.get("forward_rules", []))
     state.remove()
 
 
 def reap_stale() -> list[str]:
-    """Tear down clusters whose harness died; delete our namespaces that no state names."""
+    """Tear down clusters whose harness died; delete our namespaces and firewall rules that no state names."""
     reaped = []
     states = all_states()
     for st in states:
@@ -254,4 +257,17 @@ def reap_stale() -> list[str]:
         if orphans:
             network.delete_network(orphans, [])
             reaped.extend(orphans)
+    reaped.extend(reap_orphan_rules())
     return reaped
+
+
+def reap_orphan_rules() -> list[str]:
+    """Delete kipcheck's firewall rules that name a cluster no state file knows.
+
+    A rule is inserted after its cluster's state file is written, so a rule listed *before* the
+    states are read and naming none of them is an orphan (its state file was deleted by hand)."""
+    rules = firewall.kipcheck_rules()
+    known_ids = {st.data["cluster_id"] for st in all_states()}
+    stray = [rule for cluster_id, rule in rules if cluster_id not in known_ids]
+    firewall.delete_rules(stray)
+    return [f"firewall rule {' '.join(rule)}" for rule in stray]

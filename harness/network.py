@@ -4,7 +4,8 @@ Addresses come from 198.18.0.0/15 (RFC 2544, set aside for benchmarking), so the
 never collide with a real network. The bridge's own address is the harness's
 (root namespace) view of the cluster; clients reach nodes directly through it.
 Partitions are iptables rules in a node's own namespace, in a chain named
-KIPCHECK, so deleting the namespace deletes every rule with it.
+KIPCHECK, so deleting the namespace deletes every rule with it. Beside a host firewall
+that filters bridged traffic (Docker), the bridge gets one ACCEPT rule (harness.firewall).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 
+from harness import firewall
 from harness.errors import HarnessError
 
 NS_PREFIX = "kipcheck-"
@@ -85,6 +87,7 @@ class BridgeNetwork:
         self.subnet = f"198.18.{subnet_index}"
         self.bridge = f"kcb{cluster_id[:8]}"
         self.state = state
+        self.rule_error: str | None = None  # why the firewall ACCEPT rule could not be added
 
     @property
     def gateway(self) -> str:
@@ -96,6 +99,7 @@ class BridgeNetwork:
         _ip("link", "add", self.bridge, "type", "bridge")
         _ip("addr", "add", f"{self.gateway}/24", "dev", self.bridge)
         _ip("link", "set", self.bridge, "up")
+        self.rule_error = firewall.accept_bridge(self.state, self.bridge, self.cluster_id)
 
     def add_host(self, name: str, octet: int) -> Host:
         ns = f"{NS_PREFIX}{self.cluster_id}-{name}"
@@ -116,6 +120,22 @@ class BridgeNetwork:
             host.iptables("-I", "INPUT", "-j", CHAIN)
             host.iptables("-I", "OUTPUT", "-j", CHAIN)
         return host
+
+    def check_paths(self, hosts: list[Host]) -> None:
+        """Fail at once, naming what blocks it, when the harness cannot reach a node or one
+        node cannot reach another (rather than a node that dies later for want of a quorum)."""
+        first = hosts[0]
+        error = firewall.probe(first.address)
+        if error:
+            raise HarnessError(f"the harness cannot reach node {first.name} ({first.address}) "
+                               f"on bridge {self.bridge}: {error}")
+        if len(hosts) > 1:
+            other = hosts[1]
+            error = firewall.probe(other.address, wrap=first.wrap)
+            if error:
+                raise HarnessError(f"node {first.name} cannot reach node {other.name} ({other.address}: {error}) "
+                                   f"across bridge {self.bridge}: "
+                                   f"{firewall.why_blocked(self.bridge, self.cluster_id, self.rule_error)}")
 
 
 def delete_network(namespaces: list[str], links: list[str]) -> None:

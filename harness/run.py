@@ -167,7 +167,8 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
             if cluster.state is not None:
                 with ui.step("stopping the cluster"):
                     try:
-                        heal_all(RunContext(cluster, w.topic))
+                        if cluster.nodes:  # a cluster stopped before any node was made has nothing to heal
+                            heal_all(RunContext(cluster, w.topic))
                     finally:
                         cluster.down()
         finally:

@@ -3,8 +3,12 @@
 # System tools (iptables, iproute2, a JDK, Maven, Go) from Debian when missing, the
 # Python package with its test extras, the Kafka jars (by Maven, into
 # ~/.cache/kipcheck) and the pinned Toxiproxy server (by `go install`).
+# With --test (scripts/test.sh) also what only the tests use: Debian's docker.io, for the
+# test that runs kipcheck beside dockerd (installed without starting its service).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+for_tests=0
+[ "${1:-}" = "--test" ] && for_tests=1
 
 missing=()
 command -v iptables >/dev/null || missing+=(iptables)
@@ -13,12 +17,27 @@ command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || missing+=(maven)
 command -v go >/dev/null || missing+=(golang-go)
 command -v pgrep >/dev/null || missing+=(procps)
-if [ ${#missing[@]} -gt 0 ]; then
+missing_for_tests=()
+[ $for_tests = 1 ] && ! command -v dockerd >/dev/null && missing_for_tests+=(docker.io)
+
+# Debian starts a package's service on install; dockerd in the host's network namespace would set
+# the FORWARD policy to DROP under every running cluster, and the test starts its own dockerd.
+install_without_starting() {
+  local policy=/usr/sbin/policy-rc.d added=0 rc=0
+  if [ ! -e $policy ]; then printf '#!/bin/sh\nexit 101\n' > $policy && chmod +x $policy && added=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null || rc=$?
+  [ $added = 1 ] && rm -f $policy
+  return $rc
+}
+
+if [ ${#missing[@]} -gt 0 ] || [ ${#missing_for_tests[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
-    echo "installing: ${missing[*]}"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    echo "installing: ${missing[*]} ${missing_for_tests[*]}"
+    apt-get update -qq
+    [ ${#missing[@]} -eq 0 ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    [ ${#missing_for_tests[@]} -eq 0 ] || install_without_starting "${missing_for_tests[@]}"
   else
-    echo "missing system tools: ${missing[*]} (run this script as root to install them)" >&2
+    echo "missing system tools: ${missing[*]} ${missing_for_tests[*]} (run this script as root to install them)" >&2
   fi
 fi
 

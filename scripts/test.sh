@@ -3,5 +3,5 @@
 # live-cluster integration). Extra arguments go to pytest (e.g. -m "not cluster").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install.sh
+bash scripts/install.sh --test
 exec python3 -m pytest -p no:cacheprovider "$@"

@@ -1,73 +1,25 @@
 """`kipcheck run` end to end on a real 3-node cluster: verdict, report, history, hygiene."""
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from harness.network import list_namespaces
-from harness.state import all_states
+from tests.integration.run_support import (background_run, cluster_states, history_once_it_shows, jvms_under,
+                                           kafka_args, kipcheck, leftovers)
 
 pytestmark = pytest.mark.cluster
 
 
-def _kipcheck(*args, **kw):
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kw)
-
-
-def _kafka_args(version):
-    return ["--kafka-version", version] if version else []
-
-
-def _jvms_under(path: Path) -> list[str]:
-    out = subprocess.run(["pgrep", "-af", "kafka.Kafka"], capture_output=True, text=True).stdout
-    return [l for l in out.splitlines() if str(path) in l]
-
-
-def _leftovers(run_dir: Path) -> list[str]:
-    left = _jvms_under(run_dir)
-    cfg = json.loads((run_dir / "config.json").read_text())
-    states = [s for s in all_states() if s.data.get("root") == str(run_dir / "cluster")]
-    left += [f"state {s.data['cluster_id']}" for s in states]
-    left += [ns for ns in list_namespaces() for s in states if s.data["cluster_id"] in ns]
-    return left
-
-
-@contextlib.contextmanager
-def _background_run(runs_dir: Path, kafka_version, *args):
-    """A `kipcheck run` in the background; killed at the end if it is still going."""
-    proc = _kipcheck("run", "--runs-dir", str(runs_dir), "--quiet", *args, *_kafka_args(kafka_version))
-    try:
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-
-
-def _history_once_it_shows(proc, runs_dir: Path, marker: str, timeout: float) -> Path:
-    """Wait until the run's history.jsonl contains `marker`; fail if the run exits first."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        runs = list(runs_dir.iterdir())
-        history = runs[0] / "history.jsonl" if runs else None
-        if history and history.exists() and marker in history.read_text():
-            return history
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.5)
-    pytest.fail(f"the run's history never showed {marker}")
-
-
 def test_run_is_valid_and_leaves_report_and_nothing_running(tmp_path, kafka_version):
-    proc = _kipcheck("run", "--duration", "40", "--seed", "7", "--runs-dir", str(tmp_path), "--quiet",
-                     *_kafka_args(kafka_version))
+    proc = kipcheck("run", "--duration", "40", "--seed", "7", "--runs-dir", str(tmp_path), "--quiet",
+                    *kafka_args(kafka_version))
     out, err = proc.communicate(timeout=400)
     run_dir = next(tmp_path.iterdir())
     assert proc.returncode == 0, f"exit {proc.returncode}\n{out}\n{err[-3000:]}"
@@ -96,20 +48,20 @@ def test_run_is_valid_and_leaves_report_and_nothing_running(tmp_path, kafka_vers
     assert (run_dir / "report" / "timeline.png").stat().st_size > 10_000
     assert (run_dir / "history.parquet").exists()
     assert list((run_dir / "cluster").glob("node-*/server.log"))
-    assert _leftovers(run_dir) == []
+    assert leftovers(run_dir) == []
 
 
 def test_sigkilled_run_is_cleaned_up_and_keeps_its_history(tmp_path, kafka_version):
-    with _background_run(tmp_path, kafka_version, "--duration", "300", "--seed", "3") as proc:
-        history = _history_once_it_shows(proc, tmp_path, '"type":"ok","f":"send"', 180)
+    with background_run(tmp_path, kafka_version, "--duration", "300", "--seed", "3") as proc:
+        history = history_once_it_shows(proc, tmp_path, '"type":"ok","f":"send"', 180)
         run_dir = history.parent
-        assert _jvms_under(run_dir), "the cluster should be running before the kill"
+        assert jvms_under(run_dir), "the cluster should be running before the kill"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         deadline = time.monotonic() + 30  # the reaper polls every second; teardown takes a few
-        while time.monotonic() < deadline and _leftovers(run_dir):
+        while time.monotonic() < deadline and leftovers(run_dir):
             time.sleep(1)
-        assert _leftovers(run_dir) == []
+        assert leftovers(run_dir) == []
         lines = history.read_text().splitlines()
         assert all(json.loads(l) for l in lines)  # every line written before the kill is whole
         # and the next start (here: cluster status) finds nothing stale to clean
@@ -119,25 +71,25 @@ def test_sigkilled_run_is_cleaned_up_and_keeps_its_history(tmp_path, kafka_versi
 
 
 def test_ctrl_c_heals_stops_the_cluster_and_still_reports(tmp_path, kafka_version):
-    with _background_run(tmp_path, kafka_version, "--duration", "300", "--seed", "5") as proc:
-        history = _history_once_it_shows(proc, tmp_path, '"type":"ok","f":"send"', 180)
+    with background_run(tmp_path, kafka_version, "--duration", "300", "--seed", "5") as proc:
+        history = history_once_it_shows(proc, tmp_path, '"type":"ok","f":"send"', 180)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 130, err[-2000:]
         assert "interrupted" in err and "Traceback" not in err
         run_dir = history.parent
-        assert _leftovers(run_dir) == []
+        assert leftovers(run_dir) == []
         assert (run_dir / "report" / "index.html").exists()
         assert json.loads((run_dir / "verdict.json").read_text())["counts"]["records"] > 0
 
 
 def test_sigkill_during_a_partition_then_cluster_down_heals_everything(tmp_path, kafka_version):
     """Issue 4's hygiene case: harness *and* its watchdog killed while DROP rules are in place."""
-    with _background_run(tmp_path, kafka_version, "--duration", "60", "--seed", "9") as proc:
+    with background_run(tmp_path, kafka_version, "--duration", "60", "--seed", "9") as proc:
         # the partition fault's inject completed: its DROP rules are in place
-        history = _history_once_it_shows(proc, tmp_path, '"phase":"start","targets"', 240)
+        history = history_once_it_shows(proc, tmp_path, '"phase":"start","targets"', 240)
         run_dir = history.parent
-        states = [s for s in all_states() if s.data.get("root") == str(run_dir / "cluster")]
+        states = cluster_states(run_dir)
         assert states
         ns = states[0].data["namespaces"][0]
         rules = subprocess.run(["ip", "netns", "exec", ns, "iptables", "-S", "KIPCHECK"], capture_output=True,
@@ -147,10 +99,10 @@ def test_sigkill_during_a_partition_then_cluster_down_heals_everything(tmp_path,
         os.kill(reaper, signal.SIGKILL)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        assert _leftovers(run_dir), "with the watchdog dead too, the cluster should still be there"
+        assert leftovers(run_dir), "with the watchdog dead too, the cluster should still be there"
         # --id: the session's shared test cluster (other tests) must survive this one
         down = subprocess.run([sys.executable, "-m", "harness.cli", "cluster", "down", "--id",
                                states[0].data["cluster_id"]], capture_output=True, text=True, timeout=120)
         assert down.returncode == 0, down.stderr
-        assert _leftovers(run_dir) == []
+        assert leftovers(run_dir) == []
         assert ns not in list_namespaces()
