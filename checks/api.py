@@ -5,24 +5,32 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from checks.coverage import apply_requirement, parse_requirement
 from checks.profiles import choose_profile
 
 ENGINES = ("local", "spark")
 
 
 def check(path: str | Path, engine: str = "local", master: str | None = None,
-          profile: str | None = None, rules: Sequence | None = None) -> dict:
+          profile: str | None = None, rules: Sequence | None = None,
+          require_coverage: str | None = None) -> dict:
     """Check a run directory or a history file (JSONL or Parquet); return the verdict.
 
-    Raises `checks.history.HistoryError` (one-line message) for unreadable or invalid input."""
+    Raises `checks.history.HistoryError` (one-line message) for unreadable or invalid input,
+    ValueError for a bad engine or coverage requirement. `require_coverage`: see
+    `checks.coverage.parse_requirement`."""
     profile = choose_profile(path, profile)
+    if require_coverage:
+        parse_requirement(require_coverage)  # bad text fails before the work
     if engine == "local":
         from checks.engine_local import check_path
-        return check_path(path, rules, profile)
-    if engine == "spark":
+        verdict = check_path(path, rules, profile)
+    elif engine == "spark":
         from checks.engine_spark import check_path
-        return check_path(path, rules, profile, master=master)
-    raise ValueError(f"unknown engine {engine!r}; expected one of {ENGINES}")
+        verdict = check_path(path, rules, profile, master=master)
+    else:
+        raise ValueError(f"unknown engine {engine!r}; expected one of {ENGINES}")
+    return apply_requirement(verdict, require_coverage)
 
 
 def write_verdict(verdict: dict, path: str | Path) -> Path:

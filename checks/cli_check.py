@@ -24,6 +24,9 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
                         help="Spark master for --engine spark (default local[*]; e.g. spark://host:7077)")
     parser.add_argument("--profile", default=None,
                         help="model profile: kip or kafka-X.Y (default: from the run's config.json)")
+    parser.add_argument("--require-coverage", default=None, metavar="N|RULE=N,...",
+                        help="a valid verdict becomes unknown (exit 3) unless every judged KIP rule "
+                             "(or each RULE named) had at least N observations (see verdict 'coverage')")
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
     parser.add_argument("--out", default=None,
                         help="also write the verdict to this file (a directory gets verdict.json)")
@@ -42,6 +45,11 @@ def summary(verdict: dict) -> str:
                              f"  e.g. indices {first['indices']}: {first['message']}")
     for reason in verdict.get("unknown", []):
         lines.append(f"  unknown: {reason['message']}")
+    judged = {rid: row for rid, row in (verdict.get("coverage") or {}).items() if row["observations"] is not None}
+    if judged:
+        never = sorted(rid for rid, row in judged.items() if row["observations"] == 0)
+        lines.append(f"  coverage: {len(judged) - len(never)} of {len(judged)} judged KIP rules exercised"
+                     + (f"; never: {', '.join(never)}" if never else ""))
     return "\n".join(lines)
 
 
@@ -51,7 +59,8 @@ def exit_code(verdict: dict) -> int:
 
 def run_check_command(args: argparse.Namespace) -> int:
     try:
-        verdict = check(args.path, engine=args.engine, master=args.master, profile=args.profile)
+        verdict = check(args.path, engine=args.engine, master=args.master, profile=args.profile,
+                        require_coverage=args.require_coverage)
         if getattr(args, "out", None):
             write_verdict(verdict, args.out)
     except (HistoryError, ValueError, OSError) as e:

@@ -46,6 +46,7 @@ class RunOptions:
     workload: WorkloadOptions = field(default_factory=WorkloadOptions)
     tiered: bool = False  # remote storage on every broker, the workload topic tiered (KIP-1023 data)
     probes: bool = True  # the raw-protocol prober and the metadata observer (harness.prober/observer)
+    require_coverage: str | None = None  # checks.coverage.parse_requirement: too little makes the verdict unknown
 
 
 class RunContext:
@@ -222,7 +223,8 @@ def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:
         with ui.step("writing Parquet"):
             to_parquet(run_dir / "history.jsonl", run_dir / "history.parquet")
         with ui.step(f"checking the history ({options.engine})"):
-            verdict = check(run_dir, engine=options.engine, profile=options.profile)
+            verdict = check(run_dir, engine=options.engine, profile=options.profile,
+                            require_coverage=options.require_coverage)
             write_verdict(verdict, run_dir / "verdict.json")
     except HistoryError as e:
         ui.note(f"error: {e}")

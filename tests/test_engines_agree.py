@@ -64,3 +64,17 @@ def test_spark_names_the_bad_row(spark, tmp_path):
     with pytest.raises(HistoryError) as e:
         engine_spark.check_path(tmp_path / "history.parquet", spark=spark)
     assert "\n" not in str(e.value) and "index 57" in str(e.value) and "unknown f 'bogus'" in str(e.value)
+
+
+def test_same_coverage_with_raw_fetches(spark, tmp_path):
+    """Coverage counts travel through the engines like anomalies: both count the same."""
+    from checks import engine_spark
+    from tests.test_coverage import consumer_fetch, valid_history
+    records = valid_history()
+    for offset, session in ((5, (0, -1)), (6, (77, 0)), (7, (77, 1)), (8, (77, 2))):
+        records += consumer_fetch(len(records), offset, [offset], hwm=20, session=session)
+    write_jsonl(records, tmp_path / "history.jsonl")
+    local = engine_local.check_path(tmp_path / "history.jsonl")
+    remote = engine_spark.check_path(tmp_path / "history.jsonl", spark=spark)
+    assert comparable(local) == comparable(remote)
+    assert local["coverage"]["kip227.next_epoch"]["observations"] == 2
