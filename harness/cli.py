@@ -187,6 +187,11 @@ def build_parser() -> argparse.ArgumentParser:
     _kafka_args(r)
     r.set_defaults(func=cmd_run)
 
+    from harness.campaign import add_campaign_arguments, cmd_campaign
+    cp = sub.add_parser("campaign", help="many runs (seeds x fault mixes x versions), one check, one summary")
+    add_campaign_arguments(cp)
+    cp.set_defaults(func=cmd_campaign)
+
     c = sub.add_parser("cluster", help="keep a cluster running to poke at it")
     c.add_argument("action", choices=("up", "status", "down"))
     c.add_argument("--id", default=None, help="with down: only this cluster")

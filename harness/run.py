@@ -19,6 +19,7 @@ from pathlib import Path
 from harness.admin import Admin
 from harness.cluster import ClusterOptions, NativeCluster
 from harness.errors import HarnessError
+from harness.reproduce import reproduce_command
 from harness.history import History
 from harness.kafka_dist import resolve
 from harness.workload import ConsumerWorker, ProducerWorker, WorkloadOptions, final_read
@@ -118,7 +119,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
               "options": {k: v for k, v in asdict(options).items() if k != "workload"},
               "workload": asdict(w), "schedule": [s.as_json() for s in plan],
               "python": platform.python_version(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    config.update(kafka_version=version)
+    config.update(kafka_version=version, reproduce=reproduce_command(options))
 
     def save_config(**fields) -> None:
         """config.json grows as the run learns things (racks, where consumers fetched from)."""
