@@ -45,8 +45,8 @@ _ANOMALY_COLUMNS = ("name", "known", "indices", "message", "details")
 def spark_session(master: str | None = None):
     """The active session when there is one and no master is asked for, else a new one.
 
-    Local masters get the project on the workers' PYTHONPATH; on a cluster ship the
-    `checks` and `reference_model` packages with `--py-files` (docs/checker.md)."""
+    Local masters get the project on the workers' PYTHONPATH; any other master gets the
+    `checks` and `reference_model` packages shipped as a zip (`package_zip`)."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -69,9 +69,24 @@ def spark_session(master: str | None = None):
                .config("spark.sql.files.maxPartitionBytes", str(32 * 2**20)))
     if master.startswith("local"):
         builder = builder.config("spark.driver.memory", os.environ.get("KIPCHECK_SPARK_MEMORY", "2g"))
+    else:  # executors elsewhere get this very checker, whatever is installed there
+        builder = builder.config("spark.submit.pyFiles", str(package_zip()))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def package_zip() -> Path:
+    """`checks` and `reference_model` (all the executors run) as a zip for spark.submit.pyFiles,
+    rebuilt per process in the temporary directory."""
+    import zipfile
+    root = Path(__file__).resolve().parent.parent
+    out = Path(tempfile.gettempdir()) / f"kipcheck-checker-{os.getpid()}.zip"
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for package in ("checks", "reference_model"):
+            for f in sorted((root / package).rglob("*.py")):
+                z.write(f, f.relative_to(root))
+    return out
 
 
 def _keyer(rules: Sequence, trusted: bool):
