@@ -174,6 +174,7 @@ img{{max-width:100%;border:1px solid #eee}}</style></head><body>
 {config.get('duration', '?')} s · mode {html.escape(str(config.get('mode', '?')))} ·
 profile {html.escape(str((verdict or {}).get('profile', '?')))} · consumer rack {html.escape(str(config.get('consumer_rack', '-')))}</p>
 {f'<p><b>Why:</b> {why}</p>' if why else ''}
+{f'<p>Reproduce: <code>{html.escape(config["reproduce"])}</code></p>' if config.get("reproduce") else ''}
 <h2>Timeline</h2>{'<img src="timeline.png" alt="operations against fault windows">' if ops else '<p>no operations</p>'}
 <h2>Latency and throughput</h2>{'<img src="latency.png" alt="send latency and throughput">' if ops else ''}
 <h2>Anomalies</h2>{_examples_table((verdict or {}).get('anomalies', {}))}
