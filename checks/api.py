@@ -5,24 +5,41 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from checks.coverage import apply_requirement, parse_requirement
 from checks.profiles import choose_profile
 
 ENGINES = ("local", "spark")
 
 
 def check(path: str | Path, engine: str = "local", master: str | None = None,
-          profile: str | None = None, rules: Sequence | None = None) -> dict:
+          profile: str | None = None, rules: Sequence | None = None,
+          require_coverage: str | None = None) -> dict:
     """Check a run directory or a history file (JSONL or Parquet); return the verdict.
 
-    Raises `checks.history.HistoryError` (one-line message) for unreadable or invalid input."""
-    profile = choose_profile(path, profile)
+    Raises `checks.history.HistoryError` (one-line message) for unreadable or invalid input,
+    ValueError for a bad engine or coverage requirement. `require_coverage`: see
+    `checks.coverage.parse_requirement`."""
+    return check_many([path], engine, master, profile, rules, require_coverage)[0]
+
+
+def check_many(paths: Sequence[str | Path], engine: str = "local", master: str | None = None,
+               profile: str | None = None, rules: Sequence | None = None,
+               require_coverage: str | None = None) -> list[dict]:
+    """`check` for many runs at once: the Spark engine judges them all in ONE job (keyed by
+    run, so the cluster's parallelism is used across runs); each run keeps its own profile
+    (asked, or its Kafka version's) and gets the verdict it would get alone."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; expected one of {ENGINES}")
+    profiles = [choose_profile(p, profile) for p in paths]
+    if require_coverage:
+        parse_requirement(require_coverage)  # bad text fails before the work
     if engine == "local":
         from checks.engine_local import check_path
-        return check_path(path, rules, profile)
-    if engine == "spark":
-        from checks.engine_spark import check_path
-        return check_path(path, rules, profile, master=master)
-    raise ValueError(f"unknown engine {engine!r}; expected one of {ENGINES}")
+        verdicts = [check_path(p, rules, prof) for p, prof in zip(paths, profiles)]
+    else:
+        from checks.engine_spark import check_paths
+        verdicts = check_paths(paths, rules, profiles, master=master)
+    return [apply_requirement(v, require_coverage) for v in verdicts]
 
 
 def write_verdict(verdict: dict, path: str | Path) -> Path:

@@ -1,4 +1,7 @@
-"""`kipcheck check RUN_OR_HISTORY [--engine local|spark] [--master M] [--profile P] [--json]`.
+"""`kipcheck check RUN_OR_HISTORY... [--engine local|spark] [--master M] [--profile P] [--json]`.
+
+Several runs with `--engine spark` are judged in one Spark job (`checks.api.check_many`);
+the exit code is then the worst of theirs (anomalies > unknown > valid).
 
 The CLI owner mounts it:  `add_check_arguments(subparsers.add_parser("check"))` and
 dispatches to `run_check_command(args)`. Exit codes: 0 valid, 1 anomalies found,
@@ -9,21 +12,24 @@ import argparse
 import json
 import sys
 
-from checks.api import ENGINES, check, write_verdict
+from checks.api import ENGINES, check_many, write_verdict
 from checks.history import HistoryError
 
 EXIT_VALID, EXIT_ANOMALIES, EXIT_ERROR, EXIT_UNKNOWN = 0, 1, 2, 3
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    parser.add_argument("path", metavar="RUN_OR_HISTORY",
-                        help="run directory, history.jsonl or history.parquet")
+    parser.add_argument("paths", metavar="RUN_OR_HISTORY", nargs="+",
+                        help="run directories, history.jsonl or history.parquet files")
     parser.add_argument("--engine", choices=ENGINES, default="local",
                         help="local: plain Python; spark: Spark job (default: local)")
     parser.add_argument("--master", default=None,
                         help="Spark master for --engine spark (default local[*]; e.g. spark://host:7077)")
     parser.add_argument("--profile", default=None,
                         help="model profile: kip or kafka-X.Y (default: from the run's config.json)")
+    parser.add_argument("--require-coverage", default=None, metavar="N|RULE=N,...",
+                        help="a valid verdict becomes unknown (exit 3) unless every judged KIP rule "
+                             "(or each RULE named) had at least N observations (see verdict 'coverage')")
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
     parser.add_argument("--out", default=None,
                         help="also write the verdict to this file (a directory gets verdict.json)")
@@ -42,6 +48,11 @@ def summary(verdict: dict) -> str:
                              f"  e.g. indices {first['indices']}: {first['message']}")
     for reason in verdict.get("unknown", []):
         lines.append(f"  unknown: {reason['message']}")
+    judged = {rid: row for rid, row in (verdict.get("coverage") or {}).items() if row["observations"] is not None}
+    if judged:
+        never = sorted(rid for rid, row in judged.items() if row["observations"] == 0)
+        lines.append(f"  coverage: {len(judged) - len(never)} of {len(judged)} judged KIP rules exercised"
+                     + (f"; never: {', '.join(never)}" if never else ""))
     return "\n".join(lines)
 
 
@@ -49,16 +60,29 @@ def exit_code(verdict: dict) -> int:
     return {True: EXIT_VALID, False: EXIT_ANOMALIES}.get(verdict["valid"], EXIT_UNKNOWN)
 
 
+def worst_exit_code(verdicts) -> int:
+    codes = {exit_code(v) for v in verdicts}
+    return next(c for c in (EXIT_ANOMALIES, EXIT_UNKNOWN, EXIT_VALID) if c in codes)
+
+
 def run_check_command(args: argparse.Namespace) -> int:
     try:
-        verdict = check(args.path, engine=args.engine, master=args.master, profile=args.profile)
-        if getattr(args, "out", None):
-            write_verdict(verdict, args.out)
+        if args.out and len(args.paths) > 1:
+            raise ValueError("--out takes one run; with several, each verdict is printed (use --json)")
+        verdicts = check_many(args.paths, engine=args.engine, master=args.master, profile=args.profile,
+                              require_coverage=args.require_coverage)
+        if args.out:
+            write_verdict(verdicts[0], args.out)
     except (HistoryError, ValueError, OSError) as e:
         print(f"kipcheck check: {' '.join(str(e).split())}", file=sys.stderr)
         return EXIT_ERROR
-    print(json.dumps(verdict, indent=2) if args.json else summary(verdict))
-    return exit_code(verdict)
+    if len(verdicts) == 1:
+        print(json.dumps(verdicts[0], indent=2) if args.json else summary(verdicts[0]))
+    elif args.json:
+        print(json.dumps({"runs": dict(zip(map(str, args.paths), verdicts))}, indent=2))
+    else:
+        print("\n".join(f"{path}\n{summary(v)}" for path, v in zip(args.paths, verdicts)))
+    return worst_exit_code(verdicts)
 
 
 def main(argv=None) -> int:

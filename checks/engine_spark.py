@@ -37,16 +37,16 @@ from checks.verdict import (Counts, anomaly_from_row, anomaly_to_row, as_row, bu
 
 DEFAULT_MASTER = "local[*]"
 _COLUMNS = ("index", "time", "process", "type", "f", "value")
-_KEYED_SCHEMA = "rule int, key string, index long, payload binary"
-_ANOMALY_SCHEMA = "name string, known boolean, indices array<long>, message string, details string"
+_KEYED_SCHEMA = "run int, rule int, key string, index long, payload binary"
+_ANOMALY_SCHEMA = "run int, name string, known boolean, indices array<long>, message string, details string"
 _ANOMALY_COLUMNS = ("name", "known", "indices", "message", "details")
 
 
 def spark_session(master: str | None = None):
     """The active session when there is one and no master is asked for, else a new one.
 
-    Local masters get the project on the workers' PYTHONPATH; on a cluster ship the
-    `checks` and `reference_model` packages with `--py-files` (docs/checker.md)."""
+    Local masters get the project on the workers' PYTHONPATH; any other master gets the
+    `checks` and `reference_model` packages shipped as a zip (`package_zip`)."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -69,26 +69,41 @@ def spark_session(master: str | None = None):
                .config("spark.sql.files.maxPartitionBytes", str(32 * 2**20)))
     if master.startswith("local"):
         builder = builder.config("spark.driver.memory", os.environ.get("KIPCHECK_SPARK_MEMORY", "2g"))
+    else:  # executors elsewhere get this very checker, whatever is installed there
+        builder = builder.config("spark.submit.pyFiles", str(package_zip()))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
+def package_zip() -> Path:
+    """`checks` and `reference_model` (all the executors run) as a zip for spark.submit.pyFiles,
+    rebuilt per process in the temporary directory."""
+    import zipfile
+    root = Path(__file__).resolve().parent.parent
+    out = Path(tempfile.gettempdir()) / f"kipcheck-checker-{os.getpid()}.zip"
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for package in ("checks", "reference_model"):
+            for f in sorted((root / package).rglob("*.py")):
+                z.write(f, f.relative_to(root))
+    return out
+
+
 def _keyer(rules: Sequence, trusted: bool):
-    """mapInArrow function: one (rule, key, index, pickled record part) row per group of
-    each record; rows are validated unless the Parquet file is `trusted`."""
+    """mapInArrow function: one (run, rule, key, index, pickled record part) row per group
+    of each record; rows are validated unless the Parquet files are `trusted`."""
     import pyarrow as pa
 
-    schema = pa.schema([("rule", pa.int32()), ("key", pa.string()), ("index", pa.int64()),
+    schema = pa.schema([("run", pa.int32()), ("rule", pa.int32()), ("key", pa.string()), ("index", pa.int64()),
                         ("payload", pa.binary())])
     dumps, protocol = pickle.dumps, pickle.HIGHEST_PROTOCOL
 
     def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         with no_cyclic_gc():
             for batch in batches:
-                rule_col, key_col, index_col, payload_col = [], [], [], []
+                run_col, rule_col, key_col, index_col, payload_col = [], [], [], [], []
                 cols = [batch.column(c).to_pylist() for c in _COLUMNS]
-                for row in zip(*cols):
+                for run, *row in zip(batch.column("run").to_pylist(), *cols):
                     if trusted:
                         record = decode_row(*row, f"history row with index {row[0]}")
                     else:
@@ -96,46 +111,49 @@ def _keyer(rules: Sequence, trusted: bool):
                         record = validate(decode_row(*row, where), where)
                     index = row[0]
                     for i, key, part in keyed(rules, record):
+                        run_col.append(run)
                         rule_col.append(i)
                         key_col.append(key)
                         index_col.append(index)
                         payload_col.append(dumps(as_row(part), protocol))
                 if rule_col:
                     yield pa.RecordBatch.from_arrays(
-                        [pa.array(rule_col, pa.int32()), pa.array(key_col, pa.string()),
+                        [pa.array(run_col, pa.int32()), pa.array(rule_col, pa.int32()), pa.array(key_col, pa.string()),
                          pa.array(index_col, pa.int64()), pa.array(payload_col, pa.binary())],
                         schema=schema)
 
     return fn
 
 
-def _judge(rules: Sequence, profile: str):
-    """mapInArrow function: rows sorted by (rule, key, index) in, anomaly rows out."""
+def _judge(rules: Sequence, profiles: Sequence[str]):
+    """mapInArrow function: rows sorted by (run, rule, key, index) in, anomaly rows out;
+    run number r is judged under `profiles[r]`."""
     import pyarrow as pa
 
-    schema = pa.schema([("name", pa.string()), ("known", pa.bool_()), ("indices", pa.list_(pa.int64())),
+    schema = pa.schema([("run", pa.int32()), ("name", pa.string()), ("known", pa.bool_()), ("indices", pa.list_(pa.int64())),
                         ("message", pa.string()), ("details", pa.string())])
     loads = pickle.loads
     starts = [starter(rule) for rule in rules]
 
     def rows(batches):
         for batch in batches:
-            yield from zip(batch.column("rule").to_pylist(), batch.column("key").to_pylist(),
-                           batch.column("payload").to_pylist())
+            yield from zip(batch.column("run").to_pylist(), batch.column("rule").to_pylist(),
+                           batch.column("key").to_pylist(), batch.column("payload").to_pylist())
 
     def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         with no_cyclic_gc():
-            for (i, key), group in groupby(rows(batches), key=lambda r: (r[0], r[1])):
+            for (run, i, key), group in groupby(rows(batches), key=lambda r: (r[0], r[1], r[2])):
                 rule = rules[i]
+                profile = profiles[run]
                 start = starts[i]
                 if start is not None:  # a streaming judge: each record in, none held
                     judge = start(key, profile)
                     add = judge.add
-                    for _, _, payload in group:
+                    for *_, payload in group:
                         add(from_row(loads(payload)))
                     found = [anomaly_to_row(a) for a in judge.finish()]
                 else:
-                    records = (from_row(loads(payload)) for _, _, payload in group)
+                    records = (from_row(loads(payload)) for *_, payload in group)
                     if not getattr(rule, "one_pass", False):
                         records = list(records)
                     found = [anomaly_to_row(a) for a in run_rule(rule, key, records, profile)]
@@ -143,7 +161,8 @@ def _judge(rules: Sequence, profile: str):
                     pass
                 if found:
                     yield pa.RecordBatch.from_pydict(
-                        {c: [a[c] for a in found] for c in _ANOMALY_COLUMNS}, schema=schema)
+                        {"run": [run] * len(found), **{c: [a[c] for a in found] for c in _ANOMALY_COLUMNS}},
+                        schema=schema)
 
     return fn
 
@@ -151,17 +170,34 @@ def _judge(rules: Sequence, profile: str):
 def check_path(path: str | Path, rules: Sequence | None = None, profile: str = "kip",
                master: str | None = None, spark=None) -> dict:
     """Verdict for a run directory, JSONL or Parquet history, computed by Spark."""
+    return check_paths([path], rules, [profile], master, spark)[0]
+
+
+def check_paths(paths: Sequence[str | Path], rules: Sequence | None = None, profiles: Sequence[str] | None = None,
+                master: str | None = None, spark=None) -> list[dict]:
+    """Verdicts for many runs (or histories) from ONE Spark job: every record is keyed by
+    its run as well, so groups of all runs spread over the cluster together, and each
+    run's verdict is exactly the one `check_path` gives it alone. `profiles[i]` judges
+    `paths[i]` (default: `kip` for all)."""
     rules = default_rules() if rules is None else list(rules)
-    source = resolve(path)
+    profiles = list(profiles) if profiles is not None else ["kip"] * len(paths)
+    if len(profiles) != len(paths):
+        raise ValueError("one profile per path")
     with tempfile.TemporaryDirectory(prefix="kipcheck-") as tmp:
-        trusted = False
-        if not is_parquet(source):
-            converted = Path(tmp) / "history.parquet"
-            to_parquet(source, converted)  # validates every line, naming it on error
-            source, trusted = converted, True
+        sources, trusted = [], []
+        for n, path in enumerate(paths):
+            source = resolve(path)
+            if not is_parquet(source):
+                converted = Path(tmp) / f"history-{n}.parquet"
+                to_parquet(source, converted)  # validates every line, naming it on error
+                source = converted
+                trusted.append(True)
+            else:
+                trusted.append(False)
+            sources.append(str(source))
         spark = spark or spark_session(master)
         try:
-            return _run(spark, str(source), rules, profile, trusted)
+            return _run(spark, sources, rules, profiles, all(trusted))
         except Exception as e:  # executor errors arrive wrapped; surface ours as one line
             m = re.search(r"HistoryError: ([^\n]*)", str(e))
             if m:
@@ -169,15 +205,24 @@ def check_path(path: str | Path, rules: Sequence | None = None, profile: str = "
             raise
 
 
-def _run(spark, source: str, rules: Sequence, profile: str, trusted: bool = False) -> dict:
-    df = spark.read.parquet(source).select(*_COLUMNS)
-    counts = Counts()
-    for row in df.groupBy("f", "type").count().collect():
-        counts.add(row["f"], row["type"], row["count"])
+def _run(spark, sources: Sequence[str], rules: Sequence, profiles: Sequence[str], trusted: bool = False) -> list[dict]:
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    frames = [spark.read.parquet(src).select(F.lit(n).cast("int").alias("run"), *_COLUMNS)
+              for n, src in enumerate(sources)]
+    df = reduce(lambda a, b: a.unionByName(b), frames)
+    counts = [Counts() for _ in sources]
+    for row in df.groupBy("run", "f", "type").count().collect():
+        counts[row["run"]].add(row["f"], row["type"], row["count"])
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions", "8"))
     found = (df.mapInArrow(_keyer(rules, trusted), _KEYED_SCHEMA)
-             .repartition(partitions, "rule", "key")
-             .sortWithinPartitions("rule", "key", "index")
-             .mapInArrow(_judge(rules, profile), _ANOMALY_SCHEMA))
-    anomalies = [anomaly_from_row(r.asDict()) for r in found.collect()]
-    return build_verdict(anomalies, counts, profile, engine="spark")
+             .repartition(partitions, "run", "rule", "key")
+             .sortWithinPartitions("run", "rule", "key", "index")
+             .mapInArrow(_judge(rules, profiles), _ANOMALY_SCHEMA))
+    anomalies: list[list] = [[] for _ in sources]
+    for r in found.collect():
+        row = r.asDict()
+        anomalies[row.pop("run")].append(anomaly_from_row(row))
+    return [build_verdict(anomalies[n], counts[n], profiles[n], engine="spark") for n in range(len(sources))]

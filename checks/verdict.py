@@ -15,6 +15,7 @@ import json
 from collections import Counter
 from typing import Iterable, Sequence
 
+from checks.coverage import COVERAGE, coverage_table
 from checks.rules.base import Anomaly
 
 UNKNOWN = "unknown"
@@ -39,7 +40,8 @@ def default_rules() -> list:
         from checks.rules.model_rules import MODEL_RULES
     except ImportError:
         MODEL_RULES = ()
-    return rules + list(MODEL_RULES)
+    from checks.coverage import CoverageRule
+    return rules + list(MODEL_RULES) + [CoverageRule()]
 
 
 @contextlib.contextmanager
@@ -162,8 +164,11 @@ def build_verdict(anomalies: Iterable[Anomaly], counts: Counts, profile: str,
     found: dict[str, list[Anomaly]] = {n: [] for n in ANOMALY_NAMES}
     known: dict[str, list[Anomaly]] = {n: [] for n in ANOMALY_NAMES}
     unknown: list[Anomaly] = []
+    covered: list[Anomaly] = []
     for a in anomalies:
-        if a.name == UNKNOWN:
+        if a.name == COVERAGE:
+            covered.append(a)
+        elif a.name == UNKNOWN:
             unknown.append(a)
         else:
             (known if a.known else found).setdefault(a.name, []).append(a)
@@ -189,6 +194,7 @@ def build_verdict(anomalies: Iterable[Anomaly], counts: Counts, profile: str,
         "unknown": reasons,
         "profile": profile,
         "engine": engine,
+        "coverage": coverage_table(covered),
         "counts": {
             "records": counts.records,
             "reads": counts.reads,

@@ -46,11 +46,18 @@ def cmd_run(args) -> int:
     from harness.progress import ProgressUI
     from harness.run import RunOptions, run
     faults = None if args.faults is None else ([] if args.faults == "none" else parse_kinds(args.faults))
+    if args.require_coverage:
+        from checks.coverage import parse_requirement
+        try:
+            parse_requirement(args.require_coverage)  # a typo fails before the cluster starts
+        except ValueError as e:
+            raise HarnessError(str(e)) from None
     opts = RunOptions(duration=args.duration, seed=args.seed, backend=args.backend, bootstrap=args.bootstrap,
                       kafka_version=args.kafka_version,
                       kafka_home=args.kafka_home, brokers=args.brokers, controllers=args.controllers,
                       faults=faults, intensity=args.intensity, runs_dir=args.runs_dir, engine=args.engine,
-                      profile=args.profile, probes=not args.no_probes, tiered=args.tiered)
+                      profile=args.profile, probes=not args.no_probes, tiered=args.tiered,
+                      require_coverage=args.require_coverage)
     ui = ProgressUI(quiet=args.quiet)
     run_dir, verdict = run(opts, ui)
     if verdict is not None:
@@ -166,6 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--engine", choices=("local", "spark"), default="local", help="checker engine")
     r.add_argument("--profile", default=None, help="model profile (default: from the Kafka version)")
     r.add_argument("--quiet", action="store_true", help="no progress display")
+    r.add_argument("--require-coverage", default=None, metavar="N|RULE=N,...",
+                   help="the verdict is unknown (exit 3) unless every judged KIP rule (or each RULE) "
+                        "had at least N observations")
     r.add_argument("--tiered", action="store_true",
                    help="tiered storage (LocalTieredStorage) on every broker and for the workload topic: "
                         "gives KIP-1023's tiered offsets something to be about")
@@ -176,6 +186,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--bootstrap", default=None, help="bootstrap servers of an existing cluster (external backend)")
     _kafka_args(r)
     r.set_defaults(func=cmd_run)
+
+    from harness.campaign import add_campaign_arguments, cmd_campaign
+    cp = sub.add_parser("campaign", help="many runs (seeds x fault mixes x versions), one check, one summary")
+    add_campaign_arguments(cp)
+    cp.set_defaults(func=cmd_campaign)
 
     c = sub.add_parser("cluster", help="keep a cluster running to poke at it")
     c.add_argument("action", choices=("up", "status", "down"))

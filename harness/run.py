@@ -19,6 +19,7 @@ from pathlib import Path
 from harness.admin import Admin
 from harness.cluster import ClusterOptions, NativeCluster
 from harness.errors import HarnessError
+from harness.reproduce import reproduce_command
 from harness.history import History
 from harness.kafka_dist import resolve
 from harness.workload import ConsumerWorker, ProducerWorker, WorkloadOptions, final_read
@@ -46,6 +47,7 @@ class RunOptions:
     workload: WorkloadOptions = field(default_factory=WorkloadOptions)
     tiered: bool = False  # remote storage on every broker, the workload topic tiered (KIP-1023 data)
     probes: bool = True  # the raw-protocol prober and the metadata observer (harness.prober/observer)
+    require_coverage: str | None = None  # checks.coverage.parse_requirement: too little makes the verdict unknown
 
 
 class RunContext:
@@ -117,7 +119,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
               "options": {k: v for k, v in asdict(options).items() if k != "workload"},
               "workload": asdict(w), "schedule": [s.as_json() for s in plan],
               "python": platform.python_version(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    config.update(kafka_version=version)
+    config.update(kafka_version=version, reproduce=reproduce_command(options))
 
     def save_config(**fields) -> None:
         """config.json grows as the run learns things (racks, where consumers fetched from)."""
@@ -223,7 +225,8 @@ def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:
         with ui.step("writing Parquet"):
             to_parquet(run_dir / "history.jsonl", run_dir / "history.parquet")
         with ui.step(f"checking the history ({options.engine})"):
-            verdict = check(run_dir, engine=options.engine, profile=options.profile)
+            verdict = check(run_dir, engine=options.engine, profile=options.profile,
+                            require_coverage=options.require_coverage)
             write_verdict(verdict, run_dir / "verdict.json")
     except HistoryError as e:
         ui.note(f"error: {e}")

@@ -16,6 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from checks.history import iter_history  # noqa: E402
+from reports.coverage_view import coverage_html  # noqa: E402
 
 COLORS = {"ok": "#2a9d3f", "fail": "#d62728", "info": "#f0a030"}
 
@@ -173,10 +174,12 @@ img{{max-width:100%;border:1px solid #eee}}</style></head><body>
 {config.get('duration', '?')} s · mode {html.escape(str(config.get('mode', '?')))} ·
 profile {html.escape(str((verdict or {}).get('profile', '?')))} · consumer rack {html.escape(str(config.get('consumer_rack', '-')))}</p>
 {f'<p><b>Why:</b> {why}</p>' if why else ''}
+{f'<p>Reproduce: <code>{html.escape(config["reproduce"])}</code></p>' if config.get("reproduce") else ''}
 <h2>Timeline</h2>{'<img src="timeline.png" alt="operations against fault windows">' if ops else '<p>no operations</p>'}
 <h2>Latency and throughput</h2>{'<img src="latency.png" alt="send latency and throughput">' if ops else ''}
 <h2>Anomalies</h2>{_examples_table((verdict or {}).get('anomalies', {}))}
 <h2>Known deviations (accepted by the profile)</h2>{_examples_table((verdict or {}).get('known', {}))}
+<h2>Rule coverage (observations that could have violated each KIP rule)</h2>{coverage_html(verdict)}
 <h2>Where consumers fetched from (KIP-392)</h2>{_fetch_sources(config)}
 <h2>Faults</h2><table><tr><th>kind</th><th>start (s)</th><th>duration (s)</th><th>params</th></tr>{schedule}</table>
 <h2>History</h2><table>{''.join(f'<tr><td>{html.escape(k)}</td><td>{v}</td></tr>' for k, v in sorted(counts.items()))}</table>

@@ -64,3 +64,36 @@ def test_spark_names_the_bad_row(spark, tmp_path):
     with pytest.raises(HistoryError) as e:
         engine_spark.check_path(tmp_path / "history.parquet", spark=spark)
     assert "\n" not in str(e.value) and "index 57" in str(e.value) and "unknown f 'bogus'" in str(e.value)
+
+
+def test_same_coverage_with_raw_fetches(spark, tmp_path):
+    """Coverage counts travel through the engines like anomalies: both count the same."""
+    from checks import engine_spark
+    from tests.test_coverage import consumer_fetch, valid_history
+    records = valid_history()
+    for offset, session in ((5, (0, -1)), (6, (77, 0)), (7, (77, 1)), (8, (77, 2))):
+        records += consumer_fetch(len(records), offset, [offset], hwm=20, session=session)
+    write_jsonl(records, tmp_path / "history.jsonl")
+    local = engine_local.check_path(tmp_path / "history.jsonl")
+    remote = engine_spark.check_path(tmp_path / "history.jsonl", spark=spark)
+    assert comparable(local) == comparable(remote)
+    assert local["coverage"]["kip227.next_epoch"]["observations"] == 2
+
+
+def test_one_job_for_many_runs_gives_each_its_own_verdict(spark, tmp_path):
+    """Runs checked together in one Spark job get exactly the verdicts they get alone,
+    each under its own profile, and anomalies stay with the run that has them."""
+    from checks import engine_spark
+    paths, profiles = [], ["kip", "kafka-4.3", "kip"]
+    for n, mutate in enumerate((False, True, False)):
+        records = list(generate(800 + 300 * n, seed=10 + n, partitions=2))
+        if mutate:
+            records = mutated(records)
+        (tmp_path / f"r{n}").mkdir()
+        write_jsonl(records, tmp_path / f"r{n}" / "history.jsonl")
+        paths.append(tmp_path / f"r{n}")
+    together = engine_spark.check_paths(paths, profiles=profiles, spark=spark)
+    alone = [engine_local.check_path(p, profile=prof) for p, prof in zip(paths, profiles)]
+    assert [comparable(v) for v in together] == [comparable(v) for v in alone]
+    assert [v["valid"] for v in together] == [True, False, True]
+    assert [v["profile"] for v in together] == profiles

@@ -1,0 +1,227 @@
+"""Rule coverage: how many observations of a run could have violated each KIP rule.
+
+A VALID verdict means little if the rules never had a chance to fail, so the verdict
+carries the honest denominator: per model rule (a `reference_model` function whose
+docstring names its KIP section), the number of answered operations that the checker
+judged against it. A rule with 0 was never exercised by the run.
+
+The list of rules is read from the model itself (every public function of the KIP
+modules whose docstring starts with "KIP-"), so a new model rule appears here with 0
+until `opportunities` learns which observations exercise it.
+
+`CoverageRule` is an ordinary checker rule: its `split` turns each record into the ids of
+the rules it exercises (so engines move a few strings, not the record), and its
+streaming judge sums them into one pseudo-anomaly named `COVERAGE` that `build_verdict`
+folds into `verdict["coverage"]`; both engines therefore count the same way.
+"""
+from __future__ import annotations
+
+import inspect
+import re
+from collections import Counter
+from typing import Iterable
+
+from reference_model import kip227, kip392, kip1023, kip1166
+
+from checks.rules.base import Anomaly
+
+#: pseudo-anomaly name that carries a group's counts from a rule to the verdict
+COVERAGE = "coverage"
+_GROUP = "coverage"
+_SECTION = re.compile(r'^(KIP-\d+) "([^"]+)"')
+_NONE = "NONE"
+KIP392_ERRORS = {"NONE", "OFFSET_OUT_OF_RANGE", "OFFSET_NOT_AVAILABLE"}
+
+#: the model rules the checker judges histories by, and which answered records count for each;
+#: every other model rule is part of one of these, or cannot be seen from outside a broker
+OBSERVED: dict[str, str] = {
+    "kip392.records_committed": "consumer fetch answers that returned records",
+    "kip392.consumer_fetch_outcomes": "consumer fetch answers with NONE, OFFSET_OUT_OF_RANGE or "
+                                      "OFFSET_NOT_AVAILABLE and no redirect (cases 1-4)",
+    "kip392.hwm_may_go_back": "fetch answers that carried a high watermark",
+    "kip392.preferred_read_replica_outcomes": "consumer fetch answers to a request with a rack, or naming "
+                                              "a preferred read replica",
+    "kip392.offsets_for_leader_epoch": "OffsetsForLeaderEpoch answers to consumers",
+    "kip227.request_kind": "fetch requests with a session id and epoch",
+    "kip227.handle_request": "fetch answers to requests with a session id and epoch",
+    "kip227.next_epoch": "incremental fetch requests (id > 0, epoch > 0)",
+    "kip227.may_evict": "FETCH_SESSION_ID_NOT_FOUND answers to an existing session id",
+    "kip227.must_include": "partitions of incremental fetch answers",
+    "kip227.top_level_error_view": "fetch answers with a top-level error",
+    "kip1023.list_offsets": "ListOffsets answers",
+    "kip1023.inequality_violations": "ListOffsets answers for -4, -5, -6",
+    "kip1166.propagation_within_bound": "metadata propagation measurements",
+}
+
+
+def model_rules() -> dict[str, dict]:
+    """Every KIP rule of the model: `module.function` -> {"kip", "section"}, in source order."""
+    rules = {}
+    for module in (kip392, kip227, kip1023, kip1166):
+        short = module.__name__.rsplit(".", 1)[1]
+        functions = [f for name, f in vars(module).items()
+                     if inspect.isfunction(f) and not name.startswith("_") and f.__module__ == module.__name__]
+        for f in sorted(functions, key=lambda f: f.__code__.co_firstlineno):
+            m = _SECTION.match(inspect.getdoc(f) or "")
+            if m:
+                rules[f"{short}.{f.__name__}"] = {"kip": m.group(1), "section": m.group(2)}
+    return rules
+
+
+def _int(x, default=-1) -> int:
+    try:
+        return int(x)
+    except (TypeError, ValueError):
+        return default
+
+
+def _entries(value: dict) -> list[dict]:
+    if "partitions" in value:
+        return list(value.get("partitions") or [])
+    return [value] if "topic" in value else []
+
+
+def _fetch(v: dict) -> Iterable[str]:
+    consumer = _int(v.get("replica_id")) < 0
+    session_id, epoch = _int(v.get("session_id"), 0), _int(v.get("session_epoch"), -1)
+    if "session_id" in v:
+        yield "kip227.request_kind"
+        yield "kip227.handle_request"
+        if session_id > 0 and epoch > 0:
+            yield "kip227.next_epoch"
+        if v.get("top_error") == "FETCH_SESSION_ID_NOT_FOUND" and session_id > 0:
+            yield "kip227.may_evict"
+    if v.get("top_error", _NONE) not in (_NONE, None):
+        yield "kip227.top_level_error_view"
+        return
+    incremental = session_id > 0 and epoch > 0
+    for e in _entries(v):
+        if incremental:
+            yield "kip227.must_include"
+        if e.get("omitted") or "fetch_offset" not in e:
+            continue
+        err = e.get("error", _NONE)
+        if err == _NONE and _int(e.get("high_watermark")) >= 0:
+            yield "kip392.hwm_may_go_back"
+        if not consumer:
+            continue
+        if err == _NONE and e.get("records"):
+            yield "kip392.records_committed"
+        redirected = _int(e.get("preferred_read_replica")) >= 0
+        if redirected or v.get("rack"):
+            yield "kip392.preferred_read_replica_outcomes"
+        if err in KIP392_ERRORS and not redirected:
+            yield "kip392.consumer_fetch_outcomes"
+            yield "kip392.classify_fetch_offset"
+
+
+def opportunities(record: dict) -> tuple[str, ...]:
+    """The model rules an answered record could have violated (empty for the rest)."""
+    if record.get("type") != "ok":
+        return ()
+    f, v = record.get("f"), record.get("value") or {}
+    if f == "fetch":
+        return tuple(_fetch(v))
+    if f == "list_offsets" and v.get("error", _NONE) == _NONE:
+        return ("kip1023.list_offsets", "kip1023.inequality_violations") if _int(v.get("timestamp"), 0) <= -4 \
+            else ("kip1023.list_offsets",)
+    if f == "offsets_for_leader_epoch" and v.get("error", _NONE) == _NONE and _int(v.get("replica_id")) < 0:
+        return ("kip392.offsets_for_leader_epoch",)
+    if f == "metadata_propagation" and v.get("seen_by"):
+        return ("kip1166.propagation_within_bound",)
+    return ()
+
+
+class CoverageRule:
+    """Counts `opportunities` over the whole history (one group, streamed)."""
+
+    anomalies = ()
+
+    def group_keys(self, record: dict) -> Iterable[str]:
+        return (_GROUP,) if opportunities(record) else ()
+
+    def split(self, record: dict) -> list[tuple[str, dict]]:
+        ids = opportunities(record)
+        if not ids:
+            return []
+        return [(_GROUP, {"index": record["index"], "time": record.get("time", 0), "process": record.get("process"),
+                          "type": record["type"], "f": record["f"], "value": {"rules": list(ids)}})]
+
+    def check(self, records, profile: str) -> list[Anomaly]:
+        judge = self.start(_GROUP, profile)
+        for r in records:
+            judge.add(r)
+        return judge.finish()
+
+    def start(self, key: str, profile: str) -> "_Counter":
+        return _Counter()
+
+
+class _Counter:
+    def __init__(self):
+        self.counts: Counter = Counter()
+
+    def add(self, record: dict) -> None:
+        value = record.get("value") or {}
+        self.counts.update(value["rules"] if "rules" in value else opportunities(record))
+
+    def finish(self) -> list[Anomaly]:
+        return [Anomaly(COVERAGE, (), "", details={"counts": dict(self.counts)})]
+
+
+def coverage_table(anomalies: Iterable[Anomaly]) -> dict[str, dict]:
+    """The verdict's coverage block: every model rule with its observation count."""
+    counts: Counter = Counter()
+    for a in anomalies:
+        counts.update(a.details.get("counts", {}))
+    return {rid: {**meta, "observations": counts.get(rid, 0) if rid in OBSERVED else None,
+                  "counted": OBSERVED.get(rid, "not judged on its own: part of another rule, or not "
+                                               "observable from outside a broker")}
+            for rid, meta in model_rules().items()}
+
+
+def shortfall(coverage: dict[str, dict], minimum: int, only: Iterable[str] = ()) -> list[str]:
+    """Judged rules (all, or those named in `only`) observed fewer than `minimum` times."""
+    wanted = set(only) or {rid for rid, row in coverage.items() if row["observations"] is not None}
+    return [rid for rid in wanted if (coverage.get(rid) or {}).get("observations") is None
+            or coverage[rid]["observations"] < minimum]
+
+
+def parse_requirement(spec: str) -> dict[str, int]:
+    """`--require-coverage` text: "N" (every judged rule at least N observations) or
+    "RULE=N,RULE=N" (those rules). Returns {rule id or "*": minimum}; ValueError on bad text."""
+    out: dict[str, int] = {}
+    known = model_rules()
+    for item in (x.strip() for x in spec.split(",") if x.strip()):
+        rid, _, n = item.rpartition("=") if "=" in item else ("*", "", item)
+        if rid != "*" and rid not in known:
+            raise ValueError(f"--require-coverage: unknown rule {rid!r} (rules: {', '.join(sorted(OBSERVED))})")
+        if rid != "*" and rid not in OBSERVED:
+            raise ValueError(f"--require-coverage: {rid} is not judged from histories on its own")
+        if not n.isdigit():
+            raise ValueError(f"--require-coverage: {item!r} is not N or RULE=N with N a whole number")
+        out[rid] = int(n)
+    if not out:
+        raise ValueError("--require-coverage: empty requirement")
+    return out
+
+
+def apply_requirement(verdict: dict, spec: str | None) -> dict:
+    """A valid verdict whose coverage falls short of `spec` becomes "unknown" (the run could
+    not decide: its rules had too few chances to fail). An invalid verdict stays invalid."""
+    if not spec:
+        return verdict
+    required = parse_requirement(spec)
+    cov = verdict.get("coverage") or {}
+    short = sorted(set(shortfall(cov, required["*"])) if "*" in required else set())
+    short += sorted(rid for rid, n in required.items() if rid != "*" and rid not in short
+                    and (cov.get(rid) or {}).get("observations", 0) < n)
+    verdict["coverage_required"] = {"spec": spec, "short": short}
+    if short:
+        verdict.setdefault("unknown", []).append({
+            "indices": [], "message": "coverage below --require-coverage " + spec + ": " + ", ".join(
+                f"{rid} {(cov.get(rid) or {}).get('observations')}" for rid in short)})
+        verdict["counts"]["unknown"] = verdict["counts"].get("unknown", 0) + 1
+        if verdict["valid"] is True:
+            verdict["valid"] = "unknown"
+    return verdict

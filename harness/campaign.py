@@ -1,0 +1,202 @@
+"""`kipcheck campaign`: many runs (seeds x fault mixes x Kafka versions), one check, one summary.
+
+Runs go one after another, each exactly a `kipcheck run` with its own run directory under
+`DIR/runs/`. `DIR/campaign.json` records the plan and each run's status as it goes, so a
+campaign killed midway resumes where it stopped (`kipcheck campaign --dir DIR` again: runs
+marked done are kept, a run that was under way when the campaign died is done again), and a
+run that errors is recorded and the campaign goes on. At the end ONE check judges every
+history (with `--engine spark` one Spark job over all of them, keyed by run), its verdicts
+are written back into the run directories, and `reports.summary` writes summary.html,
+summary.json and junit.xml.
+"""
+from __future__ import annotations
+
+import json
+import re
+import traceback
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.reproduce import reproduce_command
+
+DONE, ERROR, RUNNING = "done", "error", "running"
+#: what a campaign keeps in campaign.json to resume exactly as it began
+SETTINGS = ("duration", "backend", "bootstrap", "brokers", "tiered", "engine", "master")
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of the campaign: what differs between runs."""
+
+    seed: int
+    faults: str  # "default" (the single leader isolation), "none", "all" or "kind,kind"
+    kafka_version: str | None
+
+    @property
+    def key(self) -> str:
+        version = self.kafka_version or "default"
+        return re.sub(r"[^A-Za-z0-9.,_-]", "_", f"kafka-{version}__faults-{self.faults}__seed-{self.seed}")
+
+
+def parse_seeds(text: str) -> list[int]:
+    """"1-5,9" -> [1, 2, 3, 4, 5, 9]; ValueError (one line) on anything else."""
+    seeds: list[int] = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        m = re.fullmatch(r"(-?\d+)(?:-(-?\d+))?", part)
+        if not m:
+            raise ValueError(f"--seeds: {part!r} is not N or N-M")
+        lo, hi = int(m.group(1)), int(m.group(2) if m.group(2) is not None else m.group(1))
+        if hi < lo:
+            raise ValueError(f"--seeds: {part!r} runs backwards")
+        seeds.extend(range(lo, hi + 1))
+    if not seeds:
+        raise ValueError("--seeds: no seeds")
+    return list(dict.fromkeys(seeds))
+
+
+def plan(seeds: list[int], fault_mixes: list[str], versions: list[str | None]) -> list[PlannedRun]:
+    """Versions outermost (one Kafka resolution at a time), then fault mixes, then seeds."""
+    return [PlannedRun(s, f, v) for v in versions for f in fault_mixes for s in seeds]
+
+
+def run_options(base, planned: PlannedRun, runs_dir: Path):
+    """The RunOptions of one planned run: the campaign's options with its seed, faults, version."""
+    from faults.registry import parse_kinds
+    faults = {"default": None, "none": []}.get(planned.faults)
+    if faults is None and planned.faults not in ("default", "none"):
+        faults = parse_kinds(planned.faults)
+    return replace(base, seed=planned.seed, faults=faults, kafka_version=planned.kafka_version,
+                   runs_dir=str(runs_dir))
+
+
+class CampaignState:
+    """campaign.json: the plan and every run's status, rewritten after each change."""
+
+    def __init__(self, directory: Path, planned: list[PlannedRun], settings: dict):
+        self.path = directory / "campaign.json"
+        old = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.runs: dict[str, dict] = old.get("runs", {})
+        self.data = {"settings": settings, "plan": [p.__dict__ for p in planned], "runs": self.runs}
+        self.save()
+
+    def save(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=2))
+        tmp.replace(self.path)
+
+    def status(self, planned: PlannedRun) -> str | None:
+        return (self.runs.get(planned.key) or {}).get("status")
+
+    def mark(self, planned: PlannedRun, **fields) -> None:
+        self.runs[planned.key] = {**self.runs.get(planned.key, {}), **fields}
+        self.save()
+
+
+def run_campaign(directory: Path, planned: list[PlannedRun], base, settings: dict, ui) -> dict:
+    """Do every planned run not done yet, then check them all at once; return the summary.
+    `settings` (saved for a resume) hold the check's `engine` and `master` too."""
+    from harness.run import run
+    directory.mkdir(parents=True, exist_ok=True)
+    state = CampaignState(directory, planned, settings)
+    for n, p in enumerate(planned, 1):
+        if state.status(p) == DONE:
+            ui.note(f"[{n}/{len(planned)}] {p.key}: done before, kept")
+            continue
+        options = run_options(base, p, directory / "runs")
+        ui.note(f"[{n}/{len(planned)}] {p.key}")
+        state.mark(p, status=RUNNING, error=None)
+        try:
+            run_dir, _ = run(options, ui)
+            state.mark(p, status=DONE, run_dir=str(run_dir))
+        except HarnessError as e:
+            state.mark(p, status=ERROR, error=str(e))
+            ui.note(f"  error: {e} (the campaign goes on)")
+        except Exception as e:  # a kipcheck bug in one run must not cost the night
+            state.mark(p, status=ERROR, error=f"{type(e).__name__}: {e}")
+            (directory / "campaign-errors.log").open("a").write(f"--- {p.key}\n{traceback.format_exc()}\n")
+            ui.note(f"  error: {type(e).__name__}: {e} (traceback in campaign-errors.log; the campaign goes on)")
+    return check_campaign(directory, planned, state, base, ui, settings["engine"], settings.get("master"))
+
+
+def check_campaign(directory: Path, planned: list[PlannedRun], state: CampaignState, base, ui,
+                   engine: str, master: str | None) -> dict:
+    """One check over every finished run; verdicts back into each run directory; summary files."""
+    from checks.api import check_many, write_verdict
+    from reports.summary import write_summary
+    done = [p for p in planned if state.status(p) == DONE
+            and (Path(state.runs[p.key]["run_dir"]) / "history.jsonl").exists()]
+    run_dirs = [Path(state.runs[p.key]["run_dir"]) for p in done]
+    verdicts = {}
+    if run_dirs:
+        with ui.step(f"checking {len(run_dirs)} histories in one {engine} job"):
+            for p, d, v in zip(done, run_dirs, check_many(run_dirs, engine=engine, master=master)):
+                write_verdict(v, d / "verdict.json")
+                verdicts[p.key] = v
+    rows = []
+    for p in planned:
+        entry = state.runs.get(p.key, {})
+        rows.append({"key": p.key, "seed": p.seed, "faults": p.faults, "kafka_version": p.kafka_version,
+                     "status": entry.get("status", "not run"), "error": entry.get("error"),
+                     "run_dir": entry.get("run_dir"), "verdict": verdicts.get(p.key),
+                     "reproduce": reproduce_command(run_options(base, p, directory / "runs"))})
+    with ui.step("writing summary.html, summary.json, junit.xml"):
+        return write_summary(directory, rows, engine)
+
+
+def add_campaign_arguments(c) -> None:
+    c.add_argument("--seeds", default=None, help="seeds, e.g. 1-20 or 1,4,9 (required for a new campaign)")
+    c.add_argument("--faults", action="append", default=None, metavar="MIX",
+                   help="a fault mix per flag: 'default', 'none', 'all' or kinds 'partition,kill' (repeatable)")
+    c.add_argument("--kafka-versions", default=None, help="comma-separated Kafka versions (default: the default one)")
+    c.add_argument("--duration", type=float, default=60.0, help="seconds of workload per run (default 60)")
+    c.add_argument("--dir", default=None, help="campaign directory (default ./campaigns/<time>); an existing "
+                                               "one resumes with its own plan")
+    c.add_argument("--engine", choices=("local", "spark"), default="local",
+                   help="the one check over all runs: local, or one Spark job (default local)")
+    c.add_argument("--master", default=None, help="Spark master for --engine spark (e.g. spark://host:7077)")
+    c.add_argument("--backend", choices=("native", "external"), default="native")
+    c.add_argument("--bootstrap", default=None, help="bootstrap servers (external backend)")
+    c.add_argument("--brokers", type=int, default=3)
+    c.add_argument("--tiered", action="store_true")
+    c.add_argument("--quiet", action="store_true")
+
+
+def cmd_campaign(args) -> int:
+    """`kipcheck campaign`: exit 0 all valid, 1 any anomaly, 3 any undecided, 2 any run errored."""
+    import time
+
+    from faults.registry import parse_kinds
+    from harness.progress import ProgressUI
+    from harness.run import RunOptions
+    directory = Path(args.dir or Path("campaigns") / time.strftime("%Y%m%d-%H%M%S"))
+    saved = directory / "campaign.json"
+    if args.seeds is None:  # resume: the saved plan and settings
+        if not saved.exists():
+            raise HarnessError("--seeds is needed for a new campaign (or --dir of one to resume)")
+        data = json.loads(saved.read_text())
+        planned = [PlannedRun(**p) for p in data["plan"]]
+        settings = data["settings"]
+    else:
+        try:
+            seeds = parse_seeds(args.seeds)
+        except ValueError as e:
+            raise HarnessError(str(e)) from None
+        mixes = args.faults or ["default"]
+        for mix in mixes:
+            if mix not in ("default", "none"):
+                parse_kinds(mix)  # an unknown kind is a one-line error before anything starts
+        versions = [v.strip() for v in args.kafka_versions.split(",")] if args.kafka_versions else [None]
+        planned = plan(seeds, mixes, versions)
+        settings = {k: getattr(args, k) for k in SETTINGS}
+    if settings["duration"] <= 0:
+        raise HarnessError("--duration must be positive")
+    base = RunOptions(**{k: settings[k] for k in SETTINGS if k not in ("engine", "master")})
+    summary = run_campaign(directory, planned, base, settings, ProgressUI(quiet=args.quiet))
+    totals = summary["totals"]
+    print(f"campaign {directory}: " + ", ".join(f"{k.lower()} {n}" for k, n in sorted(totals.items())))
+    print(f"summary: {directory / 'summary.html'}")
+    for code, outcome in ((2, "ERROR"), (1, "INVALID"), (3, "UNKNOWN"), (3, "NOT RUN")):
+        if totals.get(outcome):
+            return code
+    return 0

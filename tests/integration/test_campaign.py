@@ -1,0 +1,69 @@
+"""`kipcheck campaign` on live clusters: a campaign killed midway resumes where it stopped,
+a run that errors does not stop it, the one check over all runs agrees run by run with
+checking each run alone, and the summary files say so."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from checks.api import check
+from checks.verdict import comparable
+
+pytestmark = pytest.mark.cluster
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def campaign(*args, **kw):
+    return subprocess.Popen([sys.executable, "-m", "harness.cli", "campaign", "--quiet", *args],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def statuses(directory: Path) -> dict:
+    try:
+        return {k: v["status"] for k, v in json.loads((directory / "campaign.json").read_text())["runs"].items()}
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+def test_killed_campaign_resumes_and_one_check_agrees_with_each_run(tmp_path):
+    d = tmp_path / "night"
+    # a version Maven cannot resolve errors at once; the campaign goes on to the real runs
+    first = campaign("--seeds", "1-2", "--faults", "none", "--kafka-versions", "0.0.0-nope,",
+                     "--duration", "8", "--dir", str(d), start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and list(statuses(d).values()).count("done") < 1:
+            assert first.poll() is None, first.communicate()[1][-2000:]
+            time.sleep(1)
+        os.killpg(first.pid, signal.SIGKILL)  # harness and its run die mid-campaign
+    finally:
+        first.wait()
+    before = statuses(d)
+    assert list(before.values()).count("error") == 2 and list(before.values()).count("done") == 1
+
+    resumed = campaign("--dir", str(d))  # no plan given: the saved one
+    out, err = resumed.communicate(timeout=900)
+    assert resumed.returncode == 2, err[-2000:]  # the two unresolvable runs are errors
+    after = statuses(d)
+    assert after == {**before, **{k: "done" for k, v in before.items() if v != "error"},
+                     **{k: "done" for k in after if k not in before}}
+    summary = json.loads((d / "summary.json").read_text())
+    runs = {r["key"]: r for r in summary["runs"]}
+    done = [r for r in runs.values() if r["status"] == "done"]
+    assert len(done) == 2 and all(r["outcome"] == "VALID" for r in done)
+    for r in done:  # the campaign's one check == checking the run alone
+        own = json.loads((Path(r["run_dir"]) / "verdict.json").read_text())
+        assert comparable(own) == comparable(check(r["run_dir"]))
+        assert r["reproduce"].startswith("kipcheck run --seed ") and "--faults none" in r["reproduce"]
+        config = json.loads((Path(r["run_dir"]) / "config.json").read_text())
+        assert config["reproduce"] == r["reproduce"]
+    suite = ET.parse(d / "junit.xml").getroot()
+    assert suite.get("tests") == "4" and suite.get("errors") == "2" and suite.get("failures") == "0"
+    page = (d / "summary.html").read_text()
+    assert "VALID" in page and "ERROR" in page and "kipcheck run --seed 2" in page

@@ -1,0 +1,103 @@
+"""Rule coverage: which observations count for which KIP rule, the verdict's table, and
+--require-coverage turning a thinly exercised valid run into "unknown"."""
+import json
+
+import pytest
+
+from checks import coverage
+from checks.api import check
+from checks.cli_check import main as check_main
+from checks.engine_local import check_records
+from checks.history import write_jsonl
+
+
+def rec(i, type_, f, value, process=9):
+    return {"index": i, "time": i * 1000, "process": process, "type": type_, "f": f, "value": value}
+
+
+def consumer_fetch(i, offset, records, hwm, error="NONE", rack=None, preferred=-1, session=(0, -1)):
+    v = {"broker": 2, "replica_id": -1, "rack": rack, "session_id": session[0], "session_epoch": session[1],
+         "version": 18, "topic": "t", "partition": 0, "fetch_offset": offset}
+    done = {**v, "top_error": "NONE", "response_session_id": 0, "error": error, "high_watermark": hwm,
+            "last_stable_offset": hwm, "log_start_offset": 0, "preferred_read_replica": preferred,
+            "records": [[o, f"v{o}"] for o in records]}
+    return [rec(i, "invoke", "fetch", v), rec(i + 1, "ok", "fetch", done)]
+
+
+def valid_history():
+    """Sends and a poll that reads them back, plus one sessionless consumer fetch."""
+    h = []
+    for k in range(3):
+        v = {"topic": "t", "partition": 0, "key": f"0-{k}", "value": f"v{k}"}
+        h += [rec(len(h), "invoke", "send", v, 0), rec(len(h) + 1, "ok", "send", {**v, "offset": k}, 0)]
+    h += [rec(len(h), "invoke", "poll", {"topic": "t"}, 1),
+          rec(len(h) + 1, "ok", "poll", {"topic": "t", "records": [["t", 0, k, f"v{k}"] for k in range(3)]}, 1)]
+    return h + consumer_fetch(len(h), 1, [1, 2], hwm=3)
+
+
+def test_every_counted_rule_is_a_model_rule_with_its_kip_section():
+    rules = coverage.model_rules()
+    assert set(coverage.OBSERVED) <= set(rules)
+    assert all(meta["kip"].startswith("KIP-") and meta["section"] for meta in rules.values())
+
+
+def test_each_observation_counts_for_the_rules_it_could_break():
+    plain = coverage.opportunities(consumer_fetch(0, 5, [5], hwm=9)[1])
+    assert {"kip392.records_committed", "kip392.consumer_fetch_outcomes", "kip392.hwm_may_go_back",
+            "kip227.request_kind", "kip227.handle_request"} <= set(plain)
+    assert "kip227.next_epoch" not in plain and "kip392.preferred_read_replica_outcomes" not in plain
+    redirected = coverage.opportunities(consumer_fetch(0, 5, [], hwm=9, rack="r2", preferred=3)[1])
+    assert "kip392.preferred_read_replica_outcomes" in redirected
+    assert "kip392.consumer_fetch_outcomes" not in redirected  # a redirect skips the read
+    incremental = coverage.opportunities(consumer_fetch(0, 5, [], hwm=9, session=(77, 3))[1])
+    assert {"kip227.next_epoch", "kip227.must_include"} <= set(incremental)
+    assert coverage.opportunities(consumer_fetch(0, 5, [5], hwm=9)[0]) == ()  # an invoke proves nothing
+
+
+def test_verdict_counts_observations_and_lists_unexercised_rules():
+    verdict = check_records(valid_history())
+    cov = verdict["coverage"]
+    assert verdict["valid"] is True
+    assert cov["kip392.records_committed"]["observations"] == 1
+    assert cov["kip227.may_evict"]["observations"] == 0  # no session was ever evicted
+    assert cov["kip392.reset_offset"]["observations"] is None  # not observable from outside
+    assert set(cov) == set(coverage.model_rules())
+
+
+def test_require_coverage_makes_a_thin_valid_run_unknown(tmp_path):
+    write_jsonl(valid_history(), tmp_path / "history.jsonl")
+    met = check(tmp_path, require_coverage="kip392.records_committed=1")
+    assert met["valid"] is True and met["coverage_required"]["short"] == []
+    thin = check(tmp_path, require_coverage="kip392.records_committed=2,kip227.may_evict=1")
+    assert thin["valid"] == "unknown"
+    assert sorted(thin["coverage_required"]["short"]) == ["kip227.may_evict", "kip392.records_committed"]
+    assert any("kip227.may_evict 0" in u["message"] for u in thin["unknown"])
+    everything = check(tmp_path, require_coverage="1")
+    assert everything["valid"] == "unknown" and "kip227.may_evict" in everything["coverage_required"]["short"]
+
+
+def test_require_coverage_never_hides_an_anomaly(tmp_path):
+    h = valid_history()
+    poll = next(r for r in h if r["f"] == "poll" and r["type"] == "ok")
+    poll["value"]["records"][1][3] = "forged"  # offset 1 read as another value: inconsistent-offset
+    write_jsonl(h, tmp_path / "history.jsonl")
+    verdict = check(tmp_path, require_coverage="5")
+    assert verdict["valid"] is False and verdict["anomalies"]["inconsistent-offset"]
+
+
+@pytest.mark.parametrize("spec, words", [("kip392.nope=1", "unknown rule"), ("kip392.reset_offset=1", "not judged"),
+                                         ("many", "whole number"), (",", "empty")])
+def test_bad_requirement_is_one_line_exit_2(tmp_path, capsys, spec, words):
+    write_jsonl(valid_history(), tmp_path / "history.jsonl")
+    assert check_main([str(tmp_path), "--require-coverage", spec]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1
+
+
+def test_cli_exit_3_when_coverage_is_short_and_summary_names_unexercised_rules(tmp_path, capsys):
+    write_jsonl(valid_history(), tmp_path / "history.jsonl")
+    assert check_main([str(tmp_path), "--require-coverage", "kip227.may_evict=1"]) == 3
+    out = capsys.readouterr().out
+    assert "never:" in out and "kip227.may_evict" in out
+    assert check_main([str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["coverage"]["kip392.records_committed"]["observations"] == 1
