@@ -11,11 +11,18 @@ ENGINES = ("local", "spark")
 
 
 def check(path: str | Path, engine: str = "local", master: str | None = None,
-          profile: str | None = None, rules: Sequence | None = None) -> dict:
+          profile: str | None = None, rules: Sequence | None = None,
+          recovery_bound: float | None = None, crash_loop: int | None = None) -> dict:
     """Check a run directory or a history file (JSONL or Parquet); return the verdict.
 
+    `recovery_bound` (seconds) and `crash_loop` tune the liveness rule of the default rules
+    (None: the run's recorded bound, else one from Kafka's defaults; checks/recovery.py).
     Raises `checks.history.HistoryError` (one-line message) for unreadable or invalid input."""
     profile = choose_profile(path, profile)
+    if rules is None:
+        from checks.recovery import choose_bound, liveness_rule
+        from checks.verdict import default_rules
+        rules = default_rules(liveness_rule(choose_bound(path, recovery_bound), crash_loop))
     if engine == "local":
         from checks.engine_local import check_path
         return check_path(path, rules, profile)

@@ -1,4 +1,5 @@
-"""`kipcheck check RUN_OR_HISTORY [--engine local|spark] [--master M] [--profile P] [--json]`.
+"""`kipcheck check RUN_OR_HISTORY [--engine local|spark] [--master M] [--profile P]
+[--recovery-bound SECONDS] [--crash-loop N] [--json]`.
 
 The CLI owner mounts it:  `add_check_arguments(subparsers.add_parser("check"))` and
 dispatches to `run_check_command(args)`. Exit codes: 0 valid, 1 anomalies found,
@@ -24,10 +25,46 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
                         help="Spark master for --engine spark (default local[*]; e.g. spark://host:7077)")
     parser.add_argument("--profile", default=None,
                         help="model profile: kip or kafka-X.Y (default: from the run's config.json)")
+    add_liveness_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
     parser.add_argument("--out", default=None,
                         help="also write the verdict to this file (a directory gets verdict.json)")
     return parser
+
+
+def _positive_number(kind):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def add_liveness_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """--recovery-bound and --crash-loop (shared by `kipcheck check` and `kipcheck run`)."""
+    parser.add_argument("--recovery-bound", type=_positive_number(float), default=None, metavar="SECONDS",
+                        help="slow-recovery when sends, ISR or reads take longer than this after a heal "
+                             "(default: the run's recorded bound, derived from the cluster's timeouts)")
+    parser.add_argument("--crash-loop", type=_positive_number(int), default=None, metavar="N",
+                        help="client-crash-loop when clients crash more than N times in a row (default 5)")
+    return parser
+
+
+def liveness_line(verdict: dict) -> str | None:
+    """One line on the liveness block: recovered / slow / undecided heals and crashes."""
+    block = verdict.get("liveness")
+    if not block:
+        return None
+    status: dict = {}
+    for entry in block.get("faults", []):
+        status[entry["status"]] = status.get(entry["status"], 0) + 1
+    shown = ", ".join(f"{n} {s}" for s, n in sorted(status.items())) or "no heals"
+    return (f"  liveness: {shown} (bound {block['bound']:g} s); client crashes: {block.get('client_crashes', 0)}")
 
 
 def summary(verdict: dict) -> str:
@@ -42,6 +79,9 @@ def summary(verdict: dict) -> str:
                              f"  e.g. indices {first['indices']}: {first['message']}")
     for reason in verdict.get("unknown", []):
         lines.append(f"  unknown: {reason['message']}")
+    live = liveness_line(verdict)
+    if live:
+        lines.append(live)
     return "\n".join(lines)
 
 
@@ -51,7 +91,8 @@ def exit_code(verdict: dict) -> int:
 
 def run_check_command(args: argparse.Namespace) -> int:
     try:
-        verdict = check(args.path, engine=args.engine, master=args.master, profile=args.profile)
+        verdict = check(args.path, engine=args.engine, master=args.master, profile=args.profile,
+                        recovery_bound=args.recovery_bound, crash_loop=args.crash_loop)
         if getattr(args, "out", None):
             write_verdict(verdict, args.out)
     except (HistoryError, ValueError, OSError) as e:

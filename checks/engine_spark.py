@@ -180,4 +180,4 @@ def _run(spark, source: str, rules: Sequence, profile: str, trusted: bool = Fals
              .sortWithinPartitions("rule", "key", "index")
              .mapInArrow(_judge(rules, profile), _ANOMALY_SCHEMA))
     anomalies = [anomaly_from_row(r.asDict()) for r in found.collect()]
-    return build_verdict(anomalies, counts, profile, engine="spark")
+    return build_verdict(anomalies, counts, profile, engine="spark", rules=rules)

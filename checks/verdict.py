@@ -24,17 +24,23 @@ ANOMALY_NAMES = (
     "lost-write", "duplicate", "inconsistent-offset", "nonmonotonic-poll", "poll-skip",
     "uncommitted-read", "hwm-regression", "wrong-fetch-error", "preferred-replica-violation",
     "fetch-session-violation", "tiered-offset-violation", "hwm-propagation-delay",
+    # liveness (checks/rules/liveness_rules.py)
+    "slow-recovery", "client-crash-loop",
 )
 
 #: examples kept per name (the smallest proofs first); counts always hold the total
 MAX_EXAMPLES = 50
 
 
-def default_rules() -> list:
-    """The history rules, plus the model-backed rules when that module is importable."""
+def default_rules(liveness=None) -> list:
+    """The history rules, the liveness rule (`liveness`, or one with the Kafka-default
+    bound), plus the model-backed rules when that module is importable."""
     from checks.rules.history_rules import HISTORY_RULES
 
-    rules = list(HISTORY_RULES)
+    if liveness is None:
+        from checks.recovery import liveness_rule
+        liveness = liveness_rule()
+    rules = [*HISTORY_RULES, liveness]
     try:
         from checks.rules.model_rules import MODEL_RULES
     except ImportError:
@@ -155,14 +161,32 @@ def _example_order(a: Anomaly):
             json.dumps(a.details, sort_keys=True, default=str))
 
 
+def summaries(rules: Sequence, anomalies: list[Anomaly], profile: str) -> dict:
+    """Rules with a `summary` name (the liveness rule) return one row of that name whose
+    details are a block of the verdict; a rule whose group never formed (no records of
+    its kinds) gives the summary of an empty group."""
+    names = {getattr(r, "summary", None) for r in rules} - {None}
+    out = {a.name: a.details for a in anomalies if a.name in names}
+    for rule in rules:
+        name = getattr(rule, "summary", None)
+        if name and name not in out:
+            out.update({a.name: a.details for a in rule.start(rule.key, profile).finish() if a.name == name})
+    return out
+
+
 def build_verdict(anomalies: Iterable[Anomaly], counts: Counts, profile: str,
-                  engine: str) -> dict:
+                  engine: str, rules: Sequence = ()) -> dict:
     """The verdict dict (DESIGN.md). A proven anomaly makes it false; otherwise no reads
-    or an undecided search make it "unknown"."""
+    or an undecided search make it "unknown". Summary rows of `rules` (see `summaries`)
+    become verdict blocks; the liveness block's crash count joins `counts`."""
     found: dict[str, list[Anomaly]] = {n: [] for n in ANOMALY_NAMES}
     known: dict[str, list[Anomaly]] = {n: [] for n in ANOMALY_NAMES}
     unknown: list[Anomaly] = []
+    anomalies = list(anomalies)
+    blocks = summaries(rules, anomalies, profile)
     for a in anomalies:
+        if a.name in blocks:
+            continue
         if a.name == UNKNOWN:
             unknown.append(a)
         else:
@@ -182,7 +206,7 @@ def build_verdict(anomalies: Iterable[Anomaly], counts: Counts, profile: str,
     reasons = examples(unknown)
     if counts.reads == 0:
         reasons.insert(0, {"indices": [], "message": "the history holds no reads (no ok poll or fetch)"})
-    return {
+    verdict = {
         "valid": valid,
         "anomalies": {n: examples(v) for n, v in found.items()},
         "known": {n: examples(v) for n, v in known.items()},
@@ -199,6 +223,11 @@ def build_verdict(anomalies: Iterable[Anomaly], counts: Counts, profile: str,
             "unknown": len(unknown),
         },
     }
+    for name, block in sorted(blocks.items()):
+        verdict[name] = json.loads(json.dumps(block, default=str))  # plain values, as the examples
+    if "liveness" in blocks:
+        verdict["counts"]["client_crashes"] = blocks["liveness"].get("client_crashes", 0)
+    return verdict
 
 
 def comparable(verdict: dict) -> dict:

@@ -50,7 +50,8 @@ def cmd_run(args) -> int:
                       kafka_version=args.kafka_version,
                       kafka_home=args.kafka_home, brokers=args.brokers, controllers=args.controllers,
                       faults=faults, intensity=args.intensity, runs_dir=args.runs_dir, engine=args.engine,
-                      profile=args.profile, probes=not args.no_probes, tiered=args.tiered)
+                      profile=args.profile, probes=not args.no_probes, tiered=args.tiered,
+                      recovery_bound=args.recovery_bound, crash_loop=args.crash_loop)
     ui = ProgressUI(quiet=args.quiet)
     run_dir, verdict = run(opts, ui)
     if verdict is not None:
@@ -175,6 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="native: start an embedded cluster (default); external: use --bootstrap")
     r.add_argument("--bootstrap", default=None, help="bootstrap servers of an existing cluster (external backend)")
     _kafka_args(r)
+    from checks.cli_check import add_liveness_arguments
+    add_liveness_arguments(r)
     r.set_defaults(func=cmd_run)
 
     c = sub.add_parser("cluster", help="keep a cluster running to poke at it")
