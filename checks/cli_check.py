@@ -32,27 +32,31 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     return parser
 
 
-def _positive_number(kind):
-    def parse(text: str):
+def add_liveness_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """--recovery-bound and --crash-loop (shared by `kipcheck check` and `kipcheck run`);
+    read them with `liveness_options`, which words a bad value as one line."""
+    parser.add_argument("--recovery-bound", default=None, metavar="SECONDS",
+                        help="slow-recovery when sends, ISR or reads take longer than this after a heal "
+                             "(default: the run's recorded bound, derived from the cluster's timeouts)")
+    parser.add_argument("--crash-loop", default=None, metavar="N",
+                        help="client-crash-loop when clients crash more than N times in a row (default 5)")
+    return parser
+
+
+def liveness_options(args: argparse.Namespace) -> tuple[float | None, int | None]:
+    """(recovery bound, crash-loop limit) from the arguments; ValueError (one line) when bad."""
+    def positive(option, text, kind):
+        if text is None:
+            return None
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+            value = None
+        if value is None or not value > 0 or value != value or value == float("inf"):
+            raise ValueError(f"{option} must be a {'whole ' if kind is int else ''}number > 0, got {text!r}")
         return value
-    parse.__name__ = kind.__name__
-    return parse
-
-
-def add_liveness_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """--recovery-bound and --crash-loop (shared by `kipcheck check` and `kipcheck run`)."""
-    parser.add_argument("--recovery-bound", type=_positive_number(float), default=None, metavar="SECONDS",
-                        help="slow-recovery when sends, ISR or reads take longer than this after a heal "
-                             "(default: the run's recorded bound, derived from the cluster's timeouts)")
-    parser.add_argument("--crash-loop", type=_positive_number(int), default=None, metavar="N",
-                        help="client-crash-loop when clients crash more than N times in a row (default 5)")
-    return parser
+    return (positive("--recovery-bound", getattr(args, "recovery_bound", None), float),
+            positive("--crash-loop", getattr(args, "crash_loop", None), int))
 
 
 def liveness_line(verdict: dict) -> str | None:
@@ -91,8 +95,9 @@ def exit_code(verdict: dict) -> int:
 
 def run_check_command(args: argparse.Namespace) -> int:
     try:
+        bound, crash_loop = liveness_options(args)
         verdict = check(args.path, engine=args.engine, master=args.master, profile=args.profile,
-                        recovery_bound=args.recovery_bound, crash_loop=args.crash_loop)
+                        recovery_bound=bound, crash_loop=crash_loop)
         if getattr(args, "out", None):
             write_verdict(verdict, args.out)
     except (HistoryError, ValueError, OSError) as e:

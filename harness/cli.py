@@ -45,13 +45,18 @@ def cmd_run(args) -> int:
     from faults.registry import parse_kinds
     from harness.progress import ProgressUI
     from harness.run import RunOptions, run
+    from checks.cli_check import liveness_options
+    try:
+        recovery_bound, crash_loop = liveness_options(args)
+    except ValueError as e:
+        raise HarnessError(str(e)) from None
     faults = None if args.faults is None else ([] if args.faults == "none" else parse_kinds(args.faults))
     opts = RunOptions(duration=args.duration, seed=args.seed, backend=args.backend, bootstrap=args.bootstrap,
                       kafka_version=args.kafka_version,
                       kafka_home=args.kafka_home, brokers=args.brokers, controllers=args.controllers,
                       faults=faults, intensity=args.intensity, runs_dir=args.runs_dir, engine=args.engine,
                       profile=args.profile, probes=not args.no_probes, tiered=args.tiered,
-                      recovery_bound=args.recovery_bound, crash_loop=args.crash_loop)
+                      recovery_bound=recovery_bound, crash_loop=crash_loop)
     ui = ProgressUI(quiet=args.quiet)
     run_dir, verdict = run(opts, ui)
     if verdict is not None:
