@@ -118,24 +118,48 @@ def test_recovery_inside_the_bound_is_measured_and_not_an_anomaly():
 def test_recovery_just_outside_the_bound_is_slow_recovery():
     h = Hist()
     kill_and_heal(h, 10)
-    h.at(11).healthy()
-    for p in PARTITIONS:  # the last broker to show a full ISR answers 5.1 s after the heal
+    for p in PARTITIONS:
+        h.at(11).send(p)
+    h.poll(PARTITIONS)
+    for b in (1, 2):
+        for p in PARTITIONS:
+            h.metadata(b, p, full=True)
+    h.at(15.05).metadata(3, 0, full=False)  # broker 3 still shows a shrunk ISR after the bound ...
+    for p in PARTITIONS:  # ... and a full one 5.1 s after the heal began
         h.at(15.1).metadata(3, p, full=True)
-    h.at(16).all_metadata(full=True)
     h.at(30).fault("heal-all", "stop", targets=())
-    history = [r for r in h.records]
-    # brokers 1 and 2 answered full at 11 s, broker 3's answers from 11 s were full too: remove them
-    history = [r for r in history if not (r["f"] == "metadata" and r["value"]["broker"] == 3
-                                           and 11 * S <= r["time"] < 15 * S)]
-    for i, r in enumerate(history):
-        r["index"] = i
-    v = judge(history, bound=5.0)
+    v = judge(h.records, bound=5.0)
     (slow,) = v["anomalies"]["slow-recovery"]
     assert slow["fault"] == "kill" and slow["measures"] == ["isr"] and slow["targets"] == [3]
     assert "isr took 5.1" in slow["message"]
     assert v["liveness"]["faults"][0]["status"] == "slow"
     assert v["valid"] is False and v["counts"]["anomalies"]["slow-recovery"] == 1
-    assert judge(history, bound=5.2)["anomalies"]["slow-recovery"] == []
+    assert judge(h.records, bound=5.2)["anomalies"]["slow-recovery"] == []
+
+
+def test_a_late_isr_that_no_answer_after_the_bound_showed_is_undecided():
+    """The observer samples (and stalls while a propagation waits on a dead broker): a full
+    ISR first seen late, with no answer after the bound showing it shrunk, proves nothing."""
+    h = Hist()
+    kill_and_heal(h, 10)
+    for p in PARTITIONS:
+        h.at(11).send(p)
+    h.poll(PARTITIONS)
+    h.at(12).metadata(1, 0, full=False)  # the last answer before the observer's silence
+    h.at(25).all_metadata(full=True)
+    h.at(30).fault("heal-all", "stop", targets=())
+    v = judge(h.records, bound=5.0)
+    entry = v["liveness"]["faults"][0]
+    assert entry["isr"] == pytest.approx(15.0, abs=1e-2) and entry["isr_not_full_at"] == pytest.approx(2.0, abs=1e-2)
+    assert entry["status"] == "undecided" and entry["undecided"] == ["isr"]
+    assert v["anomalies"]["slow-recovery"] == []
+    # a broker that failed to answer after the bound is proof enough
+    h.records = h.records[:-2 - 2 * len(BROKERS) * len(PARTITIONS)]
+    h.at(16)
+    h.op("observer", "metadata", {"broker": 3, "topic": "t", "partition": 0}, type_="info", error="refused")
+    h.at(25).all_metadata(full=True)
+    h.at(30).fault("heal-all", "stop", targets=())
+    assert [ex["measures"] for ex in judge(h.records, bound=5.0)["anomalies"]["slow-recovery"]] == [["isr"]]
 
 
 def test_every_broker_must_show_the_full_isr_after_the_heal():
@@ -151,13 +175,14 @@ def test_every_broker_must_show_the_full_isr_after_the_heal():
         h.metadata(1, p, full=True)
     h.metadata(2, 0, full=True)
     h.metadata(2, 1, full=False)
+    h.at(16).metadata(2, 1, full=False)  # still shrunk after the bound
     h.at(30).fault("heal-all", "stop", targets=())
     v = judge(h.records, bound=5.0)
     entry = v["liveness"]["faults"][0]
     assert entry["isr"] == "never" and entry["missing"]["isr"] == ["t/0", "t/1"]
     assert entry["sends"] == pytest.approx(0.0, abs=1e-3)
     assert [ex["measures"] for ex in v["anomalies"]["slow-recovery"]] == [["isr", "reads"]]
-    h.records = h.records[:-2]  # without the heal-all: broker 3 answers at last, 6 s after the heal
+    h.records = h.records[:-4]  # without the heal-all and the answer at 16 s: broker 3 answers 6 s after the heal
     h.at(16)
     for p in PARTITIONS:
         h.metadata(3, p, full=True)
@@ -178,7 +203,8 @@ def test_never_recovered_with_less_than_the_bound_left_is_undecided():
     assert v["anomalies"]["slow-recovery"] == [] and v["valid"] is not False
     # the same with the bound's worth of time left: not recovered in time, flagged
     v = judge(h.records, bound=3.0)
-    assert [ex["measures"] for ex in v["anomalies"]["slow-recovery"]] == [["sends", "isr", "reads"]]
+    assert [ex["measures"] for ex in v["anomalies"]["slow-recovery"]] == [["sends", "reads"]]
+    assert v["liveness"]["faults"][0]["undecided"] == ["isr"]  # no answer after the heal at all
 
 
 def test_the_next_fault_ends_the_window():
@@ -267,6 +293,7 @@ def test_check_cli_takes_the_bound_and_rejects_bad_ones(tmp_path):
     for p in PARTITIONS:
         h.at(11).send(p)
     h.poll(PARTITIONS)
+    h.at(16).metadata(1, 0, full=False)
     h.at(18).all_metadata(full=True)
     h.at(30).fault("heal-all", "stop", targets=())
     write_jsonl(h.records, tmp_path / "history.jsonl")

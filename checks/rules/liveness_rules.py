@@ -84,6 +84,8 @@ class LivenessRule:
         if type(v) is dict and v.get("fatal") is True:
             kept = {k: v[k] for k in _CRASH_FIELDS if k in v}
             return [(GROUP, {**record, "value": {"fatal": True, **kept}})]
+        if f == "metadata" and type_ != "ok":  # a broker that did not answer: the cluster is not whole
+            return [(GROUP, {**record, "value": {"broker": v.get("broker"), "unanswered": True}})]
         if type_ != "ok":
             return []
         if f == "send":
@@ -127,6 +129,7 @@ class _Window:
         self.first: dict[str, dict] = {m: {} for m in MEASURES}  # measure -> tp -> (time, index)
         self.isr_good: set = set()  # (tp, broker) whose latest answer since the heal was full
         self.isr_at: tuple | None = None
+        self.isr_not_full: int | None = None  # the last answer (or failure to answer) showing it was not
 
 
 class _Judge:
@@ -173,13 +176,19 @@ class _Judge:
 
     def _metadata(self, r: dict) -> None:
         v = r["value"]
+        w = self.window
+        if v.get("unanswered"):
+            if w is not None and w.isr_at is None:
+                w.isr_not_full = r["time"]
+            return
         tp, broker = _tp(v["topic"], v["partition"]), v["broker"]
         self.seen["isr"].add(tp)
         self.brokers.add(broker)
         self.isr_full[(tp, broker)] = v["full"]
-        w = self.window
         if w is None or w.isr_at is not None:
             return
+        if not v["full"]:
+            w.isr_not_full = r["time"]
         (w.isr_good.add if v["full"] else w.isr_good.discard)((tp, broker))
         if len(w.isr_good) == len(self.seen["isr"]) * len(self.brokers):
             w.isr_at = (r["time"], r["index"])
@@ -247,18 +256,26 @@ class _Judge:
             if not needed:
                 entry[m] = None  # nothing to measure (no such records in the run)
                 continue
+            # the observer samples and may stall: an ISR is late only when an answer (or a
+            # broker's failure to answer) at or after the bound showed it not yet full
+            unseen = m == "isr" and (w.isr_not_full is None or w.isr_not_full - w.heal < bound)
             if at is not None:
                 took = at[0] - w.heal
                 entry[m] = _seconds(took)
                 if took > bound:
-                    slow.append((m, f"{m} took {_seconds(took)} s", at[1]))
+                    if unseen:
+                        undecided.append(m)
+                    else:
+                        slow.append((m, f"{m} took {_seconds(took)} s", at[1]))
                 continue
             entry[m] = NEVER
             entry.setdefault("missing", {})[m] = missing[:20]
-            if end - w.heal >= bound:
+            if end - w.heal >= bound and not unseen:
                 slow.append((m, f"{m} had not recovered {self.rule.bound:g} s after the heal", None))
             else:
                 undecided.append(m)
+        if w.isr_not_full is not None:
+            entry["isr_not_full_at"] = _seconds(w.isr_not_full - w.heal)
         entry["status"] = "slow" if slow else ("undecided" if undecided else "recovered")
         if undecided:
             entry["undecided"] = undecided
