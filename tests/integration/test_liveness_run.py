@@ -33,6 +33,7 @@ def test_kill_judged_with_a_short_bound_is_slow_and_with_the_default_is_not(tmp_
     assert not other, f"the exit code must come from the liveness bound alone: {other}"
 
     block = verdict["liveness"]
+    print(json.dumps(block["faults"], indent=1))  # figures for the record (pytest -s)
     assert block["bound"] == SHORT_BOUND and "given" in block["bound_source"]
     kills = [f for f in block["faults"] if f["fault"] == "kill"]
     assert kills and kills[0]["status"] == "slow"
