@@ -51,8 +51,9 @@ def _seconds(ns: int) -> float:
     return round(max(0, ns) / 1e9, 3)
 
 
-def _tp(topic, partition) -> str:
-    return f"{topic}/{partition}"
+def _names(tps) -> list[str]:
+    """Partitions as "topic/partition", sorted."""
+    return sorted(f"{t}/{p}" for t, p in tps)
 
 
 class LivenessRule:
@@ -73,32 +74,37 @@ class LivenessRule:
         return (GROUP,) if self.split(record) else ()
 
     def split(self, record: dict) -> list[tuple[str, dict]]:
-        """The record as the judge needs it: faults whole; ok sends, ok polls with records
-        and ok metadata reduced to a few fields; other ok completions bare (they end a crash
-        streak); any fatal completion's crash fields."""
-        f, type_, v = record["f"], record["type"], record["value"]
-        if f == "fault":
-            return [(GROUP, record)]
-        if type_ == "invoke":
-            return []
+        """The record as the judge needs it: faults, ok sends and ok metadata as they are
+        (small); ok polls reduced to the partitions they read; other ok completions bare
+        (they end a crash streak); fatal completions to their crash fields; metadata
+        requests a broker did not answer. This runs for every record: cheap paths first."""
+        type_ = record["type"]
+        f = record["f"]
+        if type_ == "ok":
+            if f == "send" or f == "metadata" or f == "fault":
+                v = record["value"]
+                if v.get("fatal") is not True:
+                    return [(GROUP, record)]
+            elif f == "poll":
+                v = record["value"]
+                if v.get("fatal") is not True:
+                    tps = {(r[0], r[1]) for r in v.get("records") or () if len(r) >= 2}
+                    return [(GROUP, {**record, "value": {"tps": [[t, p] for t, p in tps]}})]
+            else:
+                v = record["value"]
+                if type(v) is not dict or v.get("fatal") is not True:
+                    return [(GROUP, {**record, "value": {}})]
+        elif type_ == "invoke":
+            return [(GROUP, record)] if f == "fault" else []
+        v = record["value"]
         if type(v) is dict and v.get("fatal") is True:
             kept = {k: v[k] for k in _CRASH_FIELDS if k in v}
             return [(GROUP, {**record, "value": {"fatal": True, **kept}})]
-        if f == "metadata" and type_ != "ok":  # a broker that did not answer: the cluster is not whole
+        if f == "fault":
+            return [(GROUP, record)]
+        if f == "metadata":  # a broker that did not answer: the cluster is not whole
             return [(GROUP, {**record, "value": {"broker": v.get("broker"), "unanswered": True}})]
-        if type_ != "ok":
-            return []
-        if f == "send":
-            return [(GROUP, {**record, "value": {"topic": v.get("topic"), "partition": v.get("partition")}})]
-        if f == "poll":
-            tps = sorted({(r[0], r[1]) for r in v.get("records") or () if len(r) >= 2}, key=str)
-            return [(GROUP, {**record, "value": {"tps": [list(tp) for tp in tps]}})]
-        if f == "metadata" and "partition" in v:
-            full = (v.get("error", "NONE") == "NONE" and bool(v.get("replicas"))
-                    and sorted(v.get("isr") or ()) == sorted(v.get("replicas") or ()))
-            return [(GROUP, {**record, "value": {"topic": v.get("topic"), "partition": v.get("partition"),
-                                                 "broker": v.get("broker"), "full": full}})]
-        return [(GROUP, {**record, "value": {}})]  # any other ok ends a crash streak of its f
+        return []
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
         return self.check_group(GROUP, records, profile)
@@ -141,7 +147,6 @@ class _Judge:
         self.anomalies: list[Anomaly] = []
         self.seen: dict[str, set] = {m: set() for m in MEASURES}  # partitions (brokers: "brokers")
         self.brokers: set = set()
-        self.isr_full: dict = {}  # (tp, broker) -> latest answer full
         self.last_time = 0
         self.crashes = 0
         self.crash_list: list[dict] = []
@@ -150,22 +155,25 @@ class _Judge:
 
     # -- records --------------------------------------------------------------------
     def add(self, r: dict) -> None:
-        self.last_time = max(self.last_time, r["time"])
-        f, type_, v = r["f"], r["type"], r["value"]
-        if f == "fault":
-            self._fault(r)
-        elif v.get("fatal") is True:
+        if r["time"] > self.last_time:
+            self.last_time = r["time"]
+        f, v = r["f"], r["value"]
+        if v.get("fatal") is True:
             self._crash(r)
         elif f == "send":
-            self._first("sends", _tp(v["topic"], v["partition"]), r)
-            self._end_streak(f)
+            self._first("sends", (v["topic"], v["partition"]), r)
+            if self.streaks:
+                self._end_streak(f)
+        elif f == "fault":
+            self._fault(r)
         elif f == "poll":
             for t, p in v["tps"]:
-                self._first("reads", _tp(t, p), r)
-            self._end_streak(f)
+                self._first("reads", (t, p), r)
+            if self.streaks:
+                self._end_streak(f)
         elif f == "metadata":
             self._metadata(r)
-        elif type_ == "ok":
+        elif self.streaks:  # any other ok
             self._end_streak(f)
 
     def _first(self, measure: str, tp: str, r: dict) -> None:
@@ -181,15 +189,18 @@ class _Judge:
             if w is not None and w.isr_at is None:
                 w.isr_not_full = r["time"]
             return
-        tp, broker = _tp(v["topic"], v["partition"]), v["broker"]
+        if "partition" not in v:
+            return
+        tp, broker = (v.get("topic"), v["partition"]), v.get("broker")
+        full = (v.get("error", "NONE") == "NONE" and bool(v.get("replicas"))
+                and sorted(v.get("isr") or ()) == sorted(v.get("replicas") or ()))
         self.seen["isr"].add(tp)
         self.brokers.add(broker)
-        self.isr_full[(tp, broker)] = v["full"]
         if w is None or w.isr_at is not None:
             return
-        if not v["full"]:
+        if not full:
             w.isr_not_full = r["time"]
-        (w.isr_good.add if v["full"] else w.isr_good.discard)((tp, broker))
+        (w.isr_good.add if full else w.isr_good.discard)((tp, broker))
         if len(w.isr_good) == len(self.seen["isr"]) * len(self.brokers):
             w.isr_at = (r["time"], r["index"])
 
@@ -246,12 +257,12 @@ class _Judge:
         for m in MEASURES:
             needed = self.seen[m]
             if m == "isr":
-                missing = [] if w.isr_at is not None else sorted(
+                missing = [] if w.isr_at is not None else _names(
                     tp for tp in needed if any((tp, b) not in w.isr_good for b in self.brokers))
                 at = w.isr_at
             else:
                 got = w.first[m]
-                missing = sorted(needed - set(got))
+                missing = _names(needed - set(got))
                 at = max((got[tp] for tp in needed), default=None) if not missing else None
             if not needed:
                 entry[m] = None  # nothing to measure (no such records in the run)
