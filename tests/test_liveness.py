@@ -306,3 +306,24 @@ def test_check_cli_takes_the_bound_and_rejects_bad_ones(tmp_path):
     for bad in ("0", "-1", "soon"):
         p = _cli("check", str(tmp_path), "--recovery-bound", bad)
         assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+
+
+def test_report_shows_recoveries_and_crashes(tmp_path):
+    from checks.api import check, write_verdict
+    from reports.html import write_report
+    h = Hist()
+    kill_and_heal(h, 10)
+    for p in PARTITIONS:
+        h.at(11).send(p)
+    h.poll(PARTITIONS)
+    h.at(16).metadata(1, 0, full=False)
+    h.at(18).all_metadata(full=True)
+    crash(h, process=100)
+    h.at(30).fault("heal-all", "stop", targets=())
+    write_jsonl(h.records, tmp_path / "history.jsonl")
+    write_verdict(check(tmp_path, recovery_bound=5), tmp_path)
+    page = write_report(tmp_path).read_text()
+    liveness = page.split("<h2>Liveness", 1)[1].split("<h2>", 1)[0]
+    assert "<td>kill</td>" in liveness and "slow" in liveness and "8.0" in liveness
+    assert "Client crashes: 1" in liveness and "OUT_OF_ORDER_SEQUENCE_NUMBER" in liveness and "<td>2</td>" in liveness
+    assert (tmp_path / "report" / "timeline.png").stat().st_size > 10_000

@@ -145,8 +145,8 @@ class _Judge:
         self.window: _Window | None = None
         self.done: list[dict] = []
         self.anomalies: list[Anomaly] = []
-        self.seen: dict[str, set] = {m: set() for m in MEASURES}  # partitions (brokers: "brokers")
-        self.brokers: set = set()
+        self.seen: dict[str, set] = {m: set() for m in MEASURES}  # measure -> (topic, partition) seen
+        self.brokers: set = set()  # brokers whose metadata answered
         self.last_time = 0
         self.crashes = 0
         self.crash_list: list[dict] = []
