@@ -287,14 +287,19 @@ def _cli(*args):
     return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, timeout=120)
 
 
-def test_check_cli_takes_the_bound_and_rejects_bad_ones(tmp_path):
-    h = Hist()
+def isr_back_after_8s(h: Hist) -> Hist:
+    """A kill healed at 10 s: sends and reads back at once, a shrunk ISR seen at 16 s, full at 18 s."""
     kill_and_heal(h, 10)
     for p in PARTITIONS:
         h.at(11).send(p)
     h.poll(PARTITIONS)
     h.at(16).metadata(1, 0, full=False)
     h.at(18).all_metadata(full=True)
+    return h
+
+
+def test_check_cli_takes_the_bound_and_rejects_bad_ones(tmp_path):
+    h = isr_back_after_8s(Hist())
     h.at(30).fault("heal-all", "stop", targets=())
     write_jsonl(h.records, tmp_path / "history.jsonl")
     slow = _cli("check", str(tmp_path), "--recovery-bound", "5")
@@ -311,13 +316,7 @@ def test_check_cli_takes_the_bound_and_rejects_bad_ones(tmp_path):
 def test_report_shows_recoveries_and_crashes(tmp_path):
     from checks.api import check, write_verdict
     from reports.html import write_report
-    h = Hist()
-    kill_and_heal(h, 10)
-    for p in PARTITIONS:
-        h.at(11).send(p)
-    h.poll(PARTITIONS)
-    h.at(16).metadata(1, 0, full=False)
-    h.at(18).all_metadata(full=True)
+    h = isr_back_after_8s(Hist())
     crash(h, process=100)
     h.at(30).fault("heal-all", "stop", targets=())
     write_jsonl(h.records, tmp_path / "history.jsonl")
