@@ -128,6 +128,7 @@ def timeline_png(ops: list[dict], windows, anomaly_indices: set[int], path: Path
         if liveness.get("faults"):
             _mark_recoveries(ax, liveness, -1)
             ticks, labels = [-1, *ticks], ["recovery after heal", *labels]
+            ax.set_ylim(-1.6, max(len(lanes) - 0.4, 0.6))
     ax.set_yticks(ticks, labels, fontsize=7)
     ax.set_xlabel("seconds since run start")
     ax.legend(loc="upper right", fontsize=7, ncols=6)
