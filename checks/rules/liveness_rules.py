@@ -43,6 +43,8 @@ MEASURES = ("sends", "isr", "reads")
 NEVER = "never"
 #: crashes kept in the liveness block for the report (the count is always whole)
 MAX_CRASHES_LISTED = 100
+#: kipcheck's own probes (docs/history.md): not clients whose crash streaks their oks could end
+_PROBES = frozenset(("fetch", "list_offsets", "offsets_for_leader_epoch", "metadata_propagation"))
 #: fields of a fatal completion the crash list keeps
 _CRASH_FIELDS = ("error", "broker", "client")
 
@@ -75,9 +77,10 @@ class LivenessRule:
 
     def split(self, record: dict) -> list[tuple[str, dict]]:
         """The record as the judge needs it: faults, ok sends and ok metadata as they are
-        (small); ok polls reduced to the partitions they read; other ok completions bare
-        (they end a crash streak); fatal completions to their crash fields; metadata
-        requests a broker did not answer. This runs for every record: cheap paths first."""
+        (small); ok polls reduced to the partitions they read; other clients' ok completions
+        bare (they end a crash streak; the prober's are left out); fatal completions reduced
+        to their crash fields; metadata requests a broker did not answer. This runs for
+        every record: cheap paths first."""
         type_ = record["type"]
         f = record["f"]
         if type_ == "ok":
@@ -90,6 +93,8 @@ class LivenessRule:
                 if v.get("fatal") is not True:
                     tps = {(r[0], r[1]) for r in v.get("records") or () if len(r) >= 2}
                     return [(GROUP, {**record, "value": {"tps": [[t, p] for t, p in tps]}})]
+            elif f in _PROBES:
+                return []
             else:
                 v = record["value"]
                 if type(v) is not dict or v.get("fatal") is not True:
