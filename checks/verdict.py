@@ -5,7 +5,9 @@ same code here decides the answer, so the local and Spark engines agree by const
 Besides the DESIGN.md anomaly names, a rule may return an `Anomaly` named `UNKNOWN`
 ("unknown"): not a deviation but a reason the history could not be decided (e.g. the
 linearisation budget ran out). It makes the verdict "unknown" unless a real anomaly is
-proven, and is listed under the verdict's extra key "unknown".
+proven, and is listed under the verdict's extra key "unknown". A rule with a `summary`
+name (the liveness rule) returns one row of that name: not an anomaly, but a block of the
+verdict (`"liveness"`), so that engines move it like any other row.
 """
 from __future__ import annotations
 
