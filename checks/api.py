@@ -13,32 +13,43 @@ ENGINES = ("local", "spark")
 
 def check(path: str | Path, engine: str = "local", master: str | None = None,
           profile: str | None = None, rules: Sequence | None = None,
-          require_coverage: str | None = None) -> dict:
+          require_coverage: str | None = None, recovery_bound: float | None = None,
+          crash_loop: int | None = None) -> dict:
     """Check a run directory or a history file (JSONL or Parquet); return the verdict.
 
-    Raises `checks.history.HistoryError` (one-line message) for unreadable or invalid input,
-    ValueError for a bad engine or coverage requirement. `require_coverage`: see
-    `checks.coverage.parse_requirement`."""
-    return check_many([path], engine, master, profile, rules, require_coverage)[0]
+    `recovery_bound` (seconds) and `crash_loop` tune the liveness rule of the default rules
+    (None: the run's recorded bound, else one from Kafka's defaults; checks/recovery.py).
+    `require_coverage`: see `checks.coverage.parse_requirement`. Raises
+    `checks.history.HistoryError` (one-line message) for unreadable or invalid input,
+    ValueError for a bad engine or coverage requirement."""
+    return check_many([path], engine, master, profile, rules, require_coverage, recovery_bound, crash_loop)[0]
 
 
 def check_many(paths: Sequence[str | Path], engine: str = "local", master: str | None = None,
                profile: str | None = None, rules: Sequence | None = None,
-               require_coverage: str | None = None) -> list[dict]:
+               require_coverage: str | None = None, recovery_bound: float | None = None,
+               crash_loop: int | None = None) -> list[dict]:
     """`check` for many runs at once: the Spark engine judges them all in ONE job (keyed by
     run, so the cluster's parallelism is used across runs); each run keeps its own profile
-    (asked, or its Kafka version's) and gets the verdict it would get alone."""
+    (asked, or its Kafka version's) and its own recovery bound, and gets the verdict it
+    would get alone."""
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; expected one of {ENGINES}")
     profiles = [choose_profile(p, profile) for p in paths]
     if require_coverage:
         parse_requirement(require_coverage)  # bad text fails before the work
+    if rules is None:
+        from checks.recovery import choose_bound, liveness_rule
+        from checks.verdict import default_rules
+        run_rules = [default_rules(liveness_rule(choose_bound(p, recovery_bound), crash_loop)) for p in paths]
+    else:
+        run_rules = [list(rules)] * len(paths)
     if engine == "local":
         from checks.engine_local import check_path
-        verdicts = [check_path(p, rules, prof) for p, prof in zip(paths, profiles)]
+        verdicts = [check_path(p, r, prof) for p, r, prof in zip(paths, run_rules, profiles)]
     else:
         from checks.engine_spark import check_paths
-        verdicts = check_paths(paths, rules, profiles, master=master)
+        verdicts = check_paths(paths, run_rules, profiles, master=master)
     return [apply_requirement(v, require_coverage) for v in verdicts]
 
 

@@ -1,4 +1,5 @@
-"""`kipcheck check RUN_OR_HISTORY... [--engine local|spark] [--master M] [--profile P] [--json]`.
+"""`kipcheck check RUN_OR_HISTORY... [--engine local|spark] [--master M] [--profile P]
+[--require-coverage SPEC] [--recovery-bound SECONDS] [--crash-loop N] [--json]`.
 
 Several runs with `--engine spark` are judged in one Spark job (`checks.api.check_many`);
 the exit code is then the worst of theirs (anomalies > unknown > valid).
@@ -30,10 +31,50 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     parser.add_argument("--require-coverage", default=None, metavar="N|RULE=N,...",
                         help="a valid verdict becomes unknown (exit 3) unless every judged KIP rule "
                              "(or each RULE named) had at least N observations (see verdict 'coverage')")
+    add_liveness_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
     parser.add_argument("--out", default=None,
                         help="also write the verdict to this file (a directory gets verdict.json)")
     return parser
+
+
+def add_liveness_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """--recovery-bound and --crash-loop (shared by `kipcheck check` and `kipcheck run`);
+    read them with `liveness_options`, which words a bad value as one line."""
+    parser.add_argument("--recovery-bound", default=None, metavar="SECONDS",
+                        help="slow-recovery when sends, ISR or reads take longer than this after a heal "
+                             "(default: the run's recorded bound, derived from the cluster's timeouts)")
+    parser.add_argument("--crash-loop", default=None, metavar="N",
+                        help="client-crash-loop when clients crash more than N times in a row (default 5)")
+    return parser
+
+
+def liveness_options(args: argparse.Namespace) -> tuple[float | None, int | None]:
+    """(recovery bound, crash-loop limit) from the arguments; ValueError (one line) when bad."""
+    def positive(option, text, kind):
+        if text is None:
+            return None
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not value > 0 or value != value or value == float("inf"):
+            raise ValueError(f"{option} must be a {'whole ' if kind is int else ''}number > 0, got {text!r}")
+        return value
+    return (positive("--recovery-bound", getattr(args, "recovery_bound", None), float),
+            positive("--crash-loop", getattr(args, "crash_loop", None), int))
+
+
+def liveness_line(verdict: dict) -> str | None:
+    """One line on the liveness block: recovered / slow / undecided heals and crashes."""
+    block = verdict.get("liveness")
+    if not block:
+        return None
+    status: dict = {}
+    for entry in block.get("faults", []):
+        status[entry["status"]] = status.get(entry["status"], 0) + 1
+    shown = ", ".join(f"{n} {s}" for s, n in sorted(status.items())) or "no heals"
+    return (f"  liveness: {shown} (bound {block['bound']:g} s); client crashes: {block.get('client_crashes', 0)}")
 
 
 def summary(verdict: dict) -> str:
@@ -48,6 +89,9 @@ def summary(verdict: dict) -> str:
                              f"  e.g. indices {first['indices']}: {first['message']}")
     for reason in verdict.get("unknown", []):
         lines.append(f"  unknown: {reason['message']}")
+    live = liveness_line(verdict)
+    if live:
+        lines.append(live)
     judged = {rid: row for rid, row in (verdict.get("coverage") or {}).items() if row["observations"] is not None}
     if judged:
         never = sorted(rid for rid, row in judged.items() if row["observations"] == 0)
@@ -69,8 +113,9 @@ def run_check_command(args: argparse.Namespace) -> int:
     try:
         if args.out and len(args.paths) > 1:
             raise ValueError("--out takes one run; with several, each verdict is printed (use --json)")
+        bound, crash_loop = liveness_options(args)
         verdicts = check_many(args.paths, engine=args.engine, master=args.master, profile=args.profile,
-                              require_coverage=args.require_coverage)
+                              require_coverage=args.require_coverage, recovery_bound=bound, crash_loop=crash_loop)
         if args.out:
             write_verdict(verdicts[0], args.out)
     except (HistoryError, ValueError, OSError) as e:

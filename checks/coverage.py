@@ -9,10 +9,10 @@ The list of rules is read from the model itself (every public function of the KI
 modules whose docstring starts with "KIP-"), so a new model rule appears here with 0
 until `opportunities` learns which observations exercise it.
 
-`CoverageRule` is an ordinary checker rule: its `split` turns each record into the ids of
-the rules it exercises (so engines move a few strings, not the record), and its
-streaming judge sums them into one pseudo-anomaly named `COVERAGE` that `build_verdict`
-folds into `verdict["coverage"]`; both engines therefore count the same way.
+`CoverageRule` is an ordinary checker rule with a summary (checks.verdict.summaries): its
+`split` turns each record into the ids of the rules it exercises (so engines move a few
+strings, not the record), and its streaming judge sums them into the one summary row that
+becomes `verdict["coverage"]`; both engines therefore count the same way.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from reference_model import kip227, kip392, kip1023, kip1166
 
 from checks.rules.base import Anomaly
 
-#: pseudo-anomaly name that carries a group's counts from a rule to the verdict
+#: the verdict key of the coverage table (the summary row's name)
 COVERAGE = "coverage"
 _GROUP = "coverage"
 _SECTION = re.compile(r'^(KIP-\d+) "([^"]+)"')
@@ -136,6 +136,8 @@ class CoverageRule:
     """Counts `opportunities` over the whole history (one group, streamed)."""
 
     anomalies = ()
+    summary = COVERAGE  # the verdict key its summary row fills (checks.verdict)
+    key = _GROUP
 
     def group_keys(self, record: dict) -> Iterable[str]:
         return (_GROUP,) if opportunities(record) else ()
@@ -166,14 +168,11 @@ class _Counter:
         self.counts.update(value["rules"] if "rules" in value else opportunities(record))
 
     def finish(self) -> list[Anomaly]:
-        return [Anomaly(COVERAGE, (), "", details={"counts": dict(self.counts)})]
+        return [Anomaly(COVERAGE, (), "rule coverage", details=coverage_table(self.counts))]
 
 
-def coverage_table(anomalies: Iterable[Anomaly]) -> dict[str, dict]:
+def coverage_table(counts: Counter) -> dict[str, dict]:
     """The verdict's coverage block: every model rule with its observation count."""
-    counts: Counter = Counter()
-    for a in anomalies:
-        counts.update(a.details.get("counts", {}))
     return {rid: {**meta, "observations": counts.get(rid, 0) if rid in OBSERVED else None,
                   "counted": OBSERVED.get(rid, "not judged on its own: part of another rule, or not "
                                                "observable from outside a broker")}

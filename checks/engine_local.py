@@ -168,7 +168,7 @@ def check_records(records: Iterable[dict], rules: Sequence | None = None,
         held.close()
     counts = Counts()
     counts.add_pairs(pairs)
-    return build_verdict(anomalies, counts, profile, engine="local")
+    return build_verdict(anomalies, counts, profile, engine="local", rules=rules)
 
 
 def check_path(path: str | Path, rules: Sequence | None = None, profile: str = "kip",

@@ -89,7 +89,7 @@ def package_zip() -> Path:
     return out
 
 
-def _keyer(rules: Sequence, trusted: bool):
+def _keyer(run_rules: Sequence[Sequence], trusted: bool):
     """mapInArrow function: one (run, rule, key, index, pickled record part) row per group
     of each record; rows are validated unless the Parquet files are `trusted`."""
     import pyarrow as pa
@@ -110,7 +110,7 @@ def _keyer(rules: Sequence, trusted: bool):
                         where = f"history row with index {row[0]}"
                         record = validate(decode_row(*row, where), where)
                     index = row[0]
-                    for i, key, part in keyed(rules, record):
+                    for i, key, part in keyed(run_rules[run], record):
                         run_col.append(run)
                         rule_col.append(i)
                         key_col.append(key)
@@ -125,7 +125,7 @@ def _keyer(rules: Sequence, trusted: bool):
     return fn
 
 
-def _judge(rules: Sequence, profiles: Sequence[str]):
+def _judge(run_rules: Sequence[Sequence], profiles: Sequence[str]):
     """mapInArrow function: rows sorted by (run, rule, key, index) in, anomaly rows out;
     run number r is judged under `profiles[r]`."""
     import pyarrow as pa
@@ -133,7 +133,7 @@ def _judge(rules: Sequence, profiles: Sequence[str]):
     schema = pa.schema([("run", pa.int32()), ("name", pa.string()), ("known", pa.bool_()), ("indices", pa.list_(pa.int64())),
                         ("message", pa.string()), ("details", pa.string())])
     loads = pickle.loads
-    starts = [starter(rule) for rule in rules]
+    starts = [[starter(rule) for rule in rules] for rules in run_rules]
 
     def rows(batches):
         for batch in batches:
@@ -143,9 +143,9 @@ def _judge(rules: Sequence, profiles: Sequence[str]):
     def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         with no_cyclic_gc():
             for (run, i, key), group in groupby(rows(batches), key=lambda r: (r[0], r[1], r[2])):
-                rule = rules[i]
+                rule = run_rules[run][i]
                 profile = profiles[run]
-                start = starts[i]
+                start = starts[run][i]
                 if start is not None:  # a streaming judge: each record in, none held
                     judge = start(key, profile)
                     add = judge.add
@@ -170,16 +170,17 @@ def _judge(rules: Sequence, profiles: Sequence[str]):
 def check_path(path: str | Path, rules: Sequence | None = None, profile: str = "kip",
                master: str | None = None, spark=None) -> dict:
     """Verdict for a run directory, JSONL or Parquet history, computed by Spark."""
-    return check_paths([path], rules, [profile], master, spark)[0]
+    return check_paths([path], None if rules is None else [rules], [profile], master, spark)[0]
 
 
-def check_paths(paths: Sequence[str | Path], rules: Sequence | None = None, profiles: Sequence[str] | None = None,
-                master: str | None = None, spark=None) -> list[dict]:
+def check_paths(paths: Sequence[str | Path], rules: Sequence[Sequence] | None = None,
+                profiles: Sequence[str] | None = None, master: str | None = None, spark=None) -> list[dict]:
     """Verdicts for many runs (or histories) from ONE Spark job: every record is keyed by
     its run as well, so groups of all runs spread over the cluster together, and each
-    run's verdict is exactly the one `check_path` gives it alone. `profiles[i]` judges
-    `paths[i]` (default: `kip` for all)."""
-    rules = default_rules() if rules is None else list(rules)
+    run's verdict is exactly the one `check_path` gives it alone. `rules[i]` (a rule list:
+    the same rules, with that run's parameters such as its recovery bound) and
+    `profiles[i]` judge `paths[i]` (defaults: `default_rules()`, `kip`)."""
+    run_rules = [default_rules() for _ in paths] if rules is None else [list(r) for r in rules]
     profiles = list(profiles) if profiles is not None else ["kip"] * len(paths)
     if len(profiles) != len(paths):
         raise ValueError("one profile per path")
@@ -197,7 +198,7 @@ def check_paths(paths: Sequence[str | Path], rules: Sequence | None = None, prof
             sources.append(str(source))
         spark = spark or spark_session(master)
         try:
-            return _run(spark, sources, rules, profiles, all(trusted))
+            return _run(spark, sources, run_rules, profiles, all(trusted))
         except Exception as e:  # executor errors arrive wrapped; surface ours as one line
             m = re.search(r"HistoryError: ([^\n]*)", str(e))
             if m:
@@ -205,7 +206,8 @@ def check_paths(paths: Sequence[str | Path], rules: Sequence | None = None, prof
             raise
 
 
-def _run(spark, sources: Sequence[str], rules: Sequence, profiles: Sequence[str], trusted: bool = False) -> list[dict]:
+def _run(spark, sources: Sequence[str], run_rules: Sequence[Sequence], profiles: Sequence[str],
+         trusted: bool = False) -> list[dict]:
     from functools import reduce
 
     from pyspark.sql import functions as F
@@ -217,12 +219,13 @@ def _run(spark, sources: Sequence[str], rules: Sequence, profiles: Sequence[str]
     for row in df.groupBy("run", "f", "type").count().collect():
         counts[row["run"]].add(row["f"], row["type"], row["count"])
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions", "8"))
-    found = (df.mapInArrow(_keyer(rules, trusted), _KEYED_SCHEMA)
+    found = (df.mapInArrow(_keyer(run_rules, trusted), _KEYED_SCHEMA)
              .repartition(partitions, "run", "rule", "key")
              .sortWithinPartitions("run", "rule", "key", "index")
-             .mapInArrow(_judge(rules, profiles), _ANOMALY_SCHEMA))
+             .mapInArrow(_judge(run_rules, profiles), _ANOMALY_SCHEMA))
     anomalies: list[list] = [[] for _ in sources]
     for r in found.collect():
         row = r.asDict()
         anomalies[row.pop("run")].append(anomaly_from_row(row))
-    return [build_verdict(anomalies[n], counts[n], profiles[n], engine="spark") for n in range(len(sources))]
+    return [build_verdict(anomalies[n], counts[n], profiles[n], engine="spark", rules=run_rules[n])
+            for n in range(len(sources))]

@@ -1,7 +1,7 @@
 """spark-submit entry point:
 
     spark-submit --master spark://HOST:7077 --py-files kipcheck.zip \\
-        checks/spark_job.py RUN_OR_HISTORY... [--profile P] [--out verdict.json]
+        checks/spark_job.py RUN_OR_HISTORY... [--profile P] [--recovery-bound S] [--out verdict.json]
 
 Every path must be readable by the driver and the executors (shared storage, HDFS,
 S3...). All paths are judged in one Spark job. Prints the verdict JSON (several runs:

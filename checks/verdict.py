@@ -5,7 +5,9 @@ same code here decides the answer, so the local and Spark engines agree by const
 Besides the DESIGN.md anomaly names, a rule may return an `Anomaly` named `UNKNOWN`
 ("unknown"): not a deviation but a reason the history could not be decided (e.g. the
 linearisation budget ran out). It makes the verdict "unknown" unless a real anomaly is
-proven, and is listed under the verdict's extra key "unknown".
+proven, and is listed under the verdict's extra key "unknown". A rule with a `summary`
+name (the liveness rule) returns one row of that name: not an anomaly, but a block of the
+verdict (`"liveness"`), so that engines move it like any other row.
 """
 from __future__ import annotations
 
@@ -15,7 +17,6 @@ import json
 from collections import Counter
 from typing import Iterable, Sequence
 
-from checks.coverage import COVERAGE, coverage_table
 from checks.rules.base import Anomaly
 
 UNKNOWN = "unknown"
@@ -25,17 +26,23 @@ ANOMALY_NAMES = (
     "lost-write", "duplicate", "inconsistent-offset", "nonmonotonic-poll", "poll-skip",
     "uncommitted-read", "hwm-regression", "wrong-fetch-error", "preferred-replica-violation",
     "fetch-session-violation", "tiered-offset-violation", "hwm-propagation-delay",
+    # liveness (checks/rules/liveness_rules.py)
+    "slow-recovery", "client-crash-loop",
 )
 
 #: examples kept per name (the smallest proofs first); counts always hold the total
 MAX_EXAMPLES = 50
 
 
-def default_rules() -> list:
-    """The history rules, plus the model-backed rules when that module is importable."""
+def default_rules(liveness=None) -> list:
+    """The history rules, the liveness rule (`liveness`, or one with the Kafka-default
+    bound), plus the model-backed rules when that module is importable."""
     from checks.rules.history_rules import HISTORY_RULES
 
-    rules = list(HISTORY_RULES)
+    if liveness is None:
+        from checks.recovery import liveness_rule
+        liveness = liveness_rule()
+    rules = [*HISTORY_RULES, liveness]
     try:
         from checks.rules.model_rules import MODEL_RULES
     except ImportError:
@@ -157,18 +164,33 @@ def _example_order(a: Anomaly):
             json.dumps(a.details, sort_keys=True, default=str))
 
 
+def summaries(rules: Sequence, anomalies: list[Anomaly], profile: str) -> dict:
+    """Rules with a `summary` name (the liveness rule) return one row of that name whose
+    details are a block of the verdict; a rule whose group never formed (no records of
+    its kinds) gives the summary of an empty group."""
+    names = {getattr(r, "summary", None) for r in rules} - {None}
+    out = {a.name: a.details for a in anomalies if a.name in names}
+    for rule in rules:
+        name = getattr(rule, "summary", None)
+        if name and name not in out:
+            out.update({a.name: a.details for a in rule.start(rule.key, profile).finish() if a.name == name})
+    return out
+
+
 def build_verdict(anomalies: Iterable[Anomaly], counts: Counts, profile: str,
-                  engine: str) -> dict:
+                  engine: str, rules: Sequence = ()) -> dict:
     """The verdict dict (DESIGN.md). A proven anomaly makes it false; otherwise no reads
-    or an undecided search make it "unknown"."""
+    or an undecided search make it "unknown". Summary rows of `rules` (see `summaries`)
+    become verdict blocks; the liveness block's crash count joins `counts`."""
     found: dict[str, list[Anomaly]] = {n: [] for n in ANOMALY_NAMES}
     known: dict[str, list[Anomaly]] = {n: [] for n in ANOMALY_NAMES}
     unknown: list[Anomaly] = []
-    covered: list[Anomaly] = []
+    anomalies = list(anomalies)
+    blocks = summaries(rules, anomalies, profile)
     for a in anomalies:
-        if a.name == COVERAGE:
-            covered.append(a)
-        elif a.name == UNKNOWN:
+        if a.name in blocks:
+            continue
+        if a.name == UNKNOWN:
             unknown.append(a)
         else:
             (known if a.known else found).setdefault(a.name, []).append(a)
@@ -187,14 +209,13 @@ def build_verdict(anomalies: Iterable[Anomaly], counts: Counts, profile: str,
     reasons = examples(unknown)
     if counts.reads == 0:
         reasons.insert(0, {"indices": [], "message": "the history holds no reads (no ok poll or fetch)"})
-    return {
+    verdict = {
         "valid": valid,
         "anomalies": {n: examples(v) for n, v in found.items()},
         "known": {n: examples(v) for n, v in known.items()},
         "unknown": reasons,
         "profile": profile,
         "engine": engine,
-        "coverage": coverage_table(covered),
         "counts": {
             "records": counts.records,
             "reads": counts.reads,
@@ -205,6 +226,11 @@ def build_verdict(anomalies: Iterable[Anomaly], counts: Counts, profile: str,
             "unknown": len(unknown),
         },
     }
+    for name, block in sorted(blocks.items()):
+        verdict[name] = json.loads(json.dumps(block, default=str))  # plain values, as the examples
+    if "liveness" in blocks:
+        verdict["counts"]["client_crashes"] = blocks["liveness"].get("client_crashes", 0)
+    return verdict
 
 
 def comparable(verdict: dict) -> dict:

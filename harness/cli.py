@@ -45,6 +45,11 @@ def cmd_run(args) -> int:
     from faults.registry import parse_kinds
     from harness.progress import ProgressUI
     from harness.run import RunOptions, run
+    from checks.cli_check import liveness_options
+    try:
+        recovery_bound, crash_loop = liveness_options(args)
+    except ValueError as e:
+        raise HarnessError(str(e)) from None
     faults = None if args.faults is None else ([] if args.faults == "none" else parse_kinds(args.faults))
     if args.require_coverage:
         from checks.coverage import parse_requirement
@@ -57,7 +62,8 @@ def cmd_run(args) -> int:
                       kafka_home=args.kafka_home, brokers=args.brokers, controllers=args.controllers,
                       faults=faults, intensity=args.intensity, runs_dir=args.runs_dir, engine=args.engine,
                       profile=args.profile, probes=not args.no_probes, tiered=args.tiered,
-                      require_coverage=args.require_coverage)
+                      require_coverage=args.require_coverage,
+                      recovery_bound=recovery_bound, crash_loop=crash_loop)
     ui = ProgressUI(quiet=args.quiet)
     run_dir, verdict = run(opts, ui)
     if verdict is not None:
@@ -185,6 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="native: start an embedded cluster (default); external: use --bootstrap")
     r.add_argument("--bootstrap", default=None, help="bootstrap servers of an existing cluster (external backend)")
     _kafka_args(r)
+    from checks.cli_check import add_liveness_arguments
+    add_liveness_arguments(r)
     r.set_defaults(func=cmd_run)
 
     from harness.campaign import add_campaign_arguments, cmd_campaign

@@ -48,6 +48,8 @@ class RunOptions:
     tiered: bool = False  # remote storage on every broker, the workload topic tiered (KIP-1023 data)
     probes: bool = True  # the raw-protocol prober and the metadata observer (harness.prober/observer)
     require_coverage: str | None = None  # checks.coverage.parse_requirement: too little makes the verdict unknown
+    recovery_bound: float | None = None  # liveness bound in s (None: derived, see checks/recovery.py)
+    crash_loop: int | None = None  # crashes in a row before client-crash-loop (None: the checker's default)
 
 
 class RunContext:
@@ -139,10 +141,12 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
     history = History(run_dir / "history.jsonl")
     verdict = None
     try:
+        started = time.monotonic()
         if options.backend == "native":
             with ui.step(f"starting {options.brokers} Kafka {version} nodes"):
                 cluster.up(progress=ui.substep)
-        save_config(mode=cluster.mode, racks=cluster.racks(), bootstrap=cluster.bootstrap_servers())
+        save_config(mode=cluster.mode, racks=cluster.racks(), bootstrap=cluster.bootstrap_servers(),
+                    recovery_bound=_recovery_bound(cluster, time.monotonic() - started))
         if cluster.mode == "loopback":
             ui.note("not root: nodes share loopback; packet-level partitions are unavailable, proxy faults only")
         ctx = RunContext(cluster, w.topic)
@@ -177,6 +181,18 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
             history.close()
             verdict = _check_and_report(run_dir, options, ui)
     return run_dir, verdict
+
+
+_CLIENT_REQUEST_TIMEOUT_MS = 5000  # the producers' request.timeout.ms (harness/workload.py ProducerWorker)
+
+
+def _recovery_bound(cluster, node_start_s: float) -> dict:
+    """The default liveness bound from this cluster's own timeouts and its measured start
+    (checks/recovery.py); an external cluster's settings are unknown: Kafka's defaults."""
+    from checks.recovery import derive_bound
+    brokers = getattr(cluster, "brokers", None) or []
+    props = brokers[0].server_properties() if brokers and hasattr(brokers[0], "server_properties") else None
+    return derive_bound(props, _CLIENT_REQUEST_TIMEOUT_MS, node_start_s if props is not None else None)
 
 
 def _follower_rack(cluster: NativeCluster, parts) -> str:
@@ -226,7 +242,8 @@ def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:
             to_parquet(run_dir / "history.jsonl", run_dir / "history.parquet")
         with ui.step(f"checking the history ({options.engine})"):
             verdict = check(run_dir, engine=options.engine, profile=options.profile,
-                            require_coverage=options.require_coverage)
+                            require_coverage=options.require_coverage,
+                            recovery_bound=options.recovery_bound, crash_loop=options.crash_loop)
             write_verdict(verdict, run_dir / "verdict.json")
     except HistoryError as e:
         ui.note(f"error: {e}")

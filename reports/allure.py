@@ -16,6 +16,7 @@ FEATURE = {
     "uncommitted-read": "KIP-392", "wrong-fetch-error": "KIP-392", "preferred-replica-violation": "KIP-392",
     "hwm-regression": "KIP-1166", "hwm-propagation-delay": "KIP-1166",
     "fetch-session-violation": "KIP-227", "tiered-offset-violation": "KIP-1023",
+    "slow-recovery": "liveness", "client-crash-loop": "liveness",
 }
 
 

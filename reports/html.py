@@ -1,7 +1,8 @@
-"""Turns a run directory into `report/index.html`: verdict, anomalies, pictures, logs.
+"""Turns a run directory into `report/index.html`: verdict, anomalies, liveness, pictures, logs.
 
 Pictures first where people would rather look than read: a timeline of operations
-against fault windows, and send latency and throughput over time.
+against fault windows (with each heal's recovery and every client crash marked), and
+send latency and throughput over time.
 """
 from __future__ import annotations
 
@@ -19,6 +20,12 @@ from checks.history import iter_history  # noqa: E402
 from reports.coverage_view import coverage_html  # noqa: E402
 
 COLORS = {"ok": "#2a9d3f", "fail": "#d62728", "info": "#f0a030"}
+#: a heal's recovery span by the liveness status of the verdict (checks/rules/liveness_rules.py)
+RECOVERY_COLORS = {"recovered": "#2a9d3f", "slow": "#d62728", "undecided": "#f0a030", "heal failed": "#888888"}
+MEASURES = (("sends", "S", "acknowledged sends on every partition"), ("isr", "I", "full ISR everywhere"),
+            ("reads", "R", "reads on every partition"))
+CRASH_COLOR = "#c0168c"
+CRASH_LABELS = 12  # crashes named on the picture; the table lists them all
 
 
 def _fault_windows(records: list[dict], end: float) -> list[tuple[float, float, str]]:
@@ -59,7 +66,50 @@ def _shade(ax, windows) -> None:
                 rotation=0, clip_on=False)
 
 
-def timeline_png(ops: list[dict], windows, anomaly_indices: set[int], path: Path) -> None:
+def _measured(entry: dict, measure: str):
+    value = entry.get(measure)
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _mark_recoveries(ax, liveness: dict, y: float) -> None:
+    """Per heal, a bar on lane `y` from the heal to the last recovery (to the window's end
+    when something never recovered), coloured by status; S/I/R where sends, the ISR and
+    reads came back; a dotted tick where the bound ran out."""
+    left, right = ax.get_xlim()
+    for n, entry in enumerate(liveness.get("faults", [])):
+        heal, color = entry["heal"], RECOVERY_COLORS.get(entry.get("status"), "#888888")
+        times = [t for m, _, _ in MEASURES if (t := _measured(entry, m)) is not None]
+        never = any(entry.get(m) == "never" for m, _, _ in MEASURES)
+        end = heal + ((entry.get("window") or 0) if never else max(times, default=0))
+        ax.barh(y, max(end - heal, 0.05), left=heal, height=0.5, color=color, alpha=0.6, lw=0,
+                label="heal → recovery" if n == 0 else None)
+        for m, letter, _ in MEASURES:
+            t = _measured(entry, m)
+            if t is not None:
+                ax.text(heal + t, y + 0.3, letter, fontsize=6, ha="center", va="bottom", color=color)
+        bound = heal + float(liveness.get("bound", 0))
+        if left <= bound <= right:
+            ax.plot([bound, bound], [y - 0.4, y + 0.4], ls=":", color="#555555", lw=1)
+    ax.set_xlim(left, right)
+
+
+def _mark_crashes(ax, crashes: list[dict], lane_of: dict) -> None:
+    """Client crashes as marks on the lane of the operation they ended, the first few named."""
+    xs, ys = [], []
+    for i, c in enumerate(crashes):
+        y = lane_of.get((c.get("f"), str(c.get("process"))), 0)
+        xs.append(c["time"])
+        ys.append(y)
+        if i < CRASH_LABELS:
+            where = f" (broker {c['broker']})" if c.get("broker") is not None else ""
+            ax.annotate(f"{str(c.get('error', 'fatal'))[:40]}{where}", (c["time"], y), fontsize=6,
+                        color=CRASH_COLOR, xytext=(3, 3), textcoords="offset points")
+    if xs:
+        ax.scatter(xs, ys, s=60, color=CRASH_COLOR, marker="X", label="client crash", zorder=3)
+
+
+def timeline_png(ops: list[dict], windows, anomaly_indices: set[int], path: Path,
+                 liveness: dict | None = None) -> None:
     lanes = sorted({(o["f"], str(o["process"])) for o in ops if o["process"] != "nemesis"},
                    key=lambda x: (x[0], int(x[1]) if x[1].isdigit() else 0))
     lane_of = {lane: i for i, lane in enumerate(lanes)}
@@ -73,10 +123,18 @@ def timeline_png(ops: list[dict], windows, anomaly_indices: set[int], path: Path
         ax.scatter([o["end"] for o in bad], [lane_of[(o["f"], str(o["process"]))] for o in bad], s=40,
                    color="black", marker="x", label="anomaly")
     _shade(ax, windows)
-    ax.set_yticks(range(len(lanes)), [f"{f} p{p}" for f, p in lanes], fontsize=7)
+    ticks, labels = list(range(len(lanes))), [f"{f} p{p}" for f, p in lanes]
+    if liveness:
+        _mark_crashes(ax, liveness.get("crashes", []), lane_of)
+        if liveness.get("faults"):
+            _mark_recoveries(ax, liveness, -1)
+            ticks, labels = [-1, *ticks], ["recovery after heal", *labels]
+            ax.set_ylim(-1.6, max(len(lanes) - 0.4, 0.6))
+    ax.set_yticks(ticks, labels, fontsize=7)
     ax.set_xlabel("seconds since run start")
-    ax.legend(loc="upper right", fontsize=7, ncols=4)
-    ax.set_title("Operations by process against fault windows (red)", fontsize=10, pad=14)
+    ax.legend(loc="upper right", fontsize=7, ncols=6)
+    ax.set_title("Operations by process against fault windows (red); after each heal, the time to recover "
+                 "(bottom lane: S sends, I ISR, R reads; dotted: the bound)", fontsize=10, pad=14)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -126,6 +184,53 @@ def _examples_table(section: dict, limit: int = 20) -> str:
     return "<table><tr><th>anomaly</th><th>history indices</th><th>what</th></tr>" + "".join(rows) + "</table>"
 
 
+def _liveness(verdict: dict | None) -> str:
+    """The liveness block of the verdict: recovery after each heal against the bound, and crashes."""
+    block = (verdict or {}).get("liveness")
+    if not block:
+        return "<p>not measured</p>"
+    esc = html.escape
+    parts = ", ".join(f"{esc(k)} {v:g} s" for k, v in block.get("bound_parts", {}).items())
+    head = (f"<p>Bound <b>{block['bound']:g} s</b> ({esc(str(block.get('bound_source', '')))}"
+            f"{': ' + parts if parts else ''}). Times are seconds from the start of each heal; "
+            f"“never”: not within the heal's window (until the next fault or the end of the workload).</p>")
+
+    def cell(entry, m):
+        value = entry.get(m)
+        if value is None:
+            return "<td>-</td>"
+        if value == "never":
+            missing = esc(", ".join(entry.get("missing", {}).get(m, [])))
+            return f"<td title='not recovered: {missing}'>never</td>"
+        style = " style='color:#d62728;font-weight:bold'" if value > block["bound"] else ""
+        return f"<td{style}>{value:.1f}</td>"
+
+    def row(e):
+        healed = "-" if e.get("healed") is None else f"{e['healed']:.1f}"
+        color = RECOVERY_COLORS.get(e["status"], "#888")
+        return (f"<tr><td>{esc(str(e['fault']))}</td><td>{esc(str(e.get('targets', [])))}</td>"
+                f"<td>{e['heal']:.1f}</td><td>{healed}</td>" + "".join(cell(e, m) for m, _, _ in MEASURES)
+                + f"<td style='color:{color}'>{esc(e['status'])}</td>"
+                  f"<td>{e.get('window', 0):.1f} ({esc(str(e.get('ended_by', '')))})</td></tr>")
+
+    rows = "".join(row(e) for e in block.get("faults", []))
+    headers = "".join(f"<th title='{esc(what)}'>{m}</th>" for m, _, what in MEASURES)
+    table = ("<table><tr><th>fault</th><th>targets</th><th>heal began (s)</th><th>heal done (s)</th>"
+             + headers + "<th>status</th><th>window (s)</th></tr>" + rows + "</table>") if rows else "<p>no heals</p>"
+    crashes = block.get("crashes", [])
+    crash_rows = "".join(
+        f"<tr><td>{c['time']:.1f}</td><td>{esc(str(c.get('f')))}</td><td>{esc(str(c.get('process')))}</td>"
+        f"<td>{esc(str(c.get('broker', '-')))}</td><td>{esc(str(c.get('error', '')))}</td><td>{c['index']}</td></tr>"
+        for c in crashes)
+    total = block.get("client_crashes", 0)
+    crash_table = (f"<h3>Client crashes: {total}</h3>"
+                   + ("<table><tr><th>time (s)</th><th>operation</th><th>process</th><th>broker</th><th>error</th>"
+                      "<th>history index</th></tr>" + crash_rows + "</table>" if crash_rows else "")
+                   + (f"<p>… {total - len(crashes)} more</p>" if total > len(crashes) else "")
+                   + "<p>Each crashed client was replaced under a new process id.</p>" * bool(total))
+    return head + table + crash_table
+
+
 def _fetch_sources(config: dict) -> str:
     rows = "".join(f"<tr><td>{html.escape(c)}</td><td>{html.escape(str(v.get('rack')))}</td><td>{p}</td><td>{v.get('leader')}</td>"
                    f"<td>{v.get('fetching_from')}{' (follower)' if v.get('fetching_from') != v.get('leader') else ''}</td></tr>"
@@ -150,7 +255,7 @@ def write_report(run_dir: Path) -> Path:
         for ex in examples:
             flagged.update(ex.get("indices", []))
     if ops:
-        timeline_png(ops, windows, flagged, out / "timeline.png")
+        timeline_png(ops, windows, flagged, out / "timeline.png", (verdict or {}).get("liveness"))
         latency_png(ops, windows, out / "latency.png")
     valid = verdict["valid"] if verdict else "not checked"
     badge = {True: ("VALID", "#2a9d3f"), False: ("INVALID", "#d62728")}.get(valid, (str(valid).upper(), "#888"))
@@ -179,6 +284,7 @@ profile {html.escape(str((verdict or {}).get('profile', '?')))} · consumer rack
 <h2>Latency and throughput</h2>{'<img src="latency.png" alt="send latency and throughput">' if ops else ''}
 <h2>Anomalies</h2>{_examples_table((verdict or {}).get('anomalies', {}))}
 <h2>Known deviations (accepted by the profile)</h2>{_examples_table((verdict or {}).get('known', {}))}
+<h2>Liveness: recovery after each heal</h2>{_liveness(verdict)}
 <h2>Rule coverage (observations that could have violated each KIP rule)</h2>{coverage_html(verdict)}
 <h2>Where consumers fetched from (KIP-392)</h2>{_fetch_sources(config)}
 <h2>Faults</h2><table><tr><th>kind</th><th>start (s)</th><th>duration (s)</th><th>params</th></tr>{schedule}</table>

@@ -97,3 +97,33 @@ def test_one_job_for_many_runs_gives_each_its_own_verdict(spark, tmp_path):
     assert [comparable(v) for v in together] == [comparable(v) for v in alone]
     assert [v["valid"] for v in together] == [True, False, True]
     assert [v["profile"] for v in together] == profiles
+
+
+def test_same_liveness_verdict(spark, tmp_path):
+    """Heals, recoveries, a slow one and a crash loop: both engines measure and judge alike."""
+    from checks import engine_spark
+    from checks.recovery import liveness_rule
+    from checks.verdict import default_rules
+    from tests.test_liveness import PARTITIONS, Hist, crash, kill_and_heal
+
+    h = Hist()
+    kill_and_heal(h, 10)
+    h.at(11).send(0)
+    h.at(12).send(1)
+    h.poll(PARTITIONS)
+    h.at(17).metadata(1, 0, full=False)  # still shrunk 7 s after the heal ...
+    h.at(19).all_metadata(full=True)  # ... full at 9 s: slow against the 6 s bound below
+    h.at(20).fault("pause", "start", targets=())
+    h.at(25).fault("pause", "stop", targets=(2,))
+    h.at(26).healthy()
+    for i in range(7):
+        crash(h, process=100 + i)
+    h.at(40).fault("heal-all", "stop", targets=())
+    write_jsonl(h.records, tmp_path / "history.jsonl")
+    rules = default_rules(liveness_rule({"seconds": 6.0, "parts": {}, "source": "test"}))
+    local = engine_local.check_path(tmp_path / "history.jsonl", rules=rules)
+    remote = engine_spark.check_path(tmp_path / "history.jsonl", rules=rules, spark=spark)
+    assert comparable(local) == comparable(remote)
+    assert [f["status"] for f in local["liveness"]["faults"]] == ["slow", "recovered"]
+    assert len(local["anomalies"]["slow-recovery"]) == 1 and len(local["anomalies"]["client-crash-loop"]) == 1
+    assert local["counts"]["client_crashes"] == 7

@@ -1,0 +1,93 @@
+"""The bound of the liveness rule (checks/rules/liveness_rules.py): asked for, recorded in
+the run's config.json, or derived from the cluster's own timeouts.
+
+After a heal, recovery can wait out, one after another, each of the mechanisms below; the
+default bound is their sum, so a cluster that takes longer has a mechanism stuck, not
+merely slow. The parts (seconds) are recorded beside the bound in config.json and in the
+verdict, so a reader sees what the bound is made of:
+
+* `broker.session.timeout.ms`: a broker that stopped heartbeating is fenced by the
+  controller after this, and its partitions get new leaders (KRaftConfigs
+  BROKER_SESSION_TIMEOUT_MS_DEFAULT = 9000; fencing in BrokerHeartbeatManager);
+* `replica.lag.time.max.ms`: a leader drops a follower that has not caught up for this
+  long (Partition.maybeShrinkIsr; ReplicationConfigs REPLICA_LAG_TIME_MAX_MS_DEFAULT = 30000,
+  the harness sets 8000);
+* `controller.quorum.fetch.timeout.ms` + `controller.quorum.election.timeout.ms`: a
+  controller quorum without a leader elects one (QuorumConfig DEFAULT_QUORUM_FETCH_TIMEOUT_MS
+  = 2000, DEFAULT_QUORUM_ELECTION_TIMEOUT_MS = 1000);
+* the clients' `request.timeout.ms`: a request stuck on a dead connection is retried
+  (elsewhere) only after it (the workload's producers use 5000);
+* `node start`: a killed node's restart (the heal) takes as long as a JVM start; the run
+  measures its own cluster start, else `NODE_START_ALLOWANCE` seconds.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from checks.history import HistoryError
+
+#: Kafka's defaults (ms) for the broker and controller parts of the bound
+KAFKA_DEFAULTS_MS = {
+    "broker.session.timeout.ms": 9000,
+    "replica.lag.time.max.ms": 30000,
+    "controller.quorum.fetch.timeout.ms": 2000,
+    "controller.quorum.election.timeout.ms": 1000,
+}
+#: the clients' request.timeout.ms when the run does not say (Kafka's and librdkafka's default)
+CLIENT_REQUEST_TIMEOUT_MS = 30000
+#: seconds allowed for a node restart when the run did not measure its own node start
+NODE_START_ALLOWANCE = 30.0
+#: more crashes than this in a row is a client-crash-loop
+DEFAULT_CRASH_LOOP = 5
+
+
+def derive_bound(broker_config: dict | None = None, client_request_timeout_ms: float | None = None,
+                 node_start_s: float | None = None) -> dict:
+    """{"seconds", "parts", "source"}: the sum of the parts above, each from `broker_config`
+    (a broker's server.properties as a dict) when it sets it, else Kafka's default."""
+    config = broker_config or {}
+    parts = {}
+    for name, default in KAFKA_DEFAULTS_MS.items():
+        try:
+            parts[name] = float(config.get(name, default)) / 1000
+        except (TypeError, ValueError):
+            parts[name] = default / 1000
+    parts["client request.timeout.ms"] = float(client_request_timeout_ms or CLIENT_REQUEST_TIMEOUT_MS) / 1000
+    measured = node_start_s is not None and node_start_s > 0
+    parts["node start"] = round(float(node_start_s), 1) if measured else NODE_START_ALLOWANCE
+    source = "derived from the cluster's timeouts" + ("" if measured else " (node start: allowance)")
+    return {"seconds": round(sum(parts.values()), 1), "parts": parts, "source": source}
+
+
+def recorded_bound(path: str | Path) -> dict | None:
+    """The `recovery_bound` the run recorded in config.json beside the history, if any."""
+    p = Path(path)
+    config = (p if p.is_dir() else p.parent) / "config.json"
+    try:
+        bound = json.loads(config.read_text()).get("recovery_bound")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if isinstance(bound, dict) and isinstance(bound.get("seconds"), (int, float)) and bound["seconds"] > 0:
+        return bound
+    return None
+
+
+def choose_bound(path: str | Path | None, asked: float | None = None) -> dict:
+    """The bound to judge `path` with: `asked` (seconds) if given, else the run's recorded
+    one, else one derived from Kafka's defaults. The derived parts are kept for reference."""
+    recorded = recorded_bound(path) if path is not None else None
+    base = recorded or {**derive_bound(), "source": "Kafka's default timeouts (the run recorded none)"}
+    if asked is None:
+        return base
+    if not asked > 0:
+        raise HistoryError(f"--recovery-bound must be > 0 seconds, got {asked}")
+    return {"seconds": float(asked), "parts": base["parts"],
+            "source": f"given (the default would be {base['seconds']:g} s, {base['source']})"}
+
+
+def liveness_rule(bound: dict | None = None, crash_loop: int | None = None):
+    from checks.rules.liveness_rules import LivenessRule
+    bound = bound or choose_bound(None)
+    return LivenessRule(bound["seconds"], bound.get("parts"), bound.get("source", ""),
+                        DEFAULT_CRASH_LOOP if crash_loop is None else crash_loop)

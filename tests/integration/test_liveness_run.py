@@ -1,0 +1,64 @@
+"""The liveness verdict on a live cluster: a kill judged with a recovery bound shorter than a
+broker restart is a slow-recovery (exit 1); the same history re-checked with the run's own
+default bound (derived from the cluster's timeouts and measured start) is not."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.cluster
+
+SHORT_BOUND = 2.0  # seconds: less than any JVM start, so no kill can recover within it
+
+
+def _cli(*args, timeout=900):
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_kill_judged_with_a_short_bound_is_slow_and_with_the_default_is_not(tmp_path, pytestconfig):
+    v = pytestconfig.getoption("--kafka-version")
+    # seed 25: the first kill heals ~14 s before the second starts (faults/schedule.py)
+    run = _cli("run", "--faults", "kill", "--duration", "45", "--seed", "25", "--runs-dir", str(tmp_path),
+               "--quiet", "--recovery-bound", str(SHORT_BOUND), *(["--kafka-version", v] if v else []))
+    run_dir = next(tmp_path.iterdir())
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert run.returncode == 1, f"exit {run.returncode}\n{run.stdout}\n{run.stderr[-3000:]}"
+    slow = verdict["anomalies"]["slow-recovery"]
+    assert slow and all(ex["fault"] == "kill" for ex in slow), slow
+    other = {k: len(x) for k, x in verdict["anomalies"].items() if x and k != "slow-recovery"}
+    assert not other, f"the exit code must come from the liveness bound alone: {other}"
+
+    block = verdict["liveness"]
+    print(json.dumps(block["faults"], indent=1))  # figures for the record (pytest -s)
+    assert block["bound"] == SHORT_BOUND and "given" in block["bound_source"]
+    kills = [f for f in block["faults"] if f["fault"] == "kill"]
+    assert kills and kills[0]["status"] == "slow"
+    assert kills[0]["healed"] - kills[0]["heal"] > SHORT_BOUND  # the restart alone outlasted the bound
+    # the ISR cannot be full before the killed broker is back, i.e. not before its restart ended
+    first = kills[0]
+    assert first["isr"] == "never" or first["isr"] >= first["healed"] - first["heal"]
+
+    config = json.loads((run_dir / "config.json").read_text())
+    default = config["recovery_bound"]
+    assert default["seconds"] == pytest.approx(sum(default["parts"].values()), abs=0.2)
+    assert default["parts"]["replica.lag.time.max.ms"] == 8.0  # what harness/node.py configures
+
+    again = _cli("check", str(run_dir), "--json", timeout=300)
+    rechecked = json.loads(again.stdout)
+    assert again.returncode == 0, f"exit {again.returncode}\n{again.stdout[-2000:]}\n{again.stderr}"
+    assert rechecked["anomalies"]["slow-recovery"] == []
+    assert rechecked["liveness"]["bound"] == default["seconds"]
+    assert rechecked["liveness"]["bound_source"] == default["source"]
+    # the same heals, the same measurements: only the judgement changed
+    same = [{k: f[k] for k in ("fault", "heal", "sends", "isr", "reads")} for f in rechecked["liveness"]["faults"]]
+    assert same == [{k: f[k] for k in ("fault", "heal", "sends", "isr", "reads")} for f in block["faults"]]
+    statuses = [f["status"] for f in rechecked["liveness"]["faults"]]
+    assert statuses and set(statuses) <= {"recovered", "undecided"}, statuses
+    measured = [f[m] for f in rechecked["liveness"]["faults"] for m in ("sends", "isr", "reads")
+                if isinstance(f[m], float)]
+    assert measured, "nothing recovered within any heal's window: the default bound judged nothing"
+    assert max(measured) <= default["seconds"]

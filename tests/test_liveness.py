@@ -1,0 +1,328 @@
+"""The liveness rule on hand-made histories: recovery times after heals, the bound, undecided
+windows, client crash loops; the bound's derivation and the CLI options."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from checks.engine_local import check_records
+from checks.history import write_jsonl
+from checks.recovery import choose_bound, derive_bound, liveness_rule
+from checks.rules.liveness_rules import LivenessRule
+from checks.verdict import default_rules
+
+S = 1_000_000_000  # ns per second
+PARTITIONS = (0, 1)
+BROKERS = (1, 2, 3)
+
+
+class Hist:
+    """A history written by hand, one record at a time, with a settable clock (seconds).
+    Sends append to a per-partition log and polls read what is new, so the safety rules
+    have nothing to say about it."""
+
+    def __init__(self):
+        self.records: list[dict] = []
+        self.t = 0
+        self.n = 0
+        self.logs: dict[int, list[str]] = {p: [] for p in PARTITIONS}
+        self.read_to: dict[int, int] = {p: 0 for p in PARTITIONS}
+
+    def at(self, seconds: float) -> "Hist":
+        self.t = int(seconds * S)
+        return self
+
+    def _add(self, process, type_, f, value):
+        self.records.append({"index": len(self.records), "time": self.t, "process": process, "type": type_,
+                             "f": f, "value": value})
+        self.t += 1000
+
+    def op(self, process, f, value, type_="ok", **result):
+        self._add(process, "invoke", f, value)
+        self._add(process, type_, f, {**value, **result})
+
+    def send(self, partition, process=0, type_="ok", **extra):
+        self.n += 1
+        value = {"topic": "t", "partition": partition, "key": f"{process}-{self.n}", "value": f"{process}-{self.n}"}
+        offset = len(self.logs[partition])
+        if type_ == "ok":
+            self.logs[partition].append(value["value"])
+        self.op(process, "send", value, type_, **({"offset": offset} if type_ == "ok" else {}), **extra)
+
+    def poll(self, partitions, process=10, type_="ok", **extra):
+        recs = []
+        if type_ == "ok":
+            for p in partitions:
+                recs += [["t", p, o, self.logs[p][o]] for o in range(self.read_to[p], len(self.logs[p]))]
+                self.read_to[p] = len(self.logs[p])
+        self.op(process, "poll", {"topic": "t"}, type_, **({"records": recs} if type_ == "ok" else {}), **extra)
+
+    def metadata(self, broker, partition, full=True):
+        isr = [1, 2, 3] if full else [1, 2]
+        self.op("observer", "metadata", {"broker": broker, "topic": "t", "partition": partition},
+                error="NONE", leader=1, leader_epoch=0, isr=isr, replicas=[1, 2, 3])
+
+    def all_metadata(self, full=True):
+        for b in BROKERS:
+            for p in PARTITIONS:
+                self.metadata(b, p, full)
+
+    def fault(self, name, phase, targets=(3,)):
+        value = {"fault": name, "phase": phase, **({"targets": list(targets)} if phase == "stop" else {})}
+        self._add("nemesis", "invoke", "fault", value)
+        self._add("nemesis", "ok", "fault", {**value, "targets": list(targets)})
+
+    def healthy(self):
+        """Everything works: a send and a read on every partition, every broker reports a full ISR."""
+        for p in PARTITIONS:
+            self.send(p)
+        self.poll(PARTITIONS)
+        self.all_metadata()
+
+
+def judge(records, bound=5.0, crash_loop=5):
+    rule = LivenessRule(bound, {"test": bound}, "test", crash_loop)
+    return check_records(records, rules=[rule])
+
+
+def kill_and_heal(h: Hist, heal_at: float) -> None:
+    h.at(0).healthy()
+    h.at(1).fault("kill", "start")
+    h.at(2).all_metadata(full=False)
+    h.at(heal_at).fault("kill", "stop")
+
+
+def test_recovery_inside_the_bound_is_measured_and_not_an_anomaly():
+    h = Hist()
+    kill_and_heal(h, 10)
+    h.at(11).send(0)
+    h.at(12.5).send(1)  # sends resume on every partition 2.5 s after the heal began
+    h.at(13).poll([0])
+    h.at(13.5).poll([1])
+    h.at(14).all_metadata(full=True)
+    h.at(30).fault("heal-all", "stop", targets=())
+    v = judge(h.records, bound=5.0)
+    assert v["anomalies"]["slow-recovery"] == []
+    (entry,) = v["liveness"]["faults"]
+    assert entry["fault"] == "kill" and entry["targets"] == [3] and entry["heal"] == 10.0
+    assert entry["sends"] == pytest.approx(2.5, abs=1e-3)
+    assert entry["reads"] == pytest.approx(3.5, abs=1e-3)
+    assert entry["isr"] == pytest.approx(4.0, abs=1e-3)
+    assert entry["status"] == "recovered" and entry["ended_by"].startswith("end of workload")
+    assert v["valid"] is True
+
+
+def test_recovery_just_outside_the_bound_is_slow_recovery():
+    h = Hist()
+    kill_and_heal(h, 10)
+    for p in PARTITIONS:
+        h.at(11).send(p)
+    h.poll(PARTITIONS)
+    for b in (1, 2):
+        for p in PARTITIONS:
+            h.metadata(b, p, full=True)
+    h.at(15.05).metadata(3, 0, full=False)  # broker 3 still shows a shrunk ISR after the bound ...
+    for p in PARTITIONS:  # ... and a full one 5.1 s after the heal began
+        h.at(15.1).metadata(3, p, full=True)
+    h.at(30).fault("heal-all", "stop", targets=())
+    v = judge(h.records, bound=5.0)
+    (slow,) = v["anomalies"]["slow-recovery"]
+    assert slow["fault"] == "kill" and slow["measures"] == ["isr"] and slow["targets"] == [3]
+    assert "isr took 5.1" in slow["message"]
+    assert v["liveness"]["faults"][0]["status"] == "slow"
+    assert v["valid"] is False and v["counts"]["anomalies"]["slow-recovery"] == 1
+    assert judge(h.records, bound=5.2)["anomalies"]["slow-recovery"] == []
+
+
+def test_a_late_isr_that_no_answer_after_the_bound_showed_is_undecided():
+    """The observer samples (and stalls while a propagation waits on a dead broker): a full
+    ISR first seen late, with no answer after the bound showing it shrunk, proves nothing."""
+    h = Hist()
+    kill_and_heal(h, 10)
+    for p in PARTITIONS:
+        h.at(11).send(p)
+    h.poll(PARTITIONS)
+    h.at(12).metadata(1, 0, full=False)  # the last answer before the observer's silence
+    h.at(25).all_metadata(full=True)
+    h.at(30).fault("heal-all", "stop", targets=())
+    v = judge(h.records, bound=5.0)
+    entry = v["liveness"]["faults"][0]
+    assert entry["isr"] == pytest.approx(15.0, abs=1e-2) and entry["isr_not_full_at"] == pytest.approx(2.0, abs=1e-2)
+    assert entry["status"] == "undecided" and entry["undecided"] == ["isr"]
+    assert v["anomalies"]["slow-recovery"] == []
+    # a broker that failed to answer after the bound is proof enough
+    h.records = h.records[:-2 - 2 * len(BROKERS) * len(PARTITIONS)]
+    h.at(16)
+    h.op("observer", "metadata", {"broker": 3, "topic": "t", "partition": 0}, type_="info", error="refused")
+    h.at(25).all_metadata(full=True)
+    h.at(30).fault("heal-all", "stop", targets=())
+    assert [ex["measures"] for ex in judge(h.records, bound=5.0)["anomalies"]["slow-recovery"]] == [["isr"]]
+
+
+def test_every_broker_must_show_the_full_isr_after_the_heal():
+    h = Hist()
+    h.at(0).healthy()  # broker 3's last answers, before it was killed, showed a full ISR
+    h.at(1).fault("kill", "start")
+    for b in (1, 2):
+        for p in PARTITIONS:
+            h.at(2).metadata(b, p, full=False)
+    h.at(10).fault("kill", "stop")
+    for p in PARTITIONS:
+        h.send(p)
+        h.metadata(1, p, full=True)
+    h.metadata(2, 0, full=True)
+    h.metadata(2, 1, full=False)
+    h.at(16).metadata(2, 1, full=False)  # still shrunk after the bound
+    h.at(30).fault("heal-all", "stop", targets=())
+    v = judge(h.records, bound=5.0)
+    entry = v["liveness"]["faults"][0]
+    assert entry["isr"] == "never" and entry["missing"]["isr"] == ["t/0", "t/1"]
+    assert entry["sends"] == pytest.approx(0.0, abs=1e-3)
+    assert [ex["measures"] for ex in v["anomalies"]["slow-recovery"]] == [["isr", "reads"]]
+    h.records = h.records[:-4]  # without the heal-all and the answer at 16 s: broker 3 answers 6 s after the heal
+    h.at(16)
+    for p in PARTITIONS:
+        h.metadata(3, p, full=True)
+    h.metadata(2, 1, full=True)
+    h.poll(PARTITIONS)
+    assert judge(h.records, bound=7.0)["liveness"]["faults"][0]["isr"] == pytest.approx(6.0, abs=1e-3)
+
+
+def test_never_recovered_with_less_than_the_bound_left_is_undecided():
+    h = Hist()
+    kill_and_heal(h, 10)
+    h.at(11).send(0)  # partition 1 never acknowledges again
+    h.at(13).fault("heal-all", "stop", targets=())  # the workload ends 3 s after the heal
+    v = judge(h.records, bound=5.0)
+    entry = v["liveness"]["faults"][0]
+    assert entry["sends"] == "never" and entry["missing"]["sends"] == ["t/1"]
+    assert entry["status"] == "undecided" and "sends" in entry["undecided"]
+    assert v["anomalies"]["slow-recovery"] == [] and v["valid"] is not False
+    # the same with the bound's worth of time left: not recovered in time, flagged
+    v = judge(h.records, bound=3.0)
+    assert [ex["measures"] for ex in v["anomalies"]["slow-recovery"]] == [["sends", "reads"]]
+    assert v["liveness"]["faults"][0]["undecided"] == ["isr"]  # no answer after the heal at all
+
+
+def test_the_next_fault_ends_the_window():
+    h = Hist()
+    kill_and_heal(h, 10)
+    h.at(12).fault("partition", "start")  # before anything recovered
+    h.at(13).healthy()
+    h.at(20).fault("partition", "stop", targets=(1,))
+    h.at(21).healthy()
+    h.at(40).fault("heal-all", "stop", targets=())
+    v = judge(h.records, bound=5.0)
+    kill, part = v["liveness"]["faults"]
+    assert kill["ended_by"] == "next fault (partition)" and kill["window"] == pytest.approx(2.0, abs=1e-3)
+    assert kill["status"] == "undecided" and kill["sends"] == "never"
+    assert part["fault"] == "partition" and part["status"] == "recovered" and part["sends"] == pytest.approx(1.0, abs=1e-2)
+    assert v["anomalies"]["slow-recovery"] == []
+
+
+def crash(h: Hist, f="send", client=None, process=0):
+    extra = {"fatal": True, "error": "KafkaError{FATAL,code=OUT_OF_ORDER_SEQUENCE_NUMBER}", "broker": 2}
+    if client is not None:
+        extra["client"] = client
+    if f == "send":
+        h.send(0, process=process, type_="info", **extra)
+    else:
+        h.poll([0], process=process, type_="info", **extra)
+
+
+def test_more_than_n_crashes_in_a_row_is_a_crash_loop():
+    h = Hist()
+    h.healthy()
+    for i in range(6):
+        crash(h, process=100 + i)
+    h.poll([0])  # a read in between does not end a producer crash loop
+    v = judge(h.records, crash_loop=5)
+    (loop,) = v["anomalies"]["client-crash-loop"]
+    assert loop["f"] == "send" and loop["crashes"] == 6 and len(loop["indices"]) == 6
+    assert v["counts"]["client_crashes"] == 6 and v["valid"] is False
+    listed = v["liveness"]["crashes"][0]
+    assert listed["f"] == "send" and listed["broker"] == 2 and "OUT_OF_ORDER" in listed["error"]
+    assert judge(h.records, crash_loop=6)["anomalies"]["client-crash-loop"] == []
+
+
+def test_an_ok_in_between_ends_the_streak_and_one_client_crashes_once():
+    h = Hist()
+    h.healthy()
+    for i in range(4):
+        crash(h, process=100 + i)
+    h.send(1, process=200)  # progress: the streak ends at 4
+    for i in range(4):
+        crash(h, process=300 + i)
+    for slot in range(5):  # five in-flight slots of one pipelined client end together: one crash
+        crash(h, client="producer-0#7", process=400 + slot)
+    v = judge(h.records, crash_loop=5)
+    assert v["anomalies"]["client-crash-loop"] == []
+    assert v["counts"]["client_crashes"] == 9
+    crash(h, f="poll", process=500)
+    assert judge(h.records, crash_loop=5)["counts"]["client_crashes"] == 10
+
+
+def test_the_default_rules_give_a_liveness_block_even_without_its_records():
+    v = check_records([], rules=default_rules())
+    assert v["liveness"]["faults"] == [] and v["counts"]["client_crashes"] == 0
+    assert v["liveness"]["bound"] == derive_bound()["seconds"]
+
+
+def test_bound_derivation_records_its_parts_and_the_run_overrides_kafka_defaults(tmp_path):
+    b = derive_bound({"replica.lag.time.max.ms": 8000}, 5000, 21.04)
+    assert b["parts"]["replica.lag.time.max.ms"] == 8.0 and b["parts"]["node start"] == 21.0
+    assert b["seconds"] == pytest.approx(9 + 8 + 2 + 1 + 5 + 21.0)
+    assert derive_bound()["parts"]["replica.lag.time.max.ms"] == 30.0  # Kafka's default
+    (tmp_path / "config.json").write_text(json.dumps({"recovery_bound": b}))
+    assert choose_bound(tmp_path) == b
+    asked = choose_bound(tmp_path, 3.5)
+    assert asked["seconds"] == 3.5 and asked["parts"] == b["parts"] and "46" in asked["source"]
+    assert liveness_rule(asked).bound == 3.5
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, timeout=120)
+
+
+def isr_back_after_8s(h: Hist) -> Hist:
+    """A kill healed at 10 s: sends and reads back at once, a shrunk ISR seen at 16 s, full at 18 s."""
+    kill_and_heal(h, 10)
+    for p in PARTITIONS:
+        h.at(11).send(p)
+    h.poll(PARTITIONS)
+    h.at(16).metadata(1, 0, full=False)
+    h.at(18).all_metadata(full=True)
+    return h
+
+
+def test_check_cli_takes_the_bound_and_rejects_bad_ones(tmp_path):
+    h = isr_back_after_8s(Hist())
+    h.at(30).fault("heal-all", "stop", targets=())
+    write_jsonl(h.records, tmp_path / "history.jsonl")
+    slow = _cli("check", str(tmp_path), "--recovery-bound", "5")
+    assert slow.returncode == 1 and "slow-recovery: 1" in slow.stdout, slow.stdout + slow.stderr
+    assert "lost-write" not in slow.stdout and "poll-skip" not in slow.stdout  # liveness alone
+    fine = _cli("check", str(tmp_path), "--recovery-bound", "9", "--json")
+    assert fine.returncode == 0, fine.stderr
+    assert json.loads(fine.stdout)["liveness"]["faults"][0]["isr"] == pytest.approx(8.0, abs=1e-3)
+    for bad in ("0", "-1", "soon"):
+        p = _cli("check", str(tmp_path), "--recovery-bound", bad)
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+
+
+def test_report_shows_recoveries_and_crashes(tmp_path):
+    from checks.api import check, write_verdict
+    from reports.html import write_report
+    h = isr_back_after_8s(Hist())
+    crash(h, process=100)
+    h.at(30).fault("heal-all", "stop", targets=())
+    write_jsonl(h.records, tmp_path / "history.jsonl")
+    write_verdict(check(tmp_path, recovery_bound=5), tmp_path)
+    page = write_report(tmp_path).read_text()
+    liveness = page.split("<h2>Liveness", 1)[1].split("<h2>", 1)[0]
+    assert "<td>kill</td>" in liveness and "slow" in liveness and "8.0" in liveness
+    assert "Client crashes: 1" in liveness and "OUT_OF_ORDER_SEQUENCE_NUMBER" in liveness and "<td>2</td>" in liveness
+    assert (tmp_path / "report" / "timeline.png").stat().st_size > 10_000
