@@ -31,15 +31,12 @@ MAX_EXAMPLES = 50
 
 
 def default_rules() -> list:
-    """The history rules, plus the model-backed rules when that module is importable."""
+    """The history rules and the model-backed rules. Both are required: a checker that
+    silently ran without the model's rules would certify what it never judged."""
     from checks.rules.history_rules import HISTORY_RULES
+    from checks.rules.model_rules import MODEL_RULES
 
-    rules = list(HISTORY_RULES)
-    try:
-        from checks.rules.model_rules import MODEL_RULES
-    except ImportError:
-        MODEL_RULES = ()
-    return rules + list(MODEL_RULES)
+    return list(HISTORY_RULES) + list(MODEL_RULES)
 
 
 @contextlib.contextmanager

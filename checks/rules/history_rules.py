@@ -186,8 +186,29 @@ class Digest:
                         self._idx[offset] = index
                 else:
                     self._other_value(offset, value, index)
+        elif f == "fetch":
+            self._fetched(v["records"], r["index"])
         elif f in ("assign", "seek"):
             self._last.pop(r["process"], None)
+
+    def _fetched(self, records, index) -> None:
+        """A raw-protocol fetch's [offset, value] records of this partition: observations
+        for `inconsistent-offset` and `duplicate` (and proof that the offsets exist), but
+        not consumer reads: a fetch is a point read at an offset the prober chose, so it
+        neither continues a process's reads nor shows that reads went past an offset
+        (`lost-write`), and its values do not make a send "read"."""
+        val, idx = self._val, self._idx
+        for rec in records:
+            offset, value = rec[0], rec[1]
+            if type(value) is not str:
+                value = _vkey(value)
+            cur = val.get(offset, _MISSING)
+            if cur is _MISSING:
+                val[offset] = value
+                idx[offset] = ~index
+                self._new_pair(offset, value)
+            elif not (cur is value or cur == value):
+                self._other_value(offset, value, ~index)
 
     def finish(self) -> "Digest":
         """End of the records: pending sends, shown forms, sorted offset indexes."""
@@ -468,6 +489,8 @@ class PartitionHistoryRule:
             return (partition_key(v["topic"], v["partition"]),)
         if f == "poll" and record["type"] == "ok":
             return {partition_key(r[0], r[1]) for r in v["records"]}
+        if f == "fetch":
+            return tuple(key for key, _ in fetched_records(record))
         if f == "assign":
             return {partition_key(t, p) for t, p in v.get("partitions", ())}
         return ()
@@ -505,6 +528,8 @@ class PartitionHistoryRule:
             if len(out) > 1:
                 out.sort(key=lambda kv: kv[0])
             return out
+        if f == "fetch":
+            return [(key, {**record, "value": {"records": recs}}) for key, recs in fetched_records(record)]
         if f == "send" or f == "seek":  # one group: nothing to share, the record as it is
             return [(partition_key(v["topic"], v["partition"]), record)]
         if f == "assign":
@@ -542,6 +567,29 @@ class _Judge:
         d = self.digest.finish()
         return (lost_writes(d) + duplicates(d) + inconsistent_offsets(d) + continuity(d)
                 + send_order(d, self.budget))
+
+
+def fetched_records(record: dict) -> list[tuple[str, list]]:
+    """(partition key, [[offset, value], ...]) of each partition an ok raw `fetch`
+    returned records for, keys sorted. The entries are inline (one partition) or in
+    `partitions`; a record that is not an [int offset, value] pair is not an
+    observation and is left out (the fetch rules judge the answer's shape)."""
+    if record["type"] != "ok":
+        return []
+    v = record["value"]
+    entries = v.get("partitions")
+    if entries is None:
+        entries = (v,)
+    out = {}
+    for e in entries:
+        recs = e.get("records") if type(e) is dict else None
+        topic, partition = (e.get("topic"), e.get("partition")) if recs else (None, None)
+        if not recs or type(topic) is not str or type(partition) is not int:
+            continue
+        good = [rec for rec in recs if type(rec) is list and len(rec) >= 2 and type(rec[0]) is int]
+        if good:
+            out.setdefault(partition_key(topic, partition), []).extend(good)
+    return sorted(out.items())
 
 
 def _common_key(rule: PartitionHistoryRule, records: Sequence[dict]) -> str:
