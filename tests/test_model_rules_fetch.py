@@ -1,6 +1,8 @@
 """Each model-backed anomaly: a hand-made history that must be flagged, and a
 near-identical valid one that must pass."""
-from checks.rules.fetch_rules import ConsumerFetchRule, FetchSessionRule, HighWatermarkRule, PreferredReplicaRule
+from checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
+from checks.rules.replica_rules import PreferredReplicaRule
+from checks.rules.session_rules import FetchSessionRule
 from checks.rules.kip1023_rules import TieredOffsetRule
 from checks.rules.kip1166_rules import PropagationRule
 from checks.rules.model_rules import MODEL_RULES
