@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from . import profiles
 from .profiles import Profile
@@ -129,7 +130,11 @@ def offset_order(profile: Profile | str = "kip") -> frozenset:
     pending upload offset is Ry + 1; `pending-upload-resolved-by-leader` (Kafka):
     max(Ry + 1, log start), so it is >= Ry + 1 and >= the log start, <= Ly + 1.
     Closed transitively."""
-    profile = profiles.get(profile)
+    return _order(profiles.get(profile))
+
+
+@lru_cache(maxsize=None)
+def _order(profile: Profile) -> frozenset:
     pairs = {("log_start", "local_log_start", 0), ("local_log_start", "lso", 0), ("lso", "hwm", 0),
              ("hwm", "leo", 0), ("last_tiered", "lso", 0), ("last_tiered", "pending_upload", -1),
              ("pending_upload", "lso", 1)}
