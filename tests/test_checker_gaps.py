@@ -30,9 +30,9 @@ class H:
     def poll(self, proc, t, *recs, p=0):
         return self.op(proc, "poll", {"topic": "t"}, {"records": [["t", p, o, v] for o, v in recs]}, t)
 
-    def fetch(self, t, offset, recs, broker=2, hwm=100, pref=-1, rack="r2", proc=7, p=0, error="NONE"):
+    def fetch(self, t, offset, recs, broker=2, hwm=100, pref=-1, rack="r2", proc=7, p=0, error="NONE", epoch=5):
         inv = {"broker": broker, "replica_id": -1, "rack": rack, "session_id": 0, "session_epoch": -1,
-               "current_leader_epoch": 5, "topic": "t", "partition": p, "fetch_offset": offset, "version": 18}
+               "current_leader_epoch": epoch, "topic": "t", "partition": p, "fetch_offset": offset, "version": 18}
         return self.op(proc, "fetch", inv, {"top_error": "NONE", "response_session_id": 0, "error": error,
                                             "high_watermark": hwm, "last_stable_offset": hwm, "log_start_offset": 0,
                                             "preferred_read_replica": pref, "records": [list(r) for r in recs]}, t)
@@ -102,11 +102,12 @@ def test_fetch_records_are_not_consumer_reads(profile):
 
 # --- preferred read replica -----------------------------------------------------------------
 
-def prr(pref=2, rack="r2", isr=((1, 2, 3), (1, 2, 3), (1, 2, 3)), leader=1, offline=(), fault=None, late=2 * S):
+def prr(pref=2, rack="r2", isr=((1, 2, 3), (1, 2, 3), (1, 2, 3)), leader=1, offline=(), fault=None, late=2 * S,
+        epoch=5):
     """Broker 1's metadata before the fetch, right after it and `late` after it; the
     fetch to broker 1 at 1 s names `pref`."""
     h = H().meta(0, leader=leader, isr=isr[0], offline=offline)
-    h.fetch(S, 0, [], broker=1, pref=pref, rack=rack)
+    h.fetch(S, 0, [], broker=1, pref=pref, rack=rack, epoch=epoch)
     h.meta(S + S // 10, leader=leader, isr=isr[1], offline=offline)
     if fault:
         h.fault(S + S // 5, fault, [2])
@@ -119,6 +120,8 @@ def test_preferred_replica_from_a_follower_is_flagged(profile):
     assert set(found(prr(leader=3), profile)) == {"preferred-replica-violation"}
     assert found(prr(leader=1), profile) == {}
     assert found(prr(leader=3, pref=-1), profile) == {}
+    # the broker accepted epoch 4: its partition was still in epoch 4, where it may have led
+    assert found(prr(leader=3, epoch=4), profile) == {}
 
 
 @pytest.mark.parametrize("profile", PROFILES)

@@ -7,7 +7,10 @@ history proves and reports answers the model does not allow:
 * the client's rack comes from the request, every broker's rack from `metadata` answers;
 * the leader: the answering broker, unless its own metadata answers on both sides of the
   fetch name another leader for one leader epoch (an epoch has one leader, so the broker
-  was a follower throughout, and only a leader selects);
+  was a follower throughout, and only a leader selects) — and the epoch the request
+  named, when the broker accepted it, is that one (Kafka's `BrokerMetadataPublisher`
+  sets the metadata cache's image before `ReplicaManager.applyDelta` moves the
+  partition: for a moment the cache runs ahead of the partition's epoch);
 * the ISR: every replica, unless the answering broker's own metadata answers around the
   fetch all show the preferred replica out of the ISR or offline (see `isr_proven_without`);
 * log start and LEO of the replicas are never observed: unknown, so any may qualify.
@@ -159,6 +162,11 @@ class _Judge:
         racks.setdefault(broker, None)
         span = self._around(v.get("broker"), topic, partition, invoked, completed)
         leader = self.leader_proven(span) if span else None
+        cle = as_int(v.get("current_leader_epoch"), -1)
+        if leader is not None and cle >= 0 and e.get("error", "NONE") == "NONE" and cle != span[0][2]:
+            # Kafka accepted the request's epoch, so its `Partition` was in epoch `cle`, not
+            # (yet) in the one its metadata cache showed: the leader of `cle` is not proven
+            leader = None
         leader = broker if leader is None else leader
         replicas = set(a for s in (span or ()) for a in s[5]) | {broker, pref, leader}
         if span and self.isr_proven_without(span, pref):
