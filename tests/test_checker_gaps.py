@@ -5,6 +5,7 @@ release profile, and a nearby one it must accept. Histories go through the local
 import pytest
 
 from checks.engine_local import check_records
+from checks.rules.history_rules import PartitionHistoryRule
 
 PROFILES = ("kip", "kafka-4.3")
 S = 1_000_000_000  # ns
@@ -69,6 +70,9 @@ def test_a_fetch_serving_another_value_is_inconsistent(profile):
     assert set(found(bad, profile)) == {"inconsistent-offset"}
     ex = found(bad, profile)["inconsistent-offset"][0]
     assert ex["offset"] == 1 and sorted(ex["values"]) == ["b", "x"]
+    rule = PartitionHistoryRule()  # whole records through plain `check` (no `split`) too
+    assert [a.name for a in rule.check([r for r in bad.records if "t/0" in rule.group_keys(r)], profile)] == [
+        "inconsistent-offset"]
     good = written().fetch(S, 0, [(0, "a"), (1, "b")], hwm=3).poll(9, 2 * S, (0, "a"), (1, "b"), (2, "c"))
     assert found(good, profile) == {}
 

@@ -187,7 +187,10 @@ class Digest:
                 else:
                     self._other_value(offset, value, index)
         elif f == "fetch":
-            self._fetched(v["records"], r["index"])
+            if len(v) == 1:  # the part `split` made: this partition's records only
+                self._fetched(v["records"], r["index"])
+            else:  # a whole record (plain `check`)
+                self._fetched(dict(fetched_records(r)).get(partition_key(self.topic, self.partition), ()), r["index"])
         elif f in ("assign", "seek"):
             self._last.pop(r["process"], None)
 
