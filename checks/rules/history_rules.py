@@ -129,24 +129,14 @@ class Digest:
                 return
             topic, partition = self.topic, self.partition
             index, process = r["index"], r["process"]
-            val, idx, first_read, read_values = self._val, self._idx, self._first_read, self.read_values
+            observe, first_read, read_values = self._observe_read, self._first_read, self.read_values
             prev = self._last.get(process)
             cont = self._cont
             for rec in v["records"]:
                 if rec[0] != topic or rec[1] != partition:
                     continue
-                offset, value = rec[2], rec[3]
-                if type(value) is not str:
-                    value = _vkey(value)
-                cur = val.get(offset, _MISSING)
-                if cur is _MISSING:
-                    val[offset] = value
-                    idx[offset] = ~index
-                    self._new_pair(offset, value)
-                elif cur is value or cur == value:
-                    value = cur  # the one object kept for it (this record's copy is freed)
-                else:
-                    self._other_value(offset, value, ~index)
+                offset = rec[2]
+                value = observe(offset, rec[3], ~index)
                 if offset not in first_read:
                     first_read[offset] = index
                 read_values.add(value)
@@ -200,18 +190,25 @@ class Digest:
         not consumer reads: a fetch is a point read at an offset the prober chose, so it
         neither continues a process's reads nor shows that reads went past an offset
         (`lost-write`), and its values do not make a send "read"."""
-        val, idx = self._val, self._idx
+        observe, code = self._observe_read, ~index
         for rec in records:
-            offset, value = rec[0], rec[1]
-            if type(value) is not str:
-                value = _vkey(value)
-            cur = val.get(offset, _MISSING)
-            if cur is _MISSING:
-                val[offset] = value
-                idx[offset] = ~index
-                self._new_pair(offset, value)
-            elif not (cur is value or cur == value):
-                self._other_value(offset, value, ~index)
+            observe(rec[0], rec[1], code)
+
+    def _observe_read(self, offset, value, code):
+        """A read observed (offset, value) (`code`: ~ its index); returns the value as
+        kept (the one object kept per offset, so this record's copy is freed)."""
+        if type(value) is not str:
+            value = _vkey(value)
+        cur = self._val.get(offset, _MISSING)
+        if cur is _MISSING:
+            self._val[offset] = value
+            self._idx[offset] = code
+            self._new_pair(offset, value)
+        elif cur is value or cur == value:
+            return cur
+        else:
+            self._other_value(offset, value, code)
+        return value
 
     def finish(self) -> "Digest":
         """End of the records: pending sends, shown forms, sorted offset indexes."""
