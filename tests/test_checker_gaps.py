@@ -137,8 +137,8 @@ def test_preferred_replica_out_of_the_isr_is_flagged(profile):
     assert found(prr(isr=((1, 3), (1, 3), (1, 2, 3))), profile) == {}
     # a fault in between, or a span as long as replica.lag.time.max.ms: it may have rejoined and left
     assert found(prr(isr=out, fault="kill"), profile) == {}
-    assert found(prr(isr=out, late=6 * S), profile) == {}
-    # the nearest bound inside: 5.8 s span still judged
+    assert found(prr(isr=out, late=5 * S), profile) == {}  # a span of 6.001 s
+    # just inside the bound: a span of 5.701 s is still judged
     assert set(found(prr(isr=out, late=47 * S // 10), profile)) == {"preferred-replica-violation"}
 
 
@@ -161,15 +161,15 @@ def part(offset=0, hwm=10, start=0, recs=(), error="NONE", omitted=False, missin
     return {**e, "missing": True} if missing else e
 
 
-def sess(h, t, sid, epoch, rid, parts, top="NONE", sent=None):
-    inv = {"broker": 1, "replica_id": -1, "rack": "r1", "session_id": sid, "session_epoch": epoch, "version": 18,
+def sess(h, t, sid, epoch, rid, parts, top="NONE", sent=None, replica_id=-1):
+    inv = {"broker": 1, "replica_id": replica_id, "rack": "r1", "session_id": sid, "session_epoch": epoch, "version": 18,
            "partitions": [{"topic": "t", "partition": 0, "fetch_offset": p["fetch_offset"]}
                           for p in (parts if sent is None else sent)]}
     return h.op(6, "fetch", inv, {"top_error": top, "response_session_id": rid, "partitions": parts}, t)
 
 
-def opened(hwm=10):
-    return sess(H(), 0, 0, 0, 42, [part(10, hwm=hwm)])
+def opened(hwm=10, replica_id=-1):
+    return sess(H(), 0, 0, 0, 42, [part(10, hwm=hwm)], replica_id=replica_id)
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -198,6 +198,15 @@ def test_session_gone_and_refused(profile):
     named = sess(opened(), S, 42, 1, 42, [part(10, hwm=-1, start=-1, error="FETCH_SESSION_ID_NOT_FOUND")],
                  top="FETCH_SESSION_ID_NOT_FOUND", sent=[])
     assert set(found(named, profile)) == {"fetch-session-violation"}
+    # a follower's (privileged) session, young and busy, may not be evicted by any new session
+    evicted = sess(opened(replica_id=3), S, 42, 1, 0, [part(10, hwm=-1, start=-1, error="FETCH_SESSION_ID_NOT_FOUND")],
+                   top="FETCH_SESSION_ID_NOT_FOUND", sent=[], replica_id=3)
+    assert set(found(evicted, profile)) == {"fetch-session-violation"}
+    # ... once idle longer than the eviction time (120 s) it may
+    idle = sess(opened(replica_id=3), 121 * S, 42, 1, 0,
+                [part(10, hwm=-1, start=-1, error="FETCH_SESSION_ID_NOT_FOUND")],
+                top="FETCH_SESSION_ID_NOT_FOUND", sent=[], replica_id=3)
+    assert found(idle, profile) == {}
     # a new session may be refused (the cache may be full of sessions we cannot see)
     assert found(sess(H(), 0, 0, 0, 0, [part(10)]), profile) == {}
     # a full response must carry every requested partition
