@@ -2,9 +2,16 @@
 2): for each, a hand-made history the checker must flag under `kip` and under the
 release profile, and a nearby one it must accept. Histories go through the local engine
 (`check_records`) unless a rule is named."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from checks.engine_local import check_records
+from checks.history import write_jsonl
 from checks.rules.history_rules import PartitionHistoryRule
 
 PROFILES = ("kip", "kafka-4.3")
@@ -269,3 +276,27 @@ def test_pending_upload_below_last_tiered_plus_one_is_known_under_kafka():
     low = offsets((-2, 100), (-6, 99))
     assert set(found(low, "kafka-4.3")) == {"tiered-offset-violation"}
     assert found(low, "kip") == {}
+
+
+# --- `kipcheck check` on a hand-made history of every gap ------------------------------------
+
+def every_gap() -> list[dict]:
+    """One history with each section-3 gap: a fetch serving another value, a preferred
+    replica out of the ISR, a session response with nothing new, ListOffsets out of order."""
+    parts = [written().fetch(S, 0, [(0, "a"), (1, "x")], hwm=3, proc=5).poll(9, 2 * S, (0, "a"), (1, "b"), (2, "c")),
+             prr(isr=((1, 3),) * 3), sess(opened(), S, 42, 1, 42, [part(10)], sent=[]), offsets((-2, 50), (-4, 40))]
+    records = sorted((r for h in parts for r in h.records), key=lambda r: r["time"])
+    assert len({r["process"] for h in parts for r in h.records}) == 7  # no process shared by two parts
+    return [dict(r, index=i) for i, r in enumerate(records)]
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_kipcheck_check_flags_every_gap(tmp_path, profile):
+    write_jsonl(every_gap(), tmp_path / "history.jsonl")
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(tmp_path / "history.jsonl"),
+                           "--profile", profile, "--json"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert proc.returncode == 1, proc.stderr
+    verdict = json.loads(proc.stdout)
+    assert {n for n, ex in verdict["anomalies"].items() if ex} == {
+        "inconsistent-offset", "preferred-replica-violation", "fetch-session-violation", "tiered-offset-violation"}

@@ -70,14 +70,8 @@ def test_same_verdict_on_the_model_rules(spark, tmp_path):
     """The raw-protocol checks (fetch records in the log checks, preferred replica,
     sessions, ListOffsets) give the same verdict in both engines."""
     from checks import engine_spark
-    from tests.test_checker_gaps import S, offsets, opened, part, prr, sess, written
-    h = written().fetch(S, 0, [(0, "a"), (1, "x")], hwm=3).poll(9, 2 * S, (0, "a"), (1, "b"), (2, "c"))
-    records = [dict(r, time=r["time"] + 10 * S) for r in h.records]  # after the others
-    for extra in (prr(isr=((1, 3),) * 3).records, sess(opened(), S, 42, 1, 42, [part(10)], sent=[]).records,
-                  offsets((-2, 50), (-4, 40)).records):
-        records += extra
-    records.sort(key=lambda r: r["time"])
-    records = [dict(r, index=i) for i, r in enumerate(records)]
+    from tests.test_checker_gaps import every_gap
+    records = every_gap()
     write_jsonl(records, tmp_path / "history.jsonl")
     local = engine_local.check_path(tmp_path / "history.jsonl", profile="kafka-4.3")
     remote = engine_spark.check_path(tmp_path / "history.jsonl", spark=spark, profile="kafka-4.3")
