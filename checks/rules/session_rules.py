@@ -151,7 +151,7 @@ class _Walk:
             old = self.known.get(rid)
             parts = kip227.update_session_partitions(old, req) if old else tuple(
                 CachedPartition(t, p, o) for t, p, o in req.partitions)
-            epoch = kip227.next_epoch(old.epoch if old else 0)
+            epoch = kip227.next_epoch(req.epoch if old and req.epoch > 0 else 0)  # the epoch it accepted
             self.known = self.known.with_session(Session(rid, epoch, req.privileged, parts, req.now_ms, req.now_ms))
             self.gone = self.gone - {rid}
 
