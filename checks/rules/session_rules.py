@@ -106,9 +106,8 @@ class _Walk:
         if top != NONE:
             return
         if kind != kip227.INCREMENTAL:
-            wanted = kip227.full_response_partitions(req) | {_key(e) for e in entries}
-            gaps = sorted(k for k in wanted if any(_key(e) == k and (e.get("omitted") or e.get("missing"))
-                                                   for e in entries))
+            answered = {_key(e) for e in entries if not (e.get("omitted") or e.get("missing"))}
+            gaps = sorted((kip227.full_response_partitions(req) | {_key(e) for e in entries}) - answered)
             if gaps:
                 self.flag("anomaly", indices, f"a full response left out requested partitions {gaps[:5]} "
                                               f"(KIP-227 \"Full Fetch Responses\")", **where)
