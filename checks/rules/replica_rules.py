@@ -102,8 +102,11 @@ class _Judge:
             return
         for e in partitions_of(v):
             pref = as_int(e.get("preferred_read_replica"), -1)
-            if not e.get("omitted") and pref >= 0:
-                self.named.append((indices, inv_time, r.get("time", 0), v, e, pref))
+            if not e.get("omitted") and pref >= 0:  # kept without the records it returned
+                request = {k: v.get(k) for k in ("broker", "rack", "current_leader_epoch")}
+                answer = {"topic": e.get("topic"), "partition": e.get("partition"),
+                          "fetch_offset": e.get("fetch_offset"), "error": e.get("error", "NONE")}
+                self.named.append((indices, inv_time, r.get("time", 0), request, answer, pref))
 
     def finish(self) -> list[Anomaly]:
         for answers in self.meta.values():
