@@ -1,8 +1,7 @@
 """Which model profile a check uses: asked for, or the one for the run's Kafka version.
 
 The profiles themselves belong to `reference_model.profiles`; this module only reads the
-run's `config.json` and validates names, falling back to `kip` alone when the reference
-model is not importable.
+run's `config.json` and validates names.
 """
 from __future__ import annotations
 
@@ -10,22 +9,15 @@ import json
 from pathlib import Path
 
 from checks.history import HistoryError
+from reference_model.profiles import PROFILES, for_version
 
 
 def known_profiles() -> list[str]:
-    try:
-        from reference_model.profiles import PROFILES
-    except ImportError:
-        return ["kip"]
     return sorted(PROFILES)
 
 
 def profile_for_version(version: str | None) -> str:
     """"4.3.1" -> "kafka-4.3" when that profile exists, else "kip"."""
-    try:
-        from reference_model.profiles import for_version
-    except ImportError:
-        return "kip"
     return for_version(version)
 
 

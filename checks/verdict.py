@@ -36,19 +36,14 @@ MAX_EXAMPLES = 50
 
 def default_rules(liveness=None) -> list:
     """The history rules, the liveness rule (`liveness`, or one with the Kafka-default
-    bound), plus the model-backed rules when that module is importable."""
-    from checks.rules.history_rules import HISTORY_RULES
-
-    if liveness is None:
-        from checks.recovery import liveness_rule
-        liveness = liveness_rule()
-    rules = [*HISTORY_RULES, liveness]
-    try:
-        from checks.rules.model_rules import MODEL_RULES
-    except ImportError:
-        MODEL_RULES = ()
+    bound), the model-backed rules and rule coverage. All are required: a checker that
+    silently ran without the model's rules would certify what it never judged."""
     from checks.coverage import CoverageRule
-    return rules + list(MODEL_RULES) + [CoverageRule()]
+    from checks.recovery import liveness_rule
+    from checks.rules.history_rules import HISTORY_RULES
+    from checks.rules.model_rules import MODEL_RULES
+
+    return [*HISTORY_RULES, liveness or liveness_rule(), *MODEL_RULES, CoverageRule()]
 
 
 @contextlib.contextmanager

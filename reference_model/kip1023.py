@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from . import profiles
 from .profiles import Profile
@@ -98,3 +99,73 @@ def follower_bootstrap(
     if pending_upload < leader_log_start:
         return Bootstrap("fetch", leader_local_log_start, leader_local_log_start)
     return Bootstrap("fetch", pending_upload, leader_log_start)
+
+
+# --- ListOffsets answers over time -------------------------------------------------------
+
+#: The quantities ListOffsets answers (`list_offsets`), by name.
+QUANTITIES = ("log_start", "local_log_start", "last_tiered", "pending_upload", "lso", "hwm", "leo")
+
+
+def _closure(pairs: set) -> frozenset:
+    """Transitive closure of lower <= upper + slack (the smallest slack per pair)."""
+    best = {}
+    for lo, hi, s in pairs:
+        best[(lo, hi)] = min(s, best.get((lo, hi), s))
+    changed = True
+    while changed:
+        changed = False
+        for (a, b), s1 in list(best.items()):
+            for (c, d), s2 in list(best.items()):
+                if b == c and a != d and s1 + s2 < best.get((a, d), s1 + s2 + 1):
+                    best[(a, d)] = s1 + s2
+                    changed = True
+    return frozenset((lo, hi, s) for (lo, hi), s in best.items())
+
+
+def offset_order(profile: Profile | str = "kip") -> frozenset:
+    """KIP-1023 "High-Level Design" and "List Offsets API" as (lower, upper, slack):
+    at any one moment the leader's lower <= upper + slack. Log start <= Lx (local log
+    start) <= Ly (LSO) <= HWM <= Lz (LEO), Ry (last tiered) <= Ly, and the earliest
+    pending upload offset is Ry + 1; `pending-upload-resolved-by-leader` (Kafka):
+    max(Ry + 1, log start), so it is >= Ry + 1 and >= the log start, <= Ly + 1.
+    Closed transitively."""
+    return _order(profiles.get(profile))
+
+
+@lru_cache(maxsize=None)
+def _order(profile: Profile) -> frozenset:
+    pairs = {("log_start", "local_log_start", 0), ("local_log_start", "lso", 0), ("lso", "hwm", 0),
+             ("hwm", "leo", 0), ("last_tiered", "lso", 0), ("last_tiered", "pending_upload", -1),
+             ("pending_upload", "lso", 1)}
+    if profile.allows(profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER):
+        pairs.add(("log_start", "pending_upload", 0))
+    else:
+        pairs.add(("pending_upload", "last_tiered", 1))
+    return _closure(pairs)
+
+
+def never_decreasing(kind: str) -> bool:
+    """KIP-1023 / KIP-392: within one leader epoch, on the leader, no offset ListOffsets
+    reports goes back: log start and local log start only grow (retention, deletion of
+    uploaded segments), the last tiered offset by uploads, LSO, HWM and LEO by appends
+    and replication. Only a fault that truncates the log may move them back."""
+    return kind in QUANTITIES
+
+
+def answers_consistent(earlier_kind: str, earlier: int, later_kind: str, later: int,
+                       profile: Profile | str = "kip") -> bool:
+    """Two ListOffsets answers of one leader in one leader epoch, the later one asked
+    after the earlier one was answered, no truncating fault between: since the earlier
+    quantity never decreases, earlier <= (earlier quantity now) <= later + slack for every
+    pair of `offset_order`, and a quantity never goes back. Unknown offsets (< 0) say
+    nothing."""
+    if earlier < 0 or later < 0:
+        return True
+    if earlier_kind == later_kind:
+        return not never_decreasing(earlier_kind) or later >= earlier
+    for lo, hi, slack in offset_order(profile):
+        if lo == earlier_kind and hi == later_kind and never_decreasing(lo):
+            return earlier <= later + slack
+    return True
+

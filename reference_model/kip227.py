@@ -261,3 +261,71 @@ def top_level_error_view(error: str, requested: tuple) -> dict:
     """KIP-227 "Top-level error code": when set, every requested partition is to be
     taken as having received that error."""
     return {key: error for key in requested}
+
+
+# --- One client's view of a broker's cache ------------------------------------------------
+
+def may_be_evicted(session: Session, now_ms: int, eviction_ms: int, profile: Profile | str = "kip") -> bool:
+    """KIP-227 "Fetch Session Caching", for a session whose cache the client cannot see:
+    could some new session (any kind, any size) have evicted it by `now_ms`, had the
+    cache been full? Rule 1 (a follower's new session) can always evict a consumer's
+    session. `evict-smallest` (Kafka): the idle LRU, a consumer session for a follower's
+    new session, or a session that was older than the eviction time when last used."""
+    profile = profiles.get(profile)
+    if profile.allows(profiles.EVICT_SMALLEST):
+        return (now_ms - session.last_used_ms > eviction_ms or not session.privileged
+                or session.last_used_ms - session.created_ms > eviction_ms)
+    return may_evict(session, True, MAX_INT32, now_ms, eviction_ms)
+
+
+def observer_outcomes(
+    known: SessionCache, gone: frozenset, req: FetchRequest, profile: Profile | str = "kip", new_id: int | None = None,
+):
+    """KIP-227 as one client sees it: it knows its own sessions (`known`) and the ids it
+    saw closed or not found (`gone`); the broker's other sessions are unknown, so:
+
+    * every answer `handle_request` allows on the client's own sessions (given room);
+    * a new session may also be refused (NONE, session id 0): the cache may be full of
+      sessions the client cannot see, none of them evictable ("Fetch Session Caching");
+    * a known session may be gone (FETCH_SESSION_ID_NOT_FOUND) when `may_be_evicted`;
+    * an incremental request on an id the client never saw may hit anyone's session:
+      any answer (returns None: nothing to judge).
+
+    Otherwise every allowed (SessionResponse, next known, next gone)."""
+    profile = profiles.get(profile)
+    kind = request_kind(req.session_id, req.epoch)
+    if kind == INCREMENTAL and known.get(req.session_id) is None and req.session_id not in gone:
+        return None
+    roomy = replace(known, slots=len(known.sessions) + 1, shards=1)
+    out = []
+    for resp, cache in handle_request(roomy, req, profile, new_id):
+        cache = replace(cache, slots=known.slots, shards=known.shards)
+        left = {s.id for s in known.sessions} - {s.id for s in cache.sessions}
+        out.append((resp, cache, (gone | left) - {s.id for s in cache.sessions}))
+    if kind in (NEW, CLOSE_AND_NEW):
+        closed = known.without(req.session_id)
+        out.append((SessionResponse(NONE, NO_SESSION), closed, gone | ({req.session_id} - {NO_SESSION})))
+    session = known.get(req.session_id)
+    if kind == INCREMENTAL and session is not None and may_be_evicted(session, req.now_ms, known.eviction_ms, profile):
+        out.append((SessionResponse(FETCH_SESSION_ID_NOT_FOUND, NO_SESSION), known.without(session.id),
+                    gone | {session.id}))
+    return out
+
+
+def full_response_partitions(req: FetchRequest) -> frozenset:
+    """KIP-227 "Full Fetch Responses": a full response carries every requested partition."""
+    return frozenset((t, p) for t, p, _ in req.partitions)
+
+
+def may_omit(cached: CachedPartition, response_may_be_full: bool, records_seen_at_offset: bool,
+             profile: Profile | str = "kip") -> bool:
+    """KIP-227 "Incremental Fetch Responses": a partition with new data must be in the
+    response. Committed data at the fetch offset (below the HWM the session last sent)
+    is new data unless the response may have hit its size limit ("Handling Partition
+    Size Limits") or the replica may not hold it: under the KIP a follower's HWM may
+    exceed its LEO (KIP-392 case 2), unless records at that offset were already seen;
+    with `hwm-capped-at-leo` (Kafka) the HWM never exceeds the LEO, so it holds them."""
+    profile = profiles.get(profile)
+    if response_may_be_full or cached.hwm < 0 or cached.fetch_offset >= cached.hwm:
+        return True
+    return not (records_seen_at_offset or profile.allows(profiles.HWM_CAPPED_AT_LEO))

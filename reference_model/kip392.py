@@ -162,12 +162,17 @@ def follower_learns_hwm(follower: Replica, leader_hwm: int, profile: Profile | s
 
 def eligible_read_replicas(partition: PartitionState, fetch_offset: int) -> tuple[Replica, ...]:
     """KIP-392 "Finding the preferred follower": the replicas a selector may pick:
-    in-sync replicas with log start <= fetch offset <= LEO, and always the leader."""
+    in-sync replicas with log start <= fetch offset <= LEO (an unknown log start or
+    LEO may satisfy it), and always the leader. Kafka 4.3.1 does exactly this
+    (`ReplicaManager.findPreferredReadReplica`: the leader's `Partition.inSyncReplicaIds`,
+    `logStartOffset <= fetchOffset <= logEndOffset`, and only replicas with a live
+    endpoint in the metadata cache, i.e. not offline)."""
     return tuple(
         r
         for r in partition.replicas
         if r.broker == partition.leader
-        or (r.broker in partition.isr and r.log_start is not None and r.leo is not None and r.log_start <= fetch_offset <= r.leo)
+        or (r.broker in partition.isr and (r.log_start is None or r.log_start <= fetch_offset)
+            and (r.leo is None or fetch_offset <= r.leo))
     )
 
 
@@ -179,7 +184,9 @@ def leader_selector(partition: PartitionState, client_rack: str | None, fetch_of
 def rack_aware_selector(partition: PartitionState, client_rack: str | None, fetch_offset: int) -> frozenset[int]:
     """KIP-392 "Broker API", RackAwareReplicaSelector: no client rack -> the leader;
     the leader if it is in the client's rack; else the most caught-up (largest LEO)
-    eligible replica of that rack (ties: any of them); no such replica -> the leader."""
+    eligible replica of that rack (ties: any of them; an unknown LEO may be the
+    largest); no such replica -> the leader. Kafka 4.3.1: `RackAwareReplicaSelector.select`
+    (most caught up by `ReplicaView.comparator`: LEO, then time since last caught up)."""
     if not client_rack:
         return frozenset({partition.leader})
     same_rack = [r for r in eligible_read_replicas(partition, fetch_offset) if r.rack == client_rack]
@@ -187,8 +194,8 @@ def rack_aware_selector(partition: PartitionState, client_rack: str | None, fetc
         return frozenset({partition.leader})
     if any(r.broker == partition.leader for r in same_rack):
         return frozenset({partition.leader})
-    best = max(r.leo for r in same_rack)
-    return frozenset(r.broker for r in same_rack if r.leo == best)
+    best = max((r.leo for r in same_rack if r.leo is not None), default=None)
+    return frozenset(r.broker for r in same_rack if r.leo is None or r.leo == best)
 
 
 SELECTORS = {"LeaderSelector": leader_selector, "RackAwareReplicaSelector": rack_aware_selector}

@@ -127,3 +127,17 @@ def test_same_liveness_verdict(spark, tmp_path):
     assert [f["status"] for f in local["liveness"]["faults"]] == ["slow", "recovered"]
     assert len(local["anomalies"]["slow-recovery"]) == 1 and len(local["anomalies"]["client-crash-loop"]) == 1
     assert local["counts"]["client_crashes"] == 7
+
+
+def test_same_verdict_on_the_model_rules(spark, tmp_path):
+    """The raw-protocol checks (fetch records in the log checks, preferred replica,
+    sessions, ListOffsets) give the same verdict in both engines."""
+    from checks import engine_spark
+    from tests.test_checker_gaps import every_gap
+    records = every_gap()
+    write_jsonl(records, tmp_path / "history.jsonl")
+    local = engine_local.check_path(tmp_path / "history.jsonl", profile="kafka-4.3")
+    remote = engine_spark.check_path(tmp_path / "history.jsonl", spark=spark, profile="kafka-4.3")
+    assert comparable(local) == comparable(remote)
+    assert {n for n, ex in local["anomalies"].items() if ex} == {
+        "inconsistent-offset", "preferred-replica-violation", "fetch-session-violation", "tiered-offset-violation"}

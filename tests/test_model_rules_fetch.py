@@ -1,6 +1,7 @@
 """Each model-backed anomaly: a hand-made history that must be flagged, and a
 near-identical valid one that must pass."""
-from checks.rules.fetch_rules import ConsumerFetchRule, FetchSessionRule, HighWatermarkRule, PreferredReplicaRule
+from checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
+from checks.rules.session_rules import FetchSessionRule
 from checks.rules.kip1023_rules import TieredOffsetRule
 from checks.rules.kip1166_rules import PropagationRule
 from checks.rules.model_rules import MODEL_RULES
@@ -105,22 +106,6 @@ def test_offsets_for_leader_epoch_above_hwm():
     assert names(run(HighWatermarkRule(), h, "kip")) == ["wrong-fetch-error"]
     assert names(run(HighWatermarkRule(), h, "kafka-4.3"), True) == ["wrong-fetch-error"]
     assert names(run(HighWatermarkRule(), history(ofle, fetch(0, hwm=12, current_leader_epoch=3)))) == []
-
-
-META = (9, "metadata", {"broker": 1, "topic": "t", "partition": 0},
-        {"leader": 1, "leader_epoch": 5, "isr": [1, 2, 3], "replicas": [1, 2, 3], "racks": {"1": "a", "2": "b", "3": "c"}})
-
-
-def test_preferred_replica():
-    def pf(pref, rack="b"):
-        f = fetch(0, broker=1, pref=pref)
-        return (f[0], f[1], {**f[2], "rack": rack}, f[3])
-    assert names(run(PreferredReplicaRule(), history(META, pf(2), META))) == []
-    assert names(run(PreferredReplicaRule(), history(META, pf(3), META))) == ["preferred-replica-violation"]
-    assert names(run(PreferredReplicaRule(), history(META, pf(2, rack=""), META))) == ["preferred-replica-violation"]
-    assert names(run(PreferredReplicaRule(), history(META, pf(2, rack="a"), META))) == ["preferred-replica-violation"]
-    assert names(run(PreferredReplicaRule(), history(META, pf(7, rack="b"), META))) == ["preferred-replica-violation"]
-    assert names(run(PreferredReplicaRule(), history(META, pf(-1, rack="a"), META))) == []
 
 
 def sfetch(sid, epoch, rid, top="NONE", parts=None, forgotten=()):

@@ -1,10 +1,10 @@
-"""Model-backed rules for raw-protocol fetches (KIP-392 and KIP-227).
+"""Model-backed rules for raw-protocol fetches (KIP-392).
 
 * `ConsumerFetchRule`: `uncommitted-read`, `wrong-fetch-error` (KIP-392 cases 1-4).
 * `HighWatermarkRule`: `hwm-regression`, and OffsetsForLeaderEpoch answers above the
   HWM (`wrong-fetch-error`).
-* `PreferredReplicaRule`: `preferred-replica-violation`.
-* `FetchSessionRule`: `fetch-session-violation`.
+(`preferred-replica-violation` is `checks.rules.replica_rules`, `fetch-session-violation`
+`checks.rules.session_rules`.)
 
 Each rule builds model state only from what brokers answered and flags only what that
 proves; a deviation the chosen profile accepts is reported with known=True.
@@ -13,14 +13,13 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from reference_model import kip227, kip392, profiles
+from reference_model import kip392, profiles
 from reference_model.state import NONE, Replica
 
 from checks.rules.base import Anomaly
 from checks.rules.observe import EpochIndex, Op, answered, as_int, broker_ids, partitions_of, proven_epoch, verdict
 
 KIP392_ERRORS = {"NONE", "OFFSET_OUT_OF_RANGE", "OFFSET_NOT_AVAILABLE"}
-SESSION_ERRORS = {"FETCH_SESSION_ID_NOT_FOUND", "INVALID_FETCH_SESSION_EPOCH"}
 #: faults that may cost a broker its in-memory state (HWM, sessions)
 STATE_LOSING_FAULTS = {"kill", "wipe", "wipe-metadata", "truncate", "restart", "rolling-restart"}
 
@@ -187,185 +186,3 @@ class HighWatermarkRule:
                             f"above the HWM ({proof[4]} even later): KIP-392 caps it at the HWM",
                             end_offset=c[4], later_high_watermark=proof[4])
         return out
-
-
-class PreferredReplicaRule:
-    """KIP-392 "Finding the preferred follower", as far as static facts prove it: a
-    preferred read replica (not -1) is only sent to a client with a rack, only when the
-    answering leader is not in that rack, must be in the client's rack, and must be an
-    assigned replica (per the broker's metadata answers on both sides of the fetch)."""
-
-    anomalies = ("preferred-replica-violation",)
-
-    def group_keys(self, record: dict) -> Iterable[str]:
-        v = record.get("value") or {}
-        if record.get("f") == "metadata":
-            yield f"prr:{v.get('topic')}/{v.get('partition')}"
-        elif record.get("f") == "fetch" and _is_consumer(v):
-            for e in partitions_of(v):
-                yield f"prr:{e.get('topic')}/{e.get('partition')}"
-
-    def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
-        meta = answered(records, ["metadata"])
-        racks: dict[int, str] = {}
-        for m in meta:
-            for b, r in (m.value.get("racks") or {}).items():
-                if r:
-                    racks[int(b)] = r
-        out = []
-        for op in answered(records, ["fetch"]):
-            for e in partitions_of(op.value):
-                pref = as_int(e.get("preferred_read_replica"), -1)
-                if e.get("omitted") or pref < 0:
-                    continue
-                reason = self._reason(op, e, pref, racks, meta)
-                if reason:
-                    out.append(Anomaly("preferred-replica-violation", op.indices,
-                                       f"broker {op.value.get('broker')} sent preferred read replica {pref} for "
-                                       f"{e.get('topic')}/{e.get('partition')}: {reason}",
-                                       details={"preferred_read_replica": pref, "client_rack": op.value.get("rack")}))
-        return out
-
-    @staticmethod
-    def _reason(op: Op, e: dict, pref: int, racks: dict, meta: list[Op]) -> str | None:
-        client_rack = op.value.get("rack") or ""
-        broker = as_int(op.value.get("broker"))
-        if not client_rack:
-            return "the client gave no rack, so the selector must return the leader (-1)"
-        if pref in racks and racks[pref] != client_rack:
-            return f"it is in rack {racks[pref]!r}, not the client's rack {client_rack!r}"
-        if broker in racks and racks[broker] == client_rack:
-            return "the answering broker is in the client's rack (a leader there is preferred; a follower selects nothing)"
-        same = [m for m in meta if m.value.get("broker") == op.value.get("broker")]
-        before = [m for m in same if m.completed < op.invoked]
-        after = [m for m in same if m.invoked > op.completed]
-        if before and after:
-            b, a = max(before, key=lambda m: m.completed), min(after, key=lambda m: m.invoked)
-            if b.value.get("leader_epoch") == a.value.get("leader_epoch") and all(
-                pref not in (m.value.get("replicas") or [pref]) for m in (b, a)
-            ):
-                return "it is not an assigned replica of the partition"
-        return None
-
-
-class FetchSessionRule:
-    """KIP-227 per client and broker: the session id/epoch table, both error codes,
-    top-level error semantics, full responses carrying every partition, incremental
-    responses carrying only session partitions and not omitting one with data proven
-    available (fetch offset below the HWM the session last sent, and no records at all
-    in the response)."""
-
-    anomalies = ("fetch-session-violation",)
-
-    def group_keys(self, record: dict) -> Iterable[str]:
-        if record.get("f") == "fetch":
-            yield f"session:{(record.get('value') or {}).get('broker')}:{record.get('process')}"
-
-    def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
-        sessions: dict[int, dict] = {}  # id -> {"epoch", "parts": {key: {...}}}
-        dead: set[int] = set()
-        out: list[Anomaly] = []
-        for op in answered(records, ["fetch"]):
-            out += self._step(op, sessions, dead, profile)
-        return out
-
-    def _flag(self, op: Op, message: str, kind: str | None = "anomaly") -> list[Anomaly]:
-        return _anomaly(kind, "fetch-session-violation", op.indices, message,
-                        session_id=op.value.get("session_id"), session_epoch=op.value.get("session_epoch"))
-
-    def _step(self, op: Op, sessions: dict, dead: set, profile: str) -> list[Anomaly]:
-        v = op.value
-        sid, epoch = as_int(v.get("session_id"), 0), as_int(v.get("session_epoch"), -1)
-        top, rid = v.get("top_error", NONE) or NONE, as_int(v.get("response_session_id"), 0)
-        if as_int(v.get("version"), 7) < 7:
-            return []
-        entries = partitions_of(v)
-        out = []
-        if top != NONE:
-            if any(e.get("records") or e.get("error", top) != top for e in entries):
-                out += self._flag(op, f"top-level error {top} but a partition carries records or another error")
-        kind = kip227.request_kind(sid, epoch)
-        if kind != kip227.INCREMENTAL:
-            if sid:
-                sessions.pop(sid, None)
-                dead.add(sid)
-            if top in SESSION_ERRORS:
-                out += self._flag(op, f"full request ({sid}/{epoch}) answered {top}")
-            if top == NONE and any(e.get("omitted") for e in entries):
-                out += self._flag(op, "a full response left out a requested partition")
-            if kind in (kip227.SESSIONLESS, kip227.CLOSE) and rid != 0:
-                out += self._flag(op, f"request {sid}/{epoch} creates no session, but the response has session id {rid}")
-            if kind in (kip227.NEW, kip227.CLOSE_AND_NEW) and top == NONE and rid != 0:
-                sessions[rid] = {"epoch": kip227.next_epoch(0), "parts": {}}
-                self._absorb(sessions[rid], entries)
-            return out
-        s = sessions.get(sid)
-        if top == "FETCH_SESSION_ID_NOT_FOUND":
-            sessions.pop(sid, None)
-            dead.add(sid)
-            return out + (self._flag(op, f"FETCH_SESSION_ID_NOT_FOUND with response session id {rid}") if rid else [])
-        if s is None:
-            if sid in dead and top == NONE:
-                out += self._flag(op, f"session {sid} was closed or not found earlier, yet an incremental request succeeded")
-            return out
-        if epoch != s["epoch"]:
-            if top == NONE:
-                out += self._flag(op, f"epoch {epoch} answered NONE; the session expected {s['epoch']}")
-            elif top == "INVALID_FETCH_SESSION_EPOCH" and rid not in (0, sid):
-                out += self._flag(op, f"INVALID_FETCH_SESSION_EPOCH with foreign session id {rid}")
-            return out
-        if top == "INVALID_FETCH_SESSION_EPOCH":
-            return out + self._flag(op, f"INVALID_FETCH_SESSION_EPOCH although epoch {epoch} was the expected one")
-        if top != NONE:
-            return out
-        s["epoch"] = kip227.next_epoch(epoch)
-        for e in entries:
-            if "fetch_offset" in e:
-                s["parts"].setdefault((e.get("topic"), e.get("partition")), {})["fetch_offset"] = int(e["fetch_offset"])
-        for t, p in v.get("forgotten") or []:
-            s["parts"].pop((t, p), None)
-        if rid != sid:
-            if rid == 0 and not s["parts"]:
-                out += self._flag(op, "the session was closed when its last partition was forgotten",
-                                  verdict(lambda pr: pr.allows(profiles.EMPTY_SESSION_CLOSED), profile))
-            else:
-                out += self._flag(op, f"incremental response has session id {rid}, not {sid}")
-            sessions.pop(sid, None)
-            return out
-        present = {(e.get("topic"), e.get("partition")) for e in entries if not e.get("omitted")}
-        strangers = present - set(s["parts"])
-        if strangers:
-            out += self._flag(op, f"incremental response carries partitions outside the session: {sorted(strangers)[:5]}")
-        if not any(e.get("records") for e in entries):
-            for key, c in s["parts"].items():
-                if key in present or "hwm" not in c or "fetch_offset" not in c:
-                    continue
-                readable_below = c["hwm"] if c.get("lso", -1) < 0 else min(c["hwm"], c["lso"])
-                if c["fetch_offset"] < readable_below:
-                    local = c.get("max_seen", -1) >= c["fetch_offset"]
-                    kind = verdict(lambda pr: not (local or pr.allows(profiles.HWM_CAPPED_AT_LEO)), profile)
-                    out += self._flag(op, f"incremental response left out {key[0]}/{key[1]} although committed data "
-                                          f"was available at its fetch offset {c['fetch_offset']} (HWM {c['hwm']})",
-                                      kind if kind != "known" else None)
-        self._absorb(s, entries)
-        return out
-
-    @staticmethod
-    def _absorb(session: dict, entries: list[dict]) -> None:
-        """KIP-227 "Cached data about each partition": remember the fetch offset, and
-        the HWM / log start last sent (unknown after an error)."""
-        for e in entries:
-            key = (e.get("topic"), e.get("partition"))
-            c = session["parts"].setdefault(key, {})
-            if "fetch_offset" in e:
-                c["fetch_offset"] = int(e["fetch_offset"])
-            if e.get("omitted"):
-                continue
-            if e.get("error", NONE) == NONE and as_int(e.get("high_watermark"), -1) >= 0:
-                c["hwm"] = int(e["high_watermark"])
-                c["lso"] = as_int(e.get("last_stable_offset"), -1)
-            else:
-                c.pop("hwm", None)
-            seen = _offsets(e)
-            if seen:
-                c["max_seen"] = max(seen + [c.get("max_seen", -1)])

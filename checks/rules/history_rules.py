@@ -129,24 +129,14 @@ class Digest:
                 return
             topic, partition = self.topic, self.partition
             index, process = r["index"], r["process"]
-            val, idx, first_read, read_values = self._val, self._idx, self._first_read, self.read_values
+            observe, first_read, read_values = self._observe_read, self._first_read, self.read_values
             prev = self._last.get(process)
             cont = self._cont
             for rec in v["records"]:
                 if rec[0] != topic or rec[1] != partition:
                     continue
-                offset, value = rec[2], rec[3]
-                if type(value) is not str:
-                    value = _vkey(value)
-                cur = val.get(offset, _MISSING)
-                if cur is _MISSING:
-                    val[offset] = value
-                    idx[offset] = ~index
-                    self._new_pair(offset, value)
-                elif cur is value or cur == value:
-                    value = cur  # the one object kept for it (this record's copy is freed)
-                else:
-                    self._other_value(offset, value, ~index)
+                offset = rec[2]
+                value = observe(offset, rec[3], ~index)
                 if offset not in first_read:
                     first_read[offset] = index
                 read_values.add(value)
@@ -186,8 +176,39 @@ class Digest:
                         self._idx[offset] = index
                 else:
                     self._other_value(offset, value, index)
+        elif f == "fetch":
+            if len(v) == 1:  # the part `split` made: this partition's records only
+                self._fetched(v["records"], r["index"])
+            else:  # a whole record (plain `check`)
+                self._fetched(dict(fetched_records(r)).get(partition_key(self.topic, self.partition), ()), r["index"])
         elif f in ("assign", "seek"):
             self._last.pop(r["process"], None)
+
+    def _fetched(self, records, index) -> None:
+        """A raw-protocol fetch's [offset, value] records of this partition: observations
+        for `inconsistent-offset` and `duplicate` (and proof that the offsets exist), but
+        not consumer reads: a fetch is a point read at an offset the prober chose, so it
+        neither continues a process's reads nor shows that reads went past an offset
+        (`lost-write`), and its values do not make a send "read"."""
+        observe, code = self._observe_read, ~index
+        for rec in records:
+            observe(rec[0], rec[1], code)
+
+    def _observe_read(self, offset, value, code):
+        """A read observed (offset, value) (`code`: ~ its index); returns the value as
+        kept (the one object kept per offset, so this record's copy is freed)."""
+        if type(value) is not str:
+            value = _vkey(value)
+        cur = self._val.get(offset, _MISSING)
+        if cur is _MISSING:
+            self._val[offset] = value
+            self._idx[offset] = code
+            self._new_pair(offset, value)
+        elif cur is value or cur == value:
+            return cur
+        else:
+            self._other_value(offset, value, code)
+        return value
 
     def finish(self) -> "Digest":
         """End of the records: pending sends, shown forms, sorted offset indexes."""
@@ -468,6 +489,8 @@ class PartitionHistoryRule:
             return (partition_key(v["topic"], v["partition"]),)
         if f == "poll" and record["type"] == "ok":
             return {partition_key(r[0], r[1]) for r in v["records"]}
+        if f == "fetch":
+            return tuple(key for key, _ in fetched_records(record))
         if f == "assign":
             return {partition_key(t, p) for t, p in v.get("partitions", ())}
         return ()
@@ -505,6 +528,8 @@ class PartitionHistoryRule:
             if len(out) > 1:
                 out.sort(key=lambda kv: kv[0])
             return out
+        if f == "fetch":
+            return [(key, {**record, "value": {"records": recs}}) for key, recs in fetched_records(record)]
         if f == "send" or f == "seek":  # one group: nothing to share, the record as it is
             return [(partition_key(v["topic"], v["partition"]), record)]
         if f == "assign":
@@ -542,6 +567,29 @@ class _Judge:
         d = self.digest.finish()
         return (lost_writes(d) + duplicates(d) + inconsistent_offsets(d) + continuity(d)
                 + send_order(d, self.budget))
+
+
+def fetched_records(record: dict) -> list[tuple[str, list]]:
+    """(partition key, [[offset, value], ...]) of each partition an ok raw `fetch`
+    returned records for, keys sorted. The entries are inline (one partition) or in
+    `partitions`; a record that is not an [int offset, value] pair is not an
+    observation and is left out (the fetch rules judge the answer's shape)."""
+    if record["type"] != "ok":
+        return []
+    v = record["value"]
+    entries = v.get("partitions")
+    if entries is None:
+        entries = (v,)
+    out = {}
+    for e in entries:
+        recs = e.get("records") if type(e) is dict else None
+        topic, partition = (e.get("topic"), e.get("partition")) if recs else (None, None)
+        if not recs or type(topic) is not str or type(partition) is not int:
+            continue
+        good = [rec for rec in recs if type(rec) is list and len(rec) >= 2 and type(rec[0]) is int]
+        if good:
+            out.setdefault(partition_key(topic, partition), []).extend(good)
+    return sorted(out.items())
 
 
 def _common_key(rule: PartitionHistoryRule, records: Sequence[dict]) -> str:

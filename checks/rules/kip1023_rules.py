@@ -1,30 +1,33 @@
 """KIP-1023 offsets judged from ListOffsets answers: `tiered-offset-violation`.
 
-The inequalities Lz >= Ly >= Lx and Ly >= Ry (plus earliest-pending-upload = Ry + 1
-and log start <= local log start) relate values that ListOffsets returns one per
-request. The lower side of each pair never decreases on one broker within one leader
-epoch, so if a request answered after another completed shows the upper side below the
-lower side seen before, the inequality was broken at that later moment.
+The model (`kip1023.offset_order`, `kip1023.answers_consistent`) holds the inequalities:
+log start (-2) <= local log start (-4) <= LSO (-1 read_committed) <= HWM (-1) <= LEO,
+last tiered (-5) <= LSO, earliest pending upload (-6) = last tiered + 1 (Kafka: also
+>= log start), and no quantity going back within a leader epoch. ListOffsets returns
+one value per request, so the rule compares pairs of answers of one broker in one leader
+epoch, the later asked after the earlier was answered, with no fault that truncates or
+restarts that broker in between (then the earlier, never-decreasing, quantity still
+held at the later moment). The rule only gathers the answers and reports.
+
+The leader epoch of an answer: the request's `current_leader_epoch` when the broker
+accepted it (error NONE: Kafka checks it against its own), else the broker's own
+metadata answers on both sides (`observe.proven_epoch`).
 """
 from __future__ import annotations
 
+import bisect
 from typing import Iterable, Sequence
 
 from reference_model import kip1023
 
 from checks.rules.base import Anomaly
-from checks.rules.observe import EpochIndex, Op, answered, as_int
+from checks.rules.fetch_rules import STATE_LOSING_FAULTS
+from checks.rules.observe import EpochIndex, Op, answered, as_int, broker_ids, proven_epoch, verdict
 
-#: (lower kind, upper kind, slack): lower(t1) <= lower(t2) <= upper(t2) + slack
-PAIRS = (
-    ("log_start", "local_log_start", 0),  # Rx/log start <= Lx
-    ("local_log_start", "lso", 0),  # Ly >= Lx
-    ("last_tiered", "lso", 0),  # Ly >= Ry
-    ("lso", "leo", 0),  # Lz >= Ly
-    ("hwm", "leo", 0),
-    ("last_tiered", "pending_upload", -1),  # EPUO = Ry + 1
-    ("pending_upload", "lso", 1),  # Ly >= Ry = EPUO - 1
-)
+#: faults after which a broker's offsets may go back: it lost state or its log was cut
+#: (a kill or restart replays the log: recovery may drop a torn tail; an unclean
+#: election truncates to the new leader's log)
+TRUNCATING_FAULTS = STATE_LOSING_FAULTS | {"elect-unclean"}
 
 
 def offset_kind(v: dict) -> str | None:
@@ -47,29 +50,62 @@ class TieredOffsetRule:
 
     def group_keys(self, record: dict) -> Iterable[str]:
         v = record.get("value") or {}
-        if record.get("f") in ("list_offsets", "metadata"):
-            yield f"tiered:{v.get('broker')}:{v.get('topic')}/{v.get('partition')}"
+        f = record.get("f")
+        if f in ("list_offsets", "metadata"):
+            yield f"tiered:{v.get('broker')}"
+        elif f == "fault" and v.get("fault") in TRUNCATING_FAULTS:
+            yield from (f"tiered:{b}" for b in sorted(broker_ids(v.get("targets"))))
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
         epochs = EpochIndex(answered(records, ["metadata"]))
-        obs: list[tuple[Op, str, int, int]] = []
+        faults = sorted(r.get("time", 0) for r in records if r.get("f") == "fault")
+        by_partition: dict[tuple, list[tuple[Op, str, int, int]]] = {}
         for op in answered(records, ["list_offsets"]):
             v = op.value
             kind, offset = offset_kind(v), as_int(v.get("offset"), -1)
             if kind is None or v.get("error", "NONE") != "NONE" or offset < 0:
                 continue
-            epoch = epochs.epoch_during(v.get("broker"), v.get("topic"), v.get("partition"), op.invoked, op.completed)
+            epoch = proven_epoch(op, {"topic": v.get("topic"), "partition": v.get("partition")}, epochs)
             if epoch is not None:
-                obs.append((op, kind, epoch, offset))
+                by_partition.setdefault((v.get("topic"), v.get("partition"), epoch), []).append((op, kind, offset))
         out = []
-        for lo_kind, hi_kind, slack in PAIRS:
-            for a in (o for o in obs if o[1] == lo_kind):
-                for b in (o for o in obs if o[1] == hi_kind and o[2] == a[2] and o[0].invoked > a[0].completed):
-                    if b[3] + slack < a[3]:
-                        out.append(Anomaly(
-                            "tiered-offset-violation", tuple(sorted(set(a[0].indices + b[0].indices))),
-                            f"{hi_kind} {b[3]} answered after {lo_kind} was already {a[3]} "
-                            f"(leader epoch {a[2]}): KIP-1023 requires {hi_kind} >= {lo_kind}"
-                            + (f" {'+' if -slack > 0 else '-'} {abs(slack)}" if slack else ""),
-                            details={"lower": lo_kind, "upper": hi_kind, "lower_value": a[3], "upper_value": b[3]}))
+        for (topic, partition, epoch), obs in by_partition.items():
+            out += self._pairs(topic, partition, epoch, obs, faults, profile)
         return out
+
+    @staticmethod
+    def _pairs(topic, partition, epoch, obs, faults, profile) -> list[Anomaly]:
+        """Each answer against the highest earlier answer of every kind in its stretch
+        of time between faults (an answer with a fault inside its own interval pairs with
+        none). Every bound is "earlier <= later + slack", so the highest earlier answer of
+        a kind is the one that can prove a violation."""
+        stretches: dict[int, list] = {}
+        for o in obs:
+            s = bisect.bisect_right(faults, o[0].invoked)
+            if bisect.bisect_right(faults, o[0].completed) == s:
+                stretches.setdefault(s, []).append(o)
+        out = []
+        for ops in stretches.values():
+            done, i, best = sorted(ops, key=lambda o: o[0].completed), 0, {}
+            for b in sorted(ops, key=lambda o: o[0].invoked):
+                while i < len(done) and done[i][0].completed < b[0].invoked:
+                    a = done[i]
+                    if a[1] not in best or a[2] > best[a[1]][2]:
+                        best[a[1]] = a
+                    i += 1
+                out += [x for a in best.values() for x in TieredOffsetRule._judge(topic, partition, epoch, a, b, profile)]
+        return out
+
+    @staticmethod
+    def _judge(topic, partition, epoch, a, b, profile) -> list[Anomaly]:
+        kind = verdict(lambda p: kip1023.answers_consistent(a[1], a[2], b[1], b[2], p), profile)
+        if kind is None:
+            return []
+        broke = "the offset went back" if a[1] == b[1] else f"{a[1]} <= {b[1]} is broken"
+        return [Anomaly(
+            "tiered-offset-violation", tuple(sorted(set(a[0].indices + b[0].indices))),
+            f"broker {b[0].value.get('broker')} answered {b[1]} {b[2]} for {topic}/{partition} after it had "
+            f"answered {a[1]} {a[2]} in leader epoch {epoch}: KIP-1023 allows no such pair ({broke})",
+            known=(kind == "known"),
+            details={"topic": topic, "partition": partition, "leader_epoch": epoch, "earlier": a[1],
+                     "earlier_value": a[2], "later": b[1], "later_value": b[2]})]

@@ -1,0 +1,194 @@
+"""KIP-392 "Finding the preferred follower": `preferred-replica-violation`.
+
+The model (`kip392.preferred_read_replica_outcomes`) says which PreferredReadReplica a
+broker may answer from a partition state; this rule only builds that state from what the
+history proves and reports answers the model does not allow:
+
+* the client's rack comes from the request, every broker's rack from `metadata` answers;
+* the leader: the answering broker, unless its own metadata answers on both sides of the
+  fetch name another leader for one leader epoch (an epoch has one leader, so the broker
+  was a follower throughout, and only a leader selects) — and the epoch the request
+  named, when the broker accepted it, is that one (Kafka's `BrokerMetadataPublisher`
+  sets the metadata cache's image before `ReplicaManager.applyDelta` moves the
+  partition: for a moment the cache runs ahead of the partition's epoch);
+* the ISR: every replica, unless the answering broker's own metadata answers around the
+  fetch all show the preferred replica out of the ISR or offline (see `isr_proven_without`);
+* log start and LEO of the replicas are never observed: unknown, so any may qualify.
+
+One group holds every consumer fetch and metadata answer; the judge keeps only a compact
+tuple per metadata answer, the fault times, and the answers that named a replica.
+"""
+from __future__ import annotations
+
+import bisect
+from typing import Iterable, Sequence
+
+from reference_model import kip392
+from reference_model.state import PartitionState, Replica
+
+from checks.rules.base import Anomaly
+from checks.rules.observe import as_int, partitions_of
+
+#: The metadata answers that prove a replica out of the ISR must span less than this:
+#: a replica that rejoins the ISR leaves it again only after `replica.lag.time.max.ms`
+#: (8 s in kipcheck's clusters, 30 s by default) of lag or after being fenced
+#: (`broker.session.timeout.ms`, 9 s) — or through a fault, which voids the span.
+ISR_SPAN_NS = 6_000_000_000
+#: The leader's `Partition` learns an ISR expansion from the AlterPartition response, its
+#: metadata cache when it replays the committed record, usually milliseconds later. So
+#: the proof also needs an answer invoked at least this long after the fetch completed.
+IMAGE_LAG_NS = 1_000_000_000
+
+GROUP = "prr"
+
+
+class PreferredReplicaRule:
+    anomalies = ("preferred-replica-violation",)
+    one_pass = True
+
+    def group_keys(self, record: dict) -> Iterable[str]:
+        f = record.get("f")
+        if f in ("metadata", "fault") or (f == "fetch" and as_int((record.get("value") or {}).get("replica_id"), -1) < 0):
+            return (GROUP,)
+        return ()
+
+    def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
+        return self.check_group(GROUP, records, profile)
+
+    def check_group(self, key: str, records: Iterable[dict], profile: str) -> list[Anomaly]:
+        judge = self.start(key, profile)
+        for r in records:
+            judge.add(r)
+        return judge.finish()
+
+    def start(self, key: str, profile: str) -> "_Judge":
+        return _Judge()
+
+
+class _Judge:
+    def __init__(self):
+        self.racks: dict[int, str] = {}
+        self.meta: dict[tuple, list[tuple]] = {}  # (broker, topic, partition) -> [(invoked, completed, epoch, leader, in_isr, replicas)]
+        self.faults: list[int] = []
+        self.invoked: dict = {}  # (process, f) -> (index, time) of the pending invoke
+        self.named: list[tuple] = []  # (indices, invoked, completed, value, entry, preferred)
+
+    def add(self, r: dict) -> None:
+        f, v = r["f"], r.get("value") or {}
+        if f == "fault":
+            self.faults.append(r.get("time", 0))
+            return
+        k = (r.get("process"), f)
+        if r["type"] == "invoke":
+            self.invoked[k] = (r["index"], r.get("time", 0))
+            return
+        inv_index, inv_time = self.invoked.pop(k, (r["index"], r.get("time", 0)))
+        if r["type"] != "ok":
+            return
+        indices = tuple(sorted({inv_index, r["index"]}))
+        if f == "metadata":
+            for b, rack in (v.get("racks") or {}).items():
+                if rack and as_int(b) is not None:
+                    self.racks[int(b)] = rack
+            epoch = as_int(v.get("leader_epoch"), -1)
+            if epoch >= 0 and v.get("error", "NONE") == "NONE":
+                offline = {as_int(b) for b in v.get("offline") or []}
+                in_isr = frozenset(as_int(b) for b in v.get("isr") or [] if as_int(b) not in offline)
+                replicas = tuple(as_int(b) for b in v.get("replicas") or [])
+                self.meta.setdefault((v.get("broker"), v.get("topic"), v.get("partition")), []).append(
+                    (inv_time, r.get("time", 0), epoch, as_int(v.get("leader"), -1), in_isr, replicas))
+            return
+        if v.get("top_error", "NONE") not in ("NONE", None):
+            return
+        for e in partitions_of(v):
+            pref = as_int(e.get("preferred_read_replica"), -1)
+            if not e.get("omitted") and pref >= 0:  # kept without the records it returned
+                request = {k: v.get(k) for k in ("broker", "rack", "current_leader_epoch")}
+                answer = {"topic": e.get("topic"), "partition": e.get("partition"),
+                          "fetch_offset": e.get("fetch_offset"), "error": e.get("error", "NONE")}
+                self.named.append((indices, inv_time, r.get("time", 0), request, answer, pref))
+
+    def finish(self) -> list[Anomaly]:
+        for answers in self.meta.values():
+            answers.sort(key=lambda a: a[1])
+        self.faults.sort()
+        out = []
+        for indices, invoked, completed, v, e, pref in self.named:
+            a = self._judge(indices, invoked, completed, v, e, pref)
+            if a:
+                out.append(a)
+        return out
+
+    # -- building the state the history proves ---------------------------------------------
+    def _around(self, broker, topic, partition, invoked: int, completed: int):
+        """The broker's metadata answers for the partition from the last one completed
+        before `invoked` to the first one invoked `IMAGE_LAG_NS` after `completed`
+        (None when either end is missing)."""
+        answers = self.meta.get((broker, topic, partition), [])
+        done = [a[1] for a in answers]
+        i = bisect.bisect_left(done, invoked) - 1
+        if i < 0:
+            return None
+        for j in range(i + 1, len(answers)):
+            if answers[j][0] > completed + IMAGE_LAG_NS:
+                return answers[i:j + 1]
+        return None
+
+    def leader_proven(self, span) -> int | None:
+        """The leader the answering broker named throughout, when its first and last
+        answers of the span are one leader epoch (epochs on a broker never go back)."""
+        first, last = span[0], span[-1]
+        if first[2] == last[2] and first[3] == last[3] and first[3] >= 0:
+            return first[3]
+        return None
+
+    def isr_proven_without(self, span, replica: int) -> bool:
+        """`replica` was out of the leader's ISR (or offline) during the whole span: every
+        answer shows it out, all in one leader epoch, within `ISR_SPAN_NS`, and no fault
+        happened in between (a fault could have let it in and out again)."""
+        start, end = span[0][0], span[-1][1]
+        if end - start >= ISR_SPAN_NS or any(a[2] != span[0][2] for a in span):
+            return False
+        k = bisect.bisect_left(self.faults, start)
+        if k < len(self.faults) and self.faults[k] <= end:
+            return False
+        return all(replica not in a[4] for a in span)
+
+    def _judge(self, indices, invoked, completed, v, e, pref) -> Anomaly | None:
+        broker, topic, partition = as_int(v.get("broker")), e.get("topic"), e.get("partition")
+        client_rack = v.get("rack") or None
+        if broker is None:
+            return None
+        # an unknown rack may be any: the client's for the named replica, another for the broker
+        racks = {**self.racks}
+        racks.setdefault(pref, client_rack)
+        racks.setdefault(broker, None)
+        span = self._around(v.get("broker"), topic, partition, invoked, completed)
+        leader = self.leader_proven(span) if span else None
+        cle = as_int(v.get("current_leader_epoch"), -1)
+        if leader is not None and cle >= 0 and e.get("error", "NONE") == "NONE" and cle != span[0][2]:
+            # Kafka accepted the request's epoch, so its `Partition` was in epoch `cle`, not
+            # (yet) in the one its metadata cache showed: the leader of `cle` is not proven
+            leader = None
+        leader = broker if leader is None else leader
+        replicas = set(a for s in (span or ()) for a in s[5]) | {broker, pref, leader}
+        if span and self.isr_proven_without(span, pref):
+            isr = frozenset(replicas - {pref})
+        else:
+            isr = frozenset(replicas)
+        state = PartitionState(leader, span[0][2] if span else 0, isr, tuple(
+            Replica(b, racks.get(b), log_start=None, leo=None, hwm=None) for b in sorted(replicas)))
+        offset = as_int(e.get("fetch_offset"), 0)
+        allowed = kip392.preferred_read_replica_outcomes(state, broker, -1, client_rack, offset)
+        if pref in allowed:
+            return None
+        facts = [f"client rack {client_rack!r}", f"broker racks {dict(sorted(self.racks.items()))}"]
+        if leader != broker:
+            facts.append(f"broker {broker}'s own metadata names leader {leader} in epoch {span[0][2]} around the answer")
+        if pref not in isr:
+            facts.append(f"broker {broker}'s metadata shows {pref} out of the ISR or offline around the answer")
+        return Anomaly("preferred-replica-violation", indices,
+                       f"broker {broker} sent preferred read replica {pref} for {topic}/{partition}, which KIP-392 "
+                       f"does not allow ({'; '.join(facts)}; allowed: {sorted(allowed)})",
+                       details={"topic": topic, "partition": partition, "preferred_read_replica": pref,
+                                "client_rack": client_rack, "leader": leader, "allowed": sorted(allowed)})

@@ -1,0 +1,197 @@
+"""KIP-227 fetch sessions: `fetch-session-violation`.
+
+Porcupine style: the rule steps `reference_model.kip227` state — the sessions this client
+holds on one broker (`SessionCache`) and the ids it saw closed or not found — through the
+client's fetches in history order. For each answer the model says which top-level
+answers are allowed (`kip227.observer_outcomes`) and, for incremental responses, which
+partitions must or may appear (`must_include`, `may_omit`); the rule only reads the
+requests and answers, asks, and reports. The next state follows the observed answer.
+Under a release profile, what only that profile allows is reported as known.
+
+What cannot be judged from the history (docs/checker.md): evicting one of the prober's
+sessions (a consumer's: any follower's new session may evict it once the cache is full,
+and the cache's other sessions are not observed), and the rotation of partitions (the
+history lists a response's partitions in the session's sorted order, not as sent).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Iterable, Sequence
+
+from reference_model import kip227
+from reference_model.state import FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, NONE, \
+    CachedPartition, Session, SessionCache
+
+from checks.rules.base import Anomaly
+from checks.rules.observe import as_int, partitions_of, verdict
+
+SESSION_ANSWERS = {NONE, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH}
+NAME = "fetch-session-violation"
+
+
+def _key(e: dict) -> tuple:
+    return (e.get("topic"), e.get("partition"))
+
+
+def _requested(inv: dict) -> tuple:
+    """(topic, partition, fetch offset) of each partition the request carried."""
+    return tuple((e.get("topic"), e.get("partition"), int(e["fetch_offset"]))
+                 for e in partitions_of(inv) if as_int(e.get("fetch_offset")) is not None)
+
+
+def _response(e: dict) -> kip227.PartitionResponse:
+    return kip227.PartitionResponse(e.get("error", NONE), as_int(e.get("high_watermark"), -1),
+                                    as_int(e.get("log_start_offset"), -1), bool(e.get("records")),
+                                    as_int(e.get("preferred_read_replica"), -1))
+
+
+class FetchSessionRule:
+    anomalies = (NAME,)
+
+    def group_keys(self, record: dict) -> Iterable[str]:
+        if record.get("f") == "fetch":
+            yield f"session:{(record.get('value') or {}).get('broker')}:{record.get('process')}"
+
+    def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
+        walk = _Walk(profile)
+        pending: dict = {}
+        for r in records:
+            if r.get("f") != "fetch":
+                continue
+            if r.get("type") == "invoke":
+                pending[r.get("process")] = r
+            elif r.get("type") in ("ok", "fail", "info"):
+                inv = pending.pop(r.get("process"), None)
+                if r.get("type") == "ok" and inv is not None:
+                    walk.step(inv, r)
+        return walk.out
+
+
+class _Walk:
+    """The client's model state on one broker and the anomalies found so far."""
+
+    def __init__(self, profile: str):
+        self.profile = profile
+        self.known = SessionCache()
+        self.gone: frozenset = frozenset()
+        self.seen: dict = {}  # (session id, partition key) -> highest offset returned in it
+        self.out: list[Anomaly] = []
+
+    def flag(self, kind: str | None, indices, message: str, **details) -> None:
+        if kind is not None:
+            self.out.append(Anomaly(NAME, tuple(sorted(set(indices))), message, known=(kind == "known"),
+                                    details=details))
+
+    def step(self, inv: dict, done: dict) -> None:
+        v, iv = done.get("value") or {}, inv.get("value") or {}
+        if as_int(v.get("version"), 7) < 7:
+            return  # no sessions before Fetch v7
+        indices = (inv["index"], done["index"])
+        sid, epoch = as_int(iv.get("session_id"), 0), as_int(iv.get("session_epoch"), -1)
+        top, rid = v.get("top_error", NONE) or NONE, as_int(v.get("response_session_id"), 0)
+        entries = partitions_of(v)
+        req = kip227.FetchRequest(sid, epoch, as_int(iv.get("replica_id"), -1) >= 0, _requested(iv),
+                                  tuple((t, p) for t, p in iv.get("forgotten") or []), inv.get("time", 0) // 10**6)
+        kind = kip227.request_kind(sid, epoch)
+        where = {"session_id": sid, "session_epoch": epoch}
+        if top != NONE:
+            view = kip227.top_level_error_view(top, tuple(_key(e) for e in entries))
+            if any(e.get("records") or e.get("error", top) != view[_key(e)] for e in entries):
+                self.flag("anomaly", indices, f"top-level error {top} but a partition carries records or another "
+                                              f"error (KIP-227 \"Top-level error code\")", **where)
+        if top not in SESSION_ANSWERS:
+            return
+        before = self.known.get(sid)
+        chosen = self._judge_answer(kind, req, top, rid, indices, where)
+        if top != NONE:
+            return
+        if kind != kip227.INCREMENTAL:
+            answered = {_key(e) for e in entries if not (e.get("omitted") or e.get("missing"))}
+            gaps = sorted((kip227.full_response_partitions(req) | {_key(e) for e in entries}) - answered)
+            if gaps:
+                self.flag("anomaly", indices, f"a full response left out requested partitions {gaps[:5]} "
+                                              f"(KIP-227 \"Full Fetch Responses\")", **where)
+        elif before is not None and rid == sid:
+            self._judge_incremental(before, req, entries, indices, where)
+        if chosen is not None and rid:
+            self._absorb(rid, entries)
+
+    def _judge_answer(self, kind, req, top, rid, indices, where):
+        """The top-level answer against the model; steps the state. Returns the session
+        the answer leaves (None when no session)."""
+        def outcomes(p):
+            return kip227.observer_outcomes(self.known, self.gone, req, p, new_id=rid or None)
+
+        current = outcomes(self.profile)
+        if current is None:  # an id this client never saw: someone else's, maybe
+            return None
+        observed = (top, rid)
+
+        def allowed(p):
+            return any((r.error, r.session_id) == observed for r, _, _ in outcomes(p))
+
+        k = verdict(allowed, self.profile)
+        if k is not None:
+            shown = sorted({(r.error, r.session_id) for r, _, _ in current})
+            self.flag(k, indices, f"{kind} request {req.session_id}/{req.epoch} answered {top} with session id "
+                                  f"{rid}; KIP-227 allows {shown}", **where, response_session_id=rid)
+        match = [(c, g) for r, c, g in current if (r.error, r.session_id) == observed]
+        if match:
+            self.known, self.gone = match[0]
+        else:
+            self._resync(kind, req, top, rid)
+        return self.known.get(rid) if rid else None
+
+    def _resync(self, kind, req, top, rid) -> None:
+        """After an answer the model does not allow, follow what the broker said."""
+        if top == FETCH_SESSION_ID_NOT_FOUND or (top == NONE and rid == 0 and req.session_id):
+            self.known, self.gone = self.known.without(req.session_id), self.gone | {req.session_id}
+        elif top == NONE and rid:
+            old = self.known.get(rid)
+            parts = kip227.update_session_partitions(old, req) if old else tuple(
+                CachedPartition(t, p, o) for t, p, o in req.partitions)
+            epoch = kip227.next_epoch(req.epoch if old and req.epoch > 0 else 0)  # the epoch it accepted
+            self.known = self.known.with_session(Session(rid, epoch, req.privileged, parts, req.now_ms, req.now_ms))
+            self.gone = self.gone - {rid}
+
+    def _judge_incremental(self, before: Session, req, entries, indices, where) -> None:
+        session = replace(before, partitions=kip227.update_session_partitions(before, req))
+        cached = {c.key: c for c in session.partitions}
+        present = [e for e in entries if not e.get("omitted")]
+        strangers = sorted({_key(e) for e in present} - set(cached))
+        if strangers:
+            self.flag("anomaly", indices, f"incremental response carries partitions outside the session: "
+                                          f"{strangers[:5]} (KIP-227 \"Incremental Fetch Responses\")", **where)
+        for e in present:
+            c = cached.get(_key(e))
+            if c is None:
+                continue
+            k = verdict(lambda p: kip227.must_include(c, _response(e), p), self.profile)
+            self.flag(k, indices, f"incremental response carries {c.topic}/{c.partition} with nothing new: HWM "
+                                  f"{e.get('high_watermark')} and log start {e.get('log_start_offset')} as last sent, "
+                                  f"no records, error {e.get('error', NONE)}", **where)
+        may_be_full = any(e.get("records") for e in entries)
+        for e in entries:
+            c = cached.get(_key(e))
+            if not e.get("omitted") or c is None:
+                continue
+            seen = self.seen.get((before.id, c.key), -1) >= c.fetch_offset
+            k = verdict(lambda p: kip227.may_omit(c, may_be_full, seen, p), self.profile)
+            self.flag(k, indices,
+                      f"incremental response left out {c.topic}/{c.partition} although committed data was "
+                      f"available at its fetch offset {c.fetch_offset} (HWM {c.hwm})", **where)
+
+    def _absorb(self, sid: int, entries) -> None:
+        """KIP-227 "Cached data about each partition": the session now holds what this
+        response sent (`kip227.after_response`)."""
+        session = self.known.get(sid)
+        if session is None:
+            return
+        sent = {_key(e): e for e in entries if not e.get("omitted") and not e.get("missing")}
+        parts = tuple(kip227.after_response(c, _response(sent[c.key])) if c.key in sent else c
+                      for c in session.partitions)
+        self.known = self.known.with_session(replace(session, partitions=parts))
+        for key, e in sent.items():
+            offsets = [int(r[0]) for r in e.get("records") or [] if as_int(r[0]) is not None]
+            if offsets:
+                self.seen[(sid, key)] = max(offsets + [self.seen.get((sid, key), -1)])
