@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from checks.profiles import choose_profile
+from checks.profiles import choose_profile_noted
 
 ENGINES = ("local", "spark")
 
@@ -15,14 +15,18 @@ def check(path: str | Path, engine: str = "local", master: str | None = None,
     """Check a run directory or a history file (JSONL or Parquet); return the verdict.
 
     Raises `checks.history.HistoryError` (one-line message) for unreadable or invalid input."""
-    profile = choose_profile(path, profile)
+    profile, note = choose_profile_noted(path, profile)
     if engine == "local":
         from checks.engine_local import check_path
-        return check_path(path, rules, profile)
-    if engine == "spark":
+        verdict = check_path(path, rules, profile)
+    elif engine == "spark":
         from checks.engine_spark import check_path
-        return check_path(path, rules, profile, master=master)
-    raise ValueError(f"unknown engine {engine!r}; expected one of {ENGINES}")
+        verdict = check_path(path, rules, profile, master=master)
+    else:
+        raise ValueError(f"unknown engine {engine!r}; expected one of {ENGINES}")
+    if note:
+        verdict["profile_note"] = note  # the run's Kafka version fell back to another line's profile
+    return verdict
 
 
 def write_verdict(verdict: dict, path: str | Path) -> Path:

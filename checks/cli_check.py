@@ -33,6 +33,8 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
 def summary(verdict: dict) -> str:
     lines = [f"valid: {verdict['valid']}  (profile {verdict['profile']}, "
              f"{verdict['counts']['records']} records, engine {verdict['engine']})"]
+    if verdict.get("profile_note"):
+        lines.append(f"  profile note: {verdict['profile_note']}")
     for section in ("anomalies", "known"):
         for name, examples in verdict[section].items():
             if examples:

@@ -21,7 +21,7 @@ def known_profiles() -> list[str]:
 
 
 def profile_for_version(version: str | None) -> str:
-    """"4.3.1" -> "kafka-4.3" when that profile exists, else "kip"."""
+    """"4.3.1" -> "kafka-4.3"; a line without a profile -> the nearest one (`profile_for`)."""
     try:
         from reference_model.profiles import for_version
     except ImportError:
@@ -41,8 +41,15 @@ def kafka_version(path: str | Path) -> str | None:
 
 def choose_profile(path: str | Path, asked: str | None = None) -> str:
     """The profile to check `path` with: `asked` if given (and known), else by version."""
+    return choose_profile_noted(path, asked)[0]
+
+
+def choose_profile_noted(path: str | Path, asked: str | None = None) -> tuple[str, str | None]:
+    """`choose_profile` and, when the run's Kafka version has no profile of its own, a
+    note saying which profile it fell back to (None otherwise, and when `asked`)."""
     if asked is not None:
         if asked not in known_profiles():
             raise HistoryError(f"unknown profile {asked!r}; known: {', '.join(known_profiles())}")
-        return asked
-    return profile_for_version(kafka_version(path))
+        return asked, None
+    from reference_model.profiles import profile_for
+    return profile_for(kafka_version(path))

@@ -134,7 +134,20 @@ RELEASE_NOTES: dict[str, str] = {
     "same tryEvict/touch/sharding, NumFetchSessionCacheShards = 8); UnifiedLog.fetchEarliestPendingUploadOffset "
     "is identical (ListOffsets -6 exists, v11); the follower bootstrap is absent; KafkaRaftClient has the "
     "KIP-1166 isHighWatermarkUpdated check.",
-    "kafka-4.1": "Not read; assumed as kafka-4.0.",
+    "kafka-4.1": "Read in the 4.1.2 source jars (kafka_2.13, kafka-server, kafka-storage, kafka-raft; the newest "
+    "4.1 patch on Maven Central): the KIP-392/KIP-227 deviations are the same code as 4.0.1 and 4.3.1 "
+    "(kafka.cluster.Partition.readRecords samples initialHighWatermark before localLog.read; LocalLog.read throws "
+    "OffsetOutOfRangeException only for startOffset > endOffset and answers empty at/above maxOffsetMetadata; "
+    "ReplicaManager.handleOffsetOutOfRangeError -> createLogReadResult(e) with UnifiedLog.UNKNOWN_OFFSET; "
+    "UnifiedLog.updateHighWatermark capped at the log end offset, updateHighWatermarkMetadata accepts a lower "
+    "value with WARN 'Non-monotonic update of high watermark' and ReplicaFetcherThread.processPartitionData calls "
+    "log.maybeUpdateHighWatermark(partitionData.highWatermark); ReplicaManager.lastOffsetForLeaderEpoch "
+    "fetchOnlyFromLeader = true -> UnifiedLog.endOffsetForEpoch(leaderEpochCache.endOffsetFor(epoch, "
+    "logEndOffset())); kafka.server.FetchSession.scala: session.isEmpty closes, maybeUpdateResponseData also for "
+    "isPreferredReplica / error / isDivergingEpoch, tryEvict/touch as 4.0, BrokerServer NumFetchSessionCacheShards "
+    "= 8 with getNextCacheShard). Like 4.0.1: no ListOffsets -6 (no EARLIEST_PENDING_UPLOAD) and no follower "
+    "bootstrap (AbstractFetcherThread lacks shouldFetchFromLastTieredOffset). Unlike 4.0.1: KafkaRaftClient has "
+    "the KIP-1166 isHighWatermarkUpdated check (request HWM < leader HWM answers at once), as in 4.2.1 and 4.3.1.",
     "kafka-4.0": "Read in the 4.0.1 source jars: the KIP-392/KIP-227 deviations are the same code (LocalLog.read, "
     "ReplicaManager.createLogReadResult(e) with -1 offsets, kafka.log.UnifiedLog.updateHighWatermark capped at LEO, "
     "lastOffsetForLeaderEpoch fetchOnlyFromLeader, FetchSession.scala isEmpty/touch/tryEvict, 8 shards). Not in "
@@ -188,10 +201,34 @@ def get(name: str | Profile) -> Profile:
         raise ValueError(f"unknown profile {name!r}; known: {sorted(PROFILES)}") from None
 
 
-def for_version(version: str | None) -> str:
-    """The profile name for a Kafka version string such as "4.3.1"; `kip` if none fits."""
+#: The release lines with a profile, oldest first (`profile_for` falls back to the nearest).
+RELEASE_LINES = tuple(sorted((4, m) for m in _BY_MINOR))
+
+
+def profile_for(version: str | None) -> tuple[str, str | None]:
+    """(profile name, fallback note) for a Kafka version string such as "4.3.1".
+
+    A release line with a profile gets it and no note. A version newer than every profile
+    (4.4, 5.0) falls back to the newest line, an older one (3.x) to the oldest: the nearest
+    code that was read; the note says so, because its deviations were not verified there.
+    No version, or one that is not X.Y[.Z]: `kip` (the KIP texts), with a note."""
     if not version:
-        return "kip"
+        return "kip", "the Kafka version is unknown: checked against the KIP texts alone"
     parts = version.split(".")
-    name = f"kafka-{parts[0]}.{parts[1]}" if len(parts) >= 2 else ""
-    return name if name in PROFILES else "kip"
+    try:
+        line = (int(parts[0]), int(parts[1]))
+    except (IndexError, ValueError):
+        return "kip", f"{version!r} is not a Kafka version X.Y[.Z]: checked against the KIP texts alone"
+    name = f"kafka-{line[0]}.{line[1]}"
+    if name in PROFILES:
+        return name, None
+    nearest = RELEASE_LINES[-1] if line > RELEASE_LINES[-1] else RELEASE_LINES[0]
+    fallback = f"kafka-{nearest[0]}.{nearest[1]}"
+    side = "newer" if line > RELEASE_LINES[-1] else "older"
+    return fallback, (f"Kafka {version} has no profile of its own: checked as {fallback}, the {side.replace('er', 'est')} release line "
+                      f"whose source was read (its known deviations are not verified for {version})")
+
+
+def for_version(version: str | None) -> str:
+    """The profile name for a Kafka version string (see `profile_for`)."""
+    return profile_for(version)[0]

@@ -170,3 +170,21 @@ def test_case2_offset_not_available_below_the_hwm_is_wrong_only_where_the_hwm_is
     # inside: the same answer at or above the HWM is case 1 only under kip, NONE-and-empty under the profile
     above = history(fetch(12, error="OFFSET_NOT_AVAILABLE", hwm=10))
     assert names(run(ConsumerFetchRule(), above, "kip")) == []
+
+
+# --- profiles: a Kafka version without one falls back, and the verdict says so ------------
+def test_a_run_on_a_version_without_a_profile_is_checked_as_the_nearest_and_the_verdict_says_so(tmp_path):
+    import json
+
+    from checks.api import check
+    from checks.cli_check import summary
+
+    records = history(fetch(8, records=[8, 9, 10], current_leader_epoch=3), fetch(11, hwm=11, current_leader_epoch=3))
+    (tmp_path / "history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    for version, profile, noted in (("4.4.0", "kafka-4.3", True), ("4.3.1", "kafka-4.3", False)):
+        (tmp_path / "config.json").write_text(json.dumps({"kafka_version": version}))
+        verdict = check(tmp_path)
+        assert verdict["profile"] == profile
+        assert ("4.4.0" in verdict.get("profile_note", "")) is noted
+        assert ("profile note" in summary(verdict)) is noted
+        assert verdict["counts"]["known"]["uncommitted-read"] == 1  # judged under the fallback's deviations

@@ -148,8 +148,17 @@ def test_profiles_per_release_line():
     assert not p["kafka-4.3"].allows(profiles.FOLLOWER_BOOTSTRAP_ABSENT)
     assert p["kafka-4.2"].allows(profiles.FOLLOWER_BOOTSTRAP_ABSENT) and p["kafka-4.2"].allows(profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER)
     assert not p["kafka-4.0"].allows(profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER)
-    assert profiles.for_version("4.3.1") == "kafka-4.3" and profiles.for_version("3.9.0") == "kip"
+    assert profiles.for_version("4.3.1") == "kafka-4.3" and profiles.for_version("4.1.2") == "kafka-4.1"
     assert profiles.for_version(None) == "kip" and profiles.for_version("4") == "kip"
+    assert profiles.profile_for("4.3.1") == ("kafka-4.3", None)
+
+
+def test_a_version_without_a_profile_falls_back_to_the_nearest_line_and_says_so():
+    for version, fallback in (("4.4.0", "kafka-4.3"), ("5.1.0", "kafka-4.3"), ("3.9.0", "kafka-4.0")):
+        name, note = profiles.profile_for(version)
+        assert name == fallback and version in note and fallback in note
+    name, note = profiles.profile_for("unknown")
+    assert name == "kip" and "KIP texts" in note
     assert all(prof.description for prof in p.values())
 
 
