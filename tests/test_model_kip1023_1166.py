@@ -154,6 +154,7 @@ def test_profiles_per_release_line():
 
 
 def test_a_version_without_a_profile_falls_back_to_the_nearest_line_and_says_so():
+    from reference_model import profiles
     for version, fallback in (("4.4.0", "kafka-4.3"), ("5.1.0", "kafka-4.3"), ("3.9.0", "kafka-4.0")):
         name, note = profiles.profile_for(version)
         assert name == fallback and version in note and fallback in note
