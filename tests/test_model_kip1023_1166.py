@@ -151,6 +151,7 @@ def test_profiles_per_release_line():
     assert profiles.for_version("4.3.1") == "kafka-4.3" and profiles.for_version("4.1.2") == "kafka-4.1"
     assert profiles.for_version(None) == "kip" and profiles.for_version("4") == "kip"
     assert profiles.profile_for("4.3.1") == ("kafka-4.3", None)
+    assert all(prof.description for prof in p.values())
 
 
 def test_a_version_without_a_profile_falls_back_to_the_nearest_line_and_says_so():
@@ -160,7 +161,6 @@ def test_a_version_without_a_profile_falls_back_to_the_nearest_line_and_says_so(
         assert name == fallback and version in note and fallback in note
     name, note = profiles.profile_for("unknown")
     assert name == "kip" and "KIP texts" in note
-    assert all(prof.description for prof in p.values())
 
 
 def test_errors_name_the_bad_value_and_broker_zero_is_a_replica():
