@@ -120,6 +120,33 @@ EVIDENCE: dict[str, str] = {
     "handleOffsetsMovedToTieredStorage always restarts from leader.fetchEarliestLocalOffset.",
 }
 
+#: How far each deviation reaches: beyond its bound an answer is an anomaly under every
+#: profile (docs/model.md, "bound"). The rules gather the observations each bound names.
+BOUNDS: dict[str, str] = {
+    FETCH_ABOVE_HWM_EMPTY: "Only up to the LEO (LocalLog.read throws OffsetOutOfRangeException above it): the fetch "
+    "offset is at most an upper bound of the LEO when the broker answered: the partition's highest proven offset + 1 "
+    "+ the appends of the sends invoked before the answer completed (kip392.LogBounds.leo_max).",
+    OUT_OF_RANGE_WITHOUT_OFFSETS: "Only outside [log start, LEO]: not below a LEO the broker proved earlier in the "
+    "same epoch and life (an HWM it reported, a record it returned) while at or above every log start it reported "
+    "later in that life (kip392.LogBounds.leo_min / log_start_max).",
+    HWM_CAPPED_AT_LEO: "Narrows the KIP: case 2 (OFFSET_NOT_AVAILABLE below the HWM) is wrong under the profile.",
+    OFFSETS_FOR_LEADER_EPOCH_UNCAPPED: "Only up to the LEO at answer time (UnifiedLog.endOffsetForEpoch answers the "
+    "LEO for the latest epoch): never above the partition's LEO upper bound (kip392.epoch_end_offset_possible).",
+    RESPONSE_HWM_SAMPLED_BEFORE_READ: "Only records committed when read: the read is bounded by the HWM at read time "
+    "(UnifiedLog.read, fetchHighWatermarkMetadata), which is <= every later HWM of that broker for the partition in "
+    "the same leader epoch and life; so a later HWM answer of it must cover the record and none invoked after the "
+    "fetch completed may be at or below it (kip392.records_committed).",
+    FOLLOWER_HWM_FOLLOWS_LEADER: "Only on a known follower, after a leader-epoch change in the same life, once per "
+    "epoch (after the first drop the follower follows the new leader, whose HWM does not go back), and only from the "
+    "HWM it carried into the epoch (not after it rose in it) (kip392.hwm_may_go_back).",
+    EMPTY_SESSION_CLOSED: "Only when the request left the session without partitions.",
+    INCREMENTAL_EXTRA_PARTITIONS: "Only partitions of the session.",
+    EVICT_SMALLEST: "The one victim kip227 computes.",
+    SHARDED_SESSION_CACHE: "Within one shard of slots / 8.",
+    PENDING_UPLOAD_RESOLVED_BY_LEADER: "Never below the log start.",
+    FOLLOWER_BOOTSTRAP_ABSENT: "The old fetcher path only.",
+}
+
 #: What was verified, per release line, and where.
 RELEASE_NOTES: dict[str, str] = {
     "kafka-4.3": "All deviations read in the 4.3.1 source jars. KIP-1023 (follower.fetch.last.tiered.offset.enable, "
@@ -169,6 +196,7 @@ class Profile:
             "name": self.name,
             "description": self.description,
             "deviations": {d: EVIDENCE[d] for d in sorted(self.deviations)},
+            "bounds": {d: BOUNDS[d] for d in sorted(self.deviations)},
         }
 
 

@@ -143,7 +143,7 @@ def test_profiles_per_release_line():
     for prof in p.values():
         for d in (profiles.FETCH_ABOVE_HWM_EMPTY, profiles.EVICT_SMALLEST, profiles.SHARDED_SESSION_CACHE):
             assert prof.allows(d)
-        assert set(prof.describe()["deviations"]) == prof.deviations
+        assert set(prof.describe()["deviations"]) == prof.deviations == set(prof.describe()["bounds"])
     assert p["kafka-4.3"].allows(profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER)
     assert not p["kafka-4.3"].allows(profiles.FOLLOWER_BOOTSTRAP_ABSENT)
     assert p["kafka-4.2"].allows(profiles.FOLLOWER_BOOTSTRAP_ABSENT) and p["kafka-4.2"].allows(profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER)
