@@ -19,7 +19,7 @@ from reference_model.state import NONE, Replica
 
 from checks.rules.base import Anomaly
 from checks.rules.log_bounds import STATE_LOSING_FAULTS  # noqa: F401 (re-exported)
-from checks.rules.log_bounds import Lives, SendBound, fault_brokers, hwm_series, hwm_values
+from checks.rules.log_bounds import Extremes, Lives, SendBound, fault_brokers, hwm_series, hwm_values
 from checks.rules.observe import EpochIndex, Op, answered, as_int, partitions_of, proven_epoch, verdict
 
 KIP392_ERRORS = {"NONE", "OFFSET_OUT_OF_RANGE", "OFFSET_NOT_AVAILABLE"}
@@ -86,6 +86,7 @@ class ConsumerFetchRule:
         epochs = EpochIndex(answered(records, ["metadata"]))
         lives = Lives(records)
         series = hwm_series(ops, epochs, lives)
+        leo_lows, start_highs = self._log_facts(ops, series, lives)
         out: list[Anomaly] = []
         for op in ops:
             if op.f != "fetch" or op.value.get("top_error", NONE) not in (NONE, None):
@@ -93,39 +94,39 @@ class ConsumerFetchRule:
             for entry in partitions_of(op.value):
                 if entry.get("omitted") or "fetch_offset" not in entry:
                     continue
+                tp = (entry.get("topic"), entry.get("partition"))
                 epoch, life = proven_epoch(op, entry, epochs), lives.of(op.completed)
-                same = series.get((entry.get("topic"), entry.get("partition"), epoch, life), [])
+                same = series.get((*tp, epoch, life), [])
                 out += self._uncommitted(op, entry, same, profile)
-                bounds = kip392.LogBounds(leo_min=self._leo_min(op, entry, same),
-                                          log_start_max=self._log_start_max(op, entry, ops, lives, life))
+                lows, highs = leo_lows.get((*tp, epoch, life)), start_highs.get((*tp, life))
+                bounds = kip392.LogBounds(leo_min=lows.before(op.invoked) if lows else None,
+                                          log_start_max=highs.after(op.completed) if highs else None)
                 out += self._judge(op, entry, profile, bounds)
         return out
 
     @staticmethod
-    def _leo_min(op: Op, e: dict, same: list) -> int | None:
-        """The LEO is at least every HWM and past every record this broker answered for
-        the partition before `op`, in the same epoch and life (committed data is never
-        truncated, and within one epoch the log only grows past it)."""
-        lows = [o.hwm for o in same if o.op.completed < op.invoked]
-        lows += [r + 1 for o in same if o.op.completed < op.invoked for x in partitions_of(o.op.value)
-                 if (x.get("topic"), x.get("partition")) == (e.get("topic"), e.get("partition"))
-                 for r in _offsets(x)]
-        return max(lows) if lows else None
-
-    @staticmethod
-    def _log_start_max(op: Op, e: dict, ops: list, lives: Lives, life: int) -> int | None:
-        """The log start is at most every log start this broker reported for the
-        partition after `op`, in the same life (it only grows within one life)."""
-        highs = []
+    def _log_facts(ops: list, series: dict, lives: Lives):
+        """Per (topic, partition, epoch, life): the least LEO each answer proves, by
+        completion time: its HWM and one past each record it returned (committed data is
+        never truncated, and within one epoch the log only grows past it). Per (topic,
+        partition, life): the greatest log start each answer proves, by invoke time: the
+        log start it reported (within one life the log start only grows)."""
+        lows: dict[tuple, list] = {}
+        for key, items in series.items():
+            for o in items:
+                recs = [r + 1 for x in partitions_of(o.op.value)
+                        if (x.get("topic"), x.get("partition")) == key[:2] for r in _offsets(x)]
+                lows.setdefault(key, []).append((o.op.completed, max([o.hwm, *recs])))
+        highs: dict[tuple, list] = {}
         for o in ops:
-            if o.f != "fetch" or o.invoked <= op.completed or lives.of_op(o) != life:
+            life = lives.of_op(o)
+            if o.f != "fetch" or life is None or o.value.get("top_error", NONE) not in (NONE, None):
                 continue
             for x in partitions_of(o.value):
-                if ((x.get("topic"), x.get("partition")) == (e.get("topic"), e.get("partition"))
-                        and not x.get("omitted") and x.get("error", NONE) == NONE
-                        and as_int(x.get("log_start_offset"), -1) >= 0):
-                    highs.append(int(x["log_start_offset"]))
-        return min(highs) if highs else None
+                if not x.get("omitted") and x.get("error", NONE) == NONE and as_int(x.get("log_start_offset"), -1) >= 0:
+                    highs.setdefault((x.get("topic"), x.get("partition"), life), []).append(
+                        (o.invoked, int(x["log_start_offset"])))
+        return ({k: Extremes(v, max) for k, v in lows.items()}, {k: Extremes(v, min) for k, v in highs.items()})
 
     def _uncommitted(self, op: Op, e: dict, same: list, profile: str) -> list[Anomaly]:
         hwm = as_int(e.get("high_watermark"), -1)
@@ -291,22 +292,8 @@ class _PrefixMax:
 
 def _rose(items: list) -> bool:
     """Whether some answer is higher than one completed before it was invoked."""
-    lowest = _PrefixMin(items)
+    lowest = Extremes(((o.op.completed, o.hwm) for o in items), min)
     return any((lo := lowest.before(y.op.invoked)) is not None and lo < y.hwm for y in items)
-
-
-class _PrefixMin:
-    def __init__(self, items: list):
-        done = sorted(items, key=lambda o: o.op.completed)
-        self.times = [o.op.completed for o in done]
-        self.low, m = [], None
-        for o in done:
-            m = o.hwm if m is None else min(m, o.hwm)
-            self.low.append(m)
-
-    def before(self, t: int):
-        i = bisect.bisect_left(self.times, t)
-        return self.low[i - 1] if i else None
 
 
 class PreferredReplicaRule:

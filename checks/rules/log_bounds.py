@@ -152,3 +152,29 @@ class SendBound:
             return None
         n = bisect.bisect_left(self.times, t)
         return self.highest + 1 + (self.cumulative[n - 1] if n else 0)
+
+
+class Extremes:
+    """The max (or min) value among points timed strictly before / after a moment, by
+    bisection: O(log n) per question instead of a scan per answer judged."""
+
+    def __init__(self, points: Iterable[tuple[int, int]], pick=max):
+        pts = sorted(points)
+        self.times = [t for t, _ in pts]
+        self.prefix, self.suffix = [], [None] * len(pts)
+        best = None
+        for _, v in pts:
+            best = v if best is None else pick(best, v)
+            self.prefix.append(best)
+        best = None
+        for i in range(len(pts) - 1, -1, -1):
+            best = pts[i][1] if best is None else pick(best, pts[i][1])
+            self.suffix[i] = best
+
+    def before(self, t: int):
+        i = bisect.bisect_left(self.times, t)
+        return self.prefix[i - 1] if i else None
+
+    def after(self, t: int):
+        i = bisect.bisect_right(self.times, t)
+        return self.suffix[i] if i < len(self.times) else None
