@@ -98,9 +98,11 @@ class ConsumerFetchRule:
                 epoch, life = proven_epoch(op, entry, epochs), lives.of(op.completed)
                 same = series.get((*tp, epoch, life), [])
                 out += self._uncommitted(op, entry, same, profile)
-                lows, highs = leo_lows.get((*tp, epoch, life)), start_highs.get((*tp, life))
-                bounds = kip392.LogBounds(leo_min=lows.before(op.invoked) if lows else None,
-                                          log_start_max=highs.after(op.completed) if highs else None)
+                bounds = kip392.NO_BOUNDS
+                if entry.get("error", NONE) != NONE:  # a least LEO or greatest log start only rules out errors
+                    lows, highs = leo_lows.get((*tp, epoch, life)), start_highs.get((*tp, life))
+                    bounds = kip392.LogBounds(leo_min=lows.before(op.invoked) if lows else None,
+                                              log_start_max=highs.after(op.completed) if highs else None)
                 out += self._judge(op, entry, profile, bounds)
         return out
 
@@ -186,7 +188,7 @@ class ConsumerFetchRule:
                 continue
             for e in partitions_of(op.value):
                 if (e.get("topic"), as_int(e.get("partition"))) == (topic, part) and not e.get("omitted") \
-                        and "fetch_offset" in e:
+                        and as_int(e.get("fetch_offset"), -1) > leo_max:  # below it some allowed LEO reaches it
                     out += self._judge(op, e, profile, kip392.LogBounds(leo_max=leo_max), only_from_bounds=True)
         return out
 
