@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Sequence
 
 from checks.coverage import apply_requirement, parse_requirement
-from checks.profiles import choose_profile
+from checks.profiles import choose_profile_noted
 
 ENGINES = ("local", "spark")
 
@@ -35,7 +35,8 @@ def check_many(paths: Sequence[str | Path], engine: str = "local", master: str |
     would get alone."""
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; expected one of {ENGINES}")
-    profiles = [choose_profile(p, profile) for p in paths]
+    noted = [choose_profile_noted(p, profile) for p in paths]
+    profiles = [name for name, _ in noted]
     if require_coverage:
         parse_requirement(require_coverage)  # bad text fails before the work
     if rules is None:
@@ -50,6 +51,9 @@ def check_many(paths: Sequence[str | Path], engine: str = "local", master: str |
     else:
         from checks.engine_spark import check_paths
         verdicts = check_paths(paths, run_rules, profiles, master=master)
+    for verdict, (_, note) in zip(verdicts, noted):
+        if note:
+            verdict["profile_note"] = note  # the run's Kafka version has no profile of its own
     return [apply_requirement(v, require_coverage) for v in verdicts]
 
 

@@ -80,6 +80,8 @@ def liveness_line(verdict: dict) -> str | None:
 def summary(verdict: dict) -> str:
     lines = [f"valid: {verdict['valid']}  (profile {verdict['profile']}, "
              f"{verdict['counts']['records']} records, engine {verdict['engine']})"]
+    if verdict.get("profile_note"):
+        lines.append(f"  profile note: {verdict['profile_note']}")
     for section in ("anomalies", "known"):
         for name, examples in verdict[section].items():
             if examples:

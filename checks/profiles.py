@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from checks.history import HistoryError
-from reference_model.profiles import PROFILES, for_version
+from reference_model.profiles import PROFILES, for_version, profile_for
 
 
 def known_profiles() -> list[str]:
@@ -17,7 +17,7 @@ def known_profiles() -> list[str]:
 
 
 def profile_for_version(version: str | None) -> str:
-    """"4.3.1" -> "kafka-4.3" when that profile exists, else "kip"."""
+    """"4.3.1" -> "kafka-4.3"; a line without a profile -> `kip` (`profile_for`)."""
     return for_version(version)
 
 
@@ -33,8 +33,14 @@ def kafka_version(path: str | Path) -> str | None:
 
 def choose_profile(path: str | Path, asked: str | None = None) -> str:
     """The profile to check `path` with: `asked` if given (and known), else by version."""
+    return choose_profile_noted(path, asked)[0]
+
+
+def choose_profile_noted(path: str | Path, asked: str | None = None) -> tuple[str, str | None]:
+    """`choose_profile` and, when the run's Kafka version has no profile of its own, a
+    note saying which profile judged it instead (None otherwise, and when `asked`)."""
     if asked is not None:
         if asked not in known_profiles():
             raise HistoryError(f"unknown profile {asked!r}; known: {', '.join(known_profiles())}")
-        return asked
-    return profile_for_version(kafka_version(path))
+        return asked, None
+    return profile_for(kafka_version(path))

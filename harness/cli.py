@@ -71,6 +71,7 @@ def cmd_run(args) -> int:
         known = {k: len(v) for k, v in verdict["known"].items() if v}
         print(f"valid: {verdict['valid']}" + (f"  anomalies: {flagged}" if flagged else "")
               + (f"  known: {known}" if known else ""))
+        print(f"profile: {verdict['profile']}" + (f" ({verdict['profile_note']})" if verdict.get("profile_note") else ""))
     print(f"report: {run_dir / 'report' / 'index.html'}")
     return _exit_for(verdict)
 

@@ -4,7 +4,7 @@ from the project. Entry points: `Model` (Porcupine-style init/step/equal/describ
 `scenario.replay`, and the rule modules `kip392`, `kip227`, `kip1023`, `kip1166`.
 """
 from .model import Model, ModelState
-from .profiles import PROFILES, Profile, for_version
+from .profiles import PROFILES, Profile, for_version, profile_for
 from .scenario import replay
 
-__all__ = ["Model", "ModelState", "PROFILES", "Profile", "for_version", "replay"]
+__all__ = ["Model", "ModelState", "PROFILES", "Profile", "for_version", "profile_for", "replay"]

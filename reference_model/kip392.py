@@ -52,23 +52,46 @@ class FetchOutcome:
         )
 
 
-def records_committed(record_offsets, reported_hwm: int | None, profile: Profile) -> bool:
+def records_committed(record_offsets, reported_hwm: int | None, profile: Profile,
+                      later_hwms: tuple[tuple[int, bool], ...] = ()) -> bool:
     """KIP-392 "Follower Fetching": any replica returns only committed data, i.e. offsets
     below the high watermark its response reports (unknown HWM: nothing to judge).
 
     With `response-hwm-sampled-before-read` (Kafka) the reported HWM may predate the
-    read, so records at or above it do not prove an uncommitted read."""
+    read, which is bounded by the HWM *at read time*. That HWM is <= every HWM the same
+    replica reports later in the same leader epoch and process life. So a record at or
+    above the reported HWM is explained only if a later HWM of that replica covers it,
+    and none reported strictly after the response contradicts it. `later_hwms` are
+    (hwm, strictly_after) for that replica's HWM answers in the same epoch and life that
+    completed after the response; strictly_after: invoked after it completed."""
     if reported_hwm is None or reported_hwm < 0:
         return True
-    return all(o < reported_hwm for o in record_offsets) or profile.allows(profiles.RESPONSE_HWM_SAMPLED_BEFORE_READ)
+    above = [o for o in record_offsets if o >= reported_hwm]
+    if not above:
+        return True
+    if not profile.allows(profiles.RESPONSE_HWM_SAMPLED_BEFORE_READ):
+        return False
+    top = max(above)
+    covered = any(h > top for h, _ in later_hwms)
+    contradicted = any(h <= top for h, strictly_after in later_hwms if strictly_after)
+    return covered and not contradicted
 
 
-def hwm_may_go_back(is_leader: bool | None, profile: Profile) -> bool:
+def hwm_may_go_back(is_leader: bool | None, profile: Profile, *, after_epoch_change: bool = False,
+                    rose_in_epoch: bool = False, back_in_epoch: bool = False) -> bool:
     """KIP-392 "High watermark propagation" (with KIP-207): the HWM a replica exposes
-    never goes back within one leader epoch. With `follower-hwm-follows-leader` (Kafka)
-    a follower may, since it copies a newly elected leader's lagging HWM. Whether the
-    replica was a follower must be known (None: not proven, so not allowed)."""
-    return is_leader is False and profile.allows(profiles.FOLLOWER_HWM_FOLLOWS_LEADER)
+    never goes back within one leader epoch.
+
+    With `follower-hwm-follows-leader` (Kafka) a follower may, once: it carries its old
+    HWM into the new epoch and kafka.server.ReplicaFetcherThread.processPartitionData
+    copies the new leader's (possibly lagging) HWM from the first fetch response; after
+    that it only follows the new leader, whose HWM does not go back. So it is allowed
+    only on a known follower (`is_leader` False), after a leader-epoch change in the same
+    process life (`after_epoch_change`: the replica was seen in an earlier epoch), while
+    its HWM had not yet risen in this epoch (`rose_in_epoch`) and had not gone back in
+    it before (`back_in_epoch`)."""
+    return (is_leader is False and profile.allows(profiles.FOLLOWER_HWM_FOLLOWS_LEADER)
+            and after_epoch_change and not rose_in_epoch and not back_in_epoch)
 
 
 def classify_fetch_offset(offset: int, log_start: int, leo: int, hwm: int) -> str:
@@ -109,33 +132,58 @@ def fetch_case_outcomes(case: str, offset: int, log_start: int, hwm: int, profil
     return frozenset({FetchOutcome(OFFSET_OUT_OF_RANGE, none_beyond, hwm, log_start)})
 
 
+@dataclass(frozen=True)
+class LogBounds:
+    """What other answers prove about a replica's log at the moment it answered (the
+    LEO is never observed, but it is bounded). None: no bound known."""
+
+    leo_min: int | None = None  # the LEO is at least this
+    leo_max: int | None = None  # the LEO is at most this
+    log_start_max: int | None = None  # the log start is at most this
+
+    def admits(self, log_start: int, leo: int) -> bool:
+        return ((self.leo_min is None or leo >= self.leo_min) and (self.leo_max is None or leo <= self.leo_max)
+                and (self.log_start_max is None or log_start <= self.log_start_max))
+
+    def points(self) -> list[int]:
+        return [v for v in (self.leo_min, self.leo_max, self.log_start_max) if v is not None]
+
+
+NO_BOUNDS = LogBounds()
+
+
 def _candidates(offset: int, known: list[int]) -> list[int]:
     """Values an unknown offset may take that matter for the case comparisons."""
     points = {offset, *known}
     return sorted({p + d for p in points for d in (-1, 0, 1)} | {offset + 2})
 
 
-def consistent_replicas(replica: Replica, offset: int, profile: Profile):
+def consistent_replicas(replica: Replica, offset: int, profile: Profile, bounds: LogBounds = NO_BOUNDS):
     """Concrete (log_start, leo, hwm) triples consistent with what is known.
 
     Invariants used: log start <= LEO and log start <= HWM (a HWM below the log
     start is raised to it). KIP-392 "Follower Fetching" lets an out-of-sync follower's
-    HWM exceed its LEO (case 2); with `hwm-capped-at-leo` (Kafka) it is capped at the LEO."""
-    known = [v for v in (replica.log_start, replica.leo, replica.hwm) if v is not None]
+    HWM exceed its LEO (case 2); with `hwm-capped-at-leo` (Kafka) it is capped at the LEO.
+    `bounds` restricts the unknown LEO and log start to what other answers prove."""
+    known = [v for v in (replica.log_start, replica.leo, replica.hwm) if v is not None] + bounds.points()
     cands = _candidates(offset, known)
     choices = [[v] if v is not None else [c for c in cands if c >= 0] for v in (replica.log_start, replica.leo, replica.hwm)]
     capped = profile.allows(profiles.HWM_CAPPED_AT_LEO)
     for s, e, h in product(*choices):
-        if s <= e and s <= h:
+        if s <= e and s <= h and bounds.admits(s, e):
             yield s, e, (min(h, e) if capped else h)
 
 
-def consumer_fetch_outcomes(replica: Replica, offset: int, profile: Profile | str = "kip") -> frozenset[FetchOutcome]:
+def consumer_fetch_outcomes(replica: Replica, offset: int, profile: Profile | str = "kip",
+                            bounds: LogBounds = NO_BOUNDS) -> frozenset[FetchOutcome]:
     """KIP-392 "Follower Fetching" + "Out of range handling": every answer a replica
-    in a state consistent with `replica` may give a consumer fetching at `offset`."""
+    in a state consistent with `replica` (and `bounds`) may give a consumer fetching at
+    `offset`. Kafka's LocalLog.read throws OffsetOutOfRange only when the offset is above
+    the LEO (or below the log start), so an answer no LEO within `bounds` explains is
+    not allowed under any profile."""
     profile = profiles.get(profile)
     out: set[FetchOutcome] = set()
-    for s, e, h in consistent_replicas(replica, offset, profile):
+    for s, e, h in consistent_replicas(replica, offset, profile, bounds):
         out |= fetch_case_outcomes(classify_fetch_offset(offset, s, e, h), offset, s, h, profile)
     return frozenset(out)
 
@@ -253,6 +301,14 @@ def offsets_for_leader_epoch(
     if partition.hwm_pending and epoch == partition.leader_epoch:
         return frozenset({EpochEndOffset(OFFSET_NOT_AVAILABLE)})
     return frozenset({EpochEndOffset(NONE, epoch, min(end, leader.hwm))})
+
+
+def epoch_end_offset_possible(end_offset: int, leo_max: int | None) -> bool:
+    """KIP-320 / KIP-392 "Protocol Changes": an OffsetsForLeaderEpoch end offset is at
+    most the answering leader's LEO (the KIP caps it further at the HWM; Kafka's
+    UnifiedLog.endOffsetForEpoch answers the LEO for the latest epoch). So under every
+    profile it never exceeds an upper bound on that LEO at answer time."""
+    return leo_max is None or end_offset <= leo_max
 
 
 def out_of_range_action(fetch_offset: int, log_start: int, epoch_known: bool) -> str:

@@ -120,6 +120,33 @@ EVIDENCE: dict[str, str] = {
     "handleOffsetsMovedToTieredStorage always restarts from leader.fetchEarliestLocalOffset.",
 }
 
+#: How far each deviation reaches: beyond its bound an answer is an anomaly under every
+#: profile (docs/model.md, "bound"). The rules gather the observations each bound names.
+BOUNDS: dict[str, str] = {
+    FETCH_ABOVE_HWM_EMPTY: "Only up to the LEO (LocalLog.read throws OffsetOutOfRangeException above it): the fetch "
+    "offset is at most an upper bound of the LEO when the broker answered: the partition's highest proven offset + 1 "
+    "+ the appends of the sends invoked before the answer completed (kip392.LogBounds.leo_max).",
+    OUT_OF_RANGE_WITHOUT_OFFSETS: "Only outside [log start, LEO]: not below a LEO the broker proved earlier in the "
+    "same epoch and life (an HWM it reported, a record it returned) while at or above every log start it reported "
+    "later in that life (kip392.LogBounds.leo_min / log_start_max).",
+    HWM_CAPPED_AT_LEO: "Narrows the KIP: case 2 (OFFSET_NOT_AVAILABLE below the HWM) is wrong under the profile.",
+    OFFSETS_FOR_LEADER_EPOCH_UNCAPPED: "Only up to the LEO at answer time (UnifiedLog.endOffsetForEpoch answers the "
+    "LEO for the latest epoch): never above the partition's LEO upper bound (kip392.epoch_end_offset_possible).",
+    RESPONSE_HWM_SAMPLED_BEFORE_READ: "Only records committed when read: the read is bounded by the HWM at read time "
+    "(UnifiedLog.read, fetchHighWatermarkMetadata), which is <= every later HWM of that broker for the partition in "
+    "the same leader epoch and life; so a later HWM answer of it must cover the record and none invoked after the "
+    "fetch completed may be at or below it (kip392.records_committed).",
+    FOLLOWER_HWM_FOLLOWS_LEADER: "Only on a known follower, after a leader-epoch change in the same life, once per "
+    "epoch (after the first drop the follower follows the new leader, whose HWM does not go back), and only from the "
+    "HWM it carried into the epoch (not after it rose in it) (kip392.hwm_may_go_back).",
+    EMPTY_SESSION_CLOSED: "Only when the request left the session without partitions.",
+    INCREMENTAL_EXTRA_PARTITIONS: "Only partitions of the session.",
+    EVICT_SMALLEST: "The one victim kip227 computes.",
+    SHARDED_SESSION_CACHE: "Within one shard of slots / 8.",
+    PENDING_UPLOAD_RESOLVED_BY_LEADER: "Never below the log start.",
+    FOLLOWER_BOOTSTRAP_ABSENT: "The old fetcher path only.",
+}
+
 #: What was verified, per release line, and where.
 RELEASE_NOTES: dict[str, str] = {
     "kafka-4.3": "All deviations read in the 4.3.1 source jars. KIP-1023 (follower.fetch.last.tiered.offset.enable, "
@@ -134,7 +161,20 @@ RELEASE_NOTES: dict[str, str] = {
     "same tryEvict/touch/sharding, NumFetchSessionCacheShards = 8); UnifiedLog.fetchEarliestPendingUploadOffset "
     "is identical (ListOffsets -6 exists, v11); the follower bootstrap is absent; KafkaRaftClient has the "
     "KIP-1166 isHighWatermarkUpdated check.",
-    "kafka-4.1": "Not read; assumed as kafka-4.0.",
+    "kafka-4.1": "Read in the 4.1.2 source jars (kafka_2.13, kafka-server, kafka-storage, kafka-raft; the newest "
+    "4.1 patch on Maven Central): the KIP-392/KIP-227 deviations are the same code as 4.0.1 and 4.3.1 "
+    "(kafka.cluster.Partition.readRecords samples initialHighWatermark before localLog.read; LocalLog.read throws "
+    "OffsetOutOfRangeException only for startOffset > endOffset and answers empty at/above maxOffsetMetadata; "
+    "ReplicaManager.handleOffsetOutOfRangeError -> createLogReadResult(e) with UnifiedLog.UNKNOWN_OFFSET; "
+    "UnifiedLog.updateHighWatermark capped at the log end offset, updateHighWatermarkMetadata accepts a lower "
+    "value with WARN 'Non-monotonic update of high watermark' and ReplicaFetcherThread.processPartitionData calls "
+    "log.maybeUpdateHighWatermark(partitionData.highWatermark); ReplicaManager.lastOffsetForLeaderEpoch "
+    "fetchOnlyFromLeader = true -> UnifiedLog.endOffsetForEpoch(leaderEpochCache.endOffsetFor(epoch, "
+    "logEndOffset())); kafka.server.FetchSession.scala: session.isEmpty closes, maybeUpdateResponseData also for "
+    "isPreferredReplica / error / isDivergingEpoch, tryEvict/touch as 4.0, BrokerServer NumFetchSessionCacheShards "
+    "= 8 with getNextCacheShard). Like 4.0.1: no ListOffsets -6 (no EARLIEST_PENDING_UPLOAD) and no follower "
+    "bootstrap (AbstractFetcherThread lacks shouldFetchFromLastTieredOffset). Unlike 4.0.1: KafkaRaftClient has "
+    "the KIP-1166 isHighWatermarkUpdated check (request HWM < leader HWM answers at once), as in 4.2.1 and 4.3.1.",
     "kafka-4.0": "Read in the 4.0.1 source jars: the KIP-392/KIP-227 deviations are the same code (LocalLog.read, "
     "ReplicaManager.createLogReadResult(e) with -1 offsets, kafka.log.UnifiedLog.updateHighWatermark capped at LEO, "
     "lastOffsetForLeaderEpoch fetchOnlyFromLeader, FetchSession.scala isEmpty/touch/tryEvict, 8 shards). Not in "
@@ -156,6 +196,7 @@ class Profile:
             "name": self.name,
             "description": self.description,
             "deviations": {d: EVIDENCE[d] for d in sorted(self.deviations)},
+            "bounds": {d: BOUNDS[d] for d in sorted(self.deviations)},
         }
 
 
@@ -188,10 +229,26 @@ def get(name: str | Profile) -> Profile:
         raise ValueError(f"unknown profile {name!r}; known: {sorted(PROFILES)}") from None
 
 
-def for_version(version: str | None) -> str:
-    """The profile name for a Kafka version string such as "4.3.1"; `kip` if none fits."""
+def profile_for(version: str | None) -> tuple[str, str | None]:
+    """(profile name, fallback note) for a Kafka version string such as "4.3.1".
+
+    A release line with a profile gets it and no note. Any other version (3.x, 4.4, 5.0, an
+    unknown or unparseable one) is judged by the KIP texts, `kip`, with a note: another
+    line's deviations were read in another line's code and are not verified for it, so
+    accepting them there would accept what nobody has shown that release to do."""
     if not version:
-        return "kip"
+        return "kip", "the Kafka version is unknown: checked against the KIP texts alone (kip)"
     parts = version.split(".")
-    name = f"kafka-{parts[0]}.{parts[1]}" if len(parts) >= 2 else ""
-    return name if name in PROFILES else "kip"
+    try:
+        name = f"kafka-{int(parts[0])}.{int(parts[1])}"
+    except (IndexError, ValueError):
+        return "kip", f"{version!r} is not a Kafka version X.Y[.Z]: checked against the KIP texts alone (kip)"
+    if name in PROFILES:
+        return name, None
+    return "kip", (f"Kafka {version} has no profile of its own ({name} was not read): checked against the "
+                   f"KIP texts alone (kip), so its release's known deviations show as anomalies")
+
+
+def for_version(version: str | None) -> str:
+    """The profile name for a Kafka version string (see `profile_for`)."""
+    return profile_for(version)[0]

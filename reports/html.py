@@ -278,6 +278,7 @@ img{{max-width:100%;border:1px solid #eee}}</style></head><body>
 <p>Kafka {html.escape(str(config.get('kafka_version', '?')))} · seed {config.get('seed', '?')} ·
 {config.get('duration', '?')} s · mode {html.escape(str(config.get('mode', '?')))} ·
 profile {html.escape(str((verdict or {}).get('profile', '?')))} · consumer rack {html.escape(str(config.get('consumer_rack', '-')))}</p>
+{f"<p><b>Profile note:</b> {html.escape(str(verdict['profile_note']))}</p>" if (verdict or {}).get('profile_note') else ''}
 {f'<p><b>Why:</b> {why}</p>' if why else ''}
 {f'<p>Reproduce: <code>{html.escape(config["reproduce"])}</code></p>' if config.get("reproduce") else ''}
 <h2>Timeline</h2>{'<img src="timeline.png" alt="operations against fault windows">' if ops else '<p>no operations</p>'}

@@ -143,14 +143,24 @@ def test_profiles_per_release_line():
     for prof in p.values():
         for d in (profiles.FETCH_ABOVE_HWM_EMPTY, profiles.EVICT_SMALLEST, profiles.SHARDED_SESSION_CACHE):
             assert prof.allows(d)
-        assert set(prof.describe()["deviations"]) == prof.deviations
+        assert set(prof.describe()["deviations"]) == prof.deviations == set(prof.describe()["bounds"])
     assert p["kafka-4.3"].allows(profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER)
     assert not p["kafka-4.3"].allows(profiles.FOLLOWER_BOOTSTRAP_ABSENT)
     assert p["kafka-4.2"].allows(profiles.FOLLOWER_BOOTSTRAP_ABSENT) and p["kafka-4.2"].allows(profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER)
     assert not p["kafka-4.0"].allows(profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER)
-    assert profiles.for_version("4.3.1") == "kafka-4.3" and profiles.for_version("3.9.0") == "kip"
+    assert profiles.for_version("4.3.1") == "kafka-4.3" and profiles.for_version("4.1.2") == "kafka-4.1"
     assert profiles.for_version(None) == "kip" and profiles.for_version("4") == "kip"
+    assert profiles.profile_for("4.3.1") == ("kafka-4.3", None)
     assert all(prof.description for prof in p.values())
+
+
+def test_a_version_without_a_profile_is_judged_by_the_kip_texts_and_says_so():
+    from reference_model import profiles
+    for version in ("4.4.0", "5.1.0", "3.9.0"):
+        name, note = profiles.profile_for(version)
+        assert name == "kip" and version in note and "(kip)" in note
+    name, note = profiles.profile_for("unknown")
+    assert name == "kip" and "KIP texts" in note
 
 
 def test_errors_name_the_bad_value_and_broker_zero_is_a_replica():

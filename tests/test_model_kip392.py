@@ -1,6 +1,6 @@
 """KIP-392 rules of the reference model: cases 1-4, selectors, OffsetsForLeaderEpoch, resets."""
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 from reference_model import kip392, profiles
 from reference_model.state import PartitionState, Replica
@@ -209,14 +209,51 @@ def test_records_committed_against_reported_hwm():
     kip, kafka = profiles.get("kip"), profiles.get("kafka-4.3")
     assert kip392.records_committed([5, 9], 10, kip)
     assert not kip392.records_committed([9, 10], 10, kip)
-    assert kip392.records_committed([9, 10], 10, kafka)  # the reported HWM may predate the read
+    # Kafka: the reported HWM may predate the read; a later HWM of the replica must cover 10
+    assert kip392.records_committed([9, 10], 10, kafka, later_hwms=((11, True),))
+    assert not kip392.records_committed([9, 10], 10, kafka, later_hwms=((11, True),)[:0])  # never covered
+    assert not kip392.records_committed([9, 10], 10, kafka, later_hwms=((10, True),))  # not above 10
+    assert not kip392.records_committed([9, 10], 10, kafka, later_hwms=((12, False), (10, True)))  # contradicted
+    assert kip392.records_committed([9, 10], 10, kafka, later_hwms=((12, False), (10, False)))  # overlapping: no proof
+    assert not kip392.records_committed([9, 10], 10, kip, later_hwms=((11, True),))
     assert kip392.records_committed([99], -1, kip) and kip392.records_committed([99], None, kip)
 
 
-def test_hwm_may_go_back_only_on_a_known_follower_under_kafka():
+def test_hwm_may_go_back_once_on_a_known_follower_after_an_epoch_change_under_kafka():
     from reference_model import kip392, profiles
     kip, kafka = profiles.get("kip"), profiles.get("kafka-4.3")
-    assert kip392.hwm_may_go_back(False, kafka)
-    assert not kip392.hwm_may_go_back(True, kafka)
-    assert not kip392.hwm_may_go_back(None, kafka)
-    assert not kip392.hwm_may_go_back(False, kip)
+    assert kip392.hwm_may_go_back(False, kafka, after_epoch_change=True)
+    assert not kip392.hwm_may_go_back(False, kafka)  # no election seen
+    assert not kip392.hwm_may_go_back(False, kafka, after_epoch_change=True, rose_in_epoch=True)
+    assert not kip392.hwm_may_go_back(False, kafka, after_epoch_change=True, back_in_epoch=True)
+    assert not kip392.hwm_may_go_back(True, kafka, after_epoch_change=True)
+    assert not kip392.hwm_may_go_back(None, kafka, after_epoch_change=True)
+    assert not kip392.hwm_may_go_back(False, kip, after_epoch_change=True)
+
+
+def test_log_bounds_remove_the_leo_that_explained_an_answer():
+    unknown = Replica(1, log_start=None, leo=None, hwm=None)
+    errors = lambda offset, b, p=KAFKA: {o.error for o in kip392.consumer_fetch_outcomes(unknown, offset, p, b)}
+    # OFFSET_OUT_OF_RANGE at 5 needs LEO < 5 or log start > 5
+    assert "OFFSET_OUT_OF_RANGE" in errors(5, kip392.LogBounds(leo_min=5, log_start_max=None))
+    assert "OFFSET_OUT_OF_RANGE" not in errors(5, kip392.LogBounds(leo_min=6, log_start_max=5))
+    # NONE above the HWM needs LEO >= the offset
+    assert "NONE" in errors(1000, kip392.LogBounds(leo_max=1000))
+    assert "NONE" not in errors(1001, kip392.LogBounds(leo_max=1000))
+    assert kip392.epoch_end_offset_possible(1000, 1000) and not kip392.epoch_end_offset_possible(1001, 1000)
+    assert kip392.epoch_end_offset_possible(10**9, None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 12), st.integers(0, 12), st.integers(0, 12), st.integers(0, 15), st.sampled_from([KIP, KAFKA]),
+       st.integers(0, 4), st.integers(0, 4), st.integers(0, 4))
+def test_bounds_keep_every_answer_of_a_log_inside_them(s, e, h, offset, profile, below, above, start_slack):
+    """A log inside the bounds gives an answer the bounded model (with the log unknown) allows."""
+    assume(s <= e and s <= h)
+    lo, hi, smax = max(e - below, 0), e + above, s + start_slack
+    h = min(h, e) if profile is KAFKA else h
+    bounds = kip392.LogBounds(leo_min=lo, leo_max=hi, log_start_max=smax)
+    unknown = Replica(1, log_start=None, leo=None, hwm=h)
+    allowed = kip392.consumer_fetch_outcomes(unknown, offset, profile, bounds)
+    for o in kip392.consumer_fetch_outcomes(Replica(1, log_start=s, leo=e, hwm=h), offset, profile):
+        assert any(a.error == o.error and (a.hwm is None or a.hwm == o.hwm) for a in allowed)

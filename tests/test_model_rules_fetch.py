@@ -5,6 +5,7 @@ from checks.rules.session_rules import FetchSessionRule
 from checks.rules.kip1023_rules import TieredOffsetRule
 from checks.rules.kip1166_rules import PropagationRule
 from checks.rules.model_rules import MODEL_RULES
+from checks.verdict import run_rule
 
 
 def history(*ops):
@@ -24,7 +25,7 @@ def run(rule, records, profile="kip"):
     for r in records:
         for k in rule.group_keys(r):
             groups.setdefault(k, []).append(r)
-    return [a for g in groups.values() for a in rule.check(g, profile)]
+    return [a for k, g in groups.items() for a in run_rule(rule, k, g, profile)]
 
 
 def names(anoms, known=False):
@@ -44,11 +45,13 @@ def test_uncommitted_read():
     assert names(run(ConsumerFetchRule(), history(fetch(8, records=[8, 9])))) == []
 
 
-def test_records_above_a_stale_reported_hwm_are_known_under_kafka():
+def test_records_above_a_stale_reported_hwm_are_known_under_kafka_only_when_a_later_hwm_covers_them():
     # Kafka samples the response HWM before the read (Partition.readRecords): seen live
-    h = history(fetch(8, records=[8, 9, 10]))
+    h = history(fetch(8, records=[8, 9, 10], current_leader_epoch=1), fetch(11, hwm=11, current_leader_epoch=1))
     assert names(run(ConsumerFetchRule(), h, "kafka-4.3")) == []
     assert names(run(ConsumerFetchRule(), h, "kafka-4.3"), known=True) == ["uncommitted-read"]
+    never = history(fetch(8, records=[8, 9, 10], current_leader_epoch=1))
+    assert names(run(ConsumerFetchRule(), never, "kafka-4.3")) == ["uncommitted-read"]
 
 
 def test_wrong_fetch_error_case1_known_under_kafka():
@@ -88,14 +91,16 @@ def test_hwm_regression_epoch_from_metadata_brackets():
 
 def test_follower_hwm_going_back_is_known_under_kafka_only_on_a_follower():
     # seen live: after an election the follower copied the new leader's lagging HWM
-    def meta(leader):
+    def meta(leader, epoch=5):
         return (9, "metadata", {"broker": 2, "topic": "t", "partition": 0},
-                {"leader": leader, "leader_epoch": 5, "isr": [1, 2], "replicas": [1, 2]})
-    follower = history(meta(1), fetch(0, hwm=10), fetch(0, hwm=9), meta(1))
+                {"leader": leader, "leader_epoch": epoch, "isr": [1, 2], "replicas": [1, 2]})
+    follower = history(meta(1, 4), meta(1), fetch(0, hwm=10), fetch(0, hwm=9), meta(1))
     assert names(run(HighWatermarkRule(), follower, "kip")) == ["hwm-regression"]
     assert names(run(HighWatermarkRule(), follower, "kafka-4.3")) == []
     assert names(run(HighWatermarkRule(), follower, "kafka-4.3"), known=True) == ["hwm-regression"]
-    leader = history(meta(2), fetch(0, hwm=10), fetch(0, hwm=9), meta(2))  # broker 2 leads: never allowed
+    no_election = history(meta(1), fetch(0, hwm=10), fetch(0, hwm=9), meta(1))
+    assert names(run(HighWatermarkRule(), no_election, "kafka-4.3")) == ["hwm-regression"]
+    leader = history(meta(2, 4), meta(2), fetch(0, hwm=10), fetch(0, hwm=9), meta(2))  # broker 2 leads: never allowed
     assert names(run(HighWatermarkRule(), leader, "kafka-4.3")) == ["hwm-regression"]
 
 

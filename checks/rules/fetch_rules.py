@@ -1,27 +1,27 @@
-"""Model-backed rules for raw-protocol fetches (KIP-392).
+"""Model-backed rules for raw-protocol fetches (KIP-392 and KIP-227).
 
 * `ConsumerFetchRule`: `uncommitted-read`, `wrong-fetch-error` (KIP-392 cases 1-4).
 * `HighWatermarkRule`: `hwm-regression`, and OffsetsForLeaderEpoch answers above the
   HWM (`wrong-fetch-error`).
-(`preferred-replica-violation` is `checks.rules.replica_rules`, `fetch-session-violation`
-`checks.rules.session_rules`.)
+(`preferred-replica-violation` is checks/rules/replica_rules.py, `fetch-session-violation`
+checks/rules/session_rules.py.)
 
 Each rule builds model state only from what brokers answered and flags only what that
 proves; a deviation the chosen profile accepts is reported with known=True.
 """
 from __future__ import annotations
 
+import bisect
 from typing import Iterable, Sequence
 
 from reference_model import kip392, profiles
 from reference_model.state import NONE, Replica
 
 from checks.rules.base import Anomaly
-from checks.rules.observe import EpochIndex, Op, answered, as_int, broker_ids, partitions_of, proven_epoch, verdict
+from checks.rules.log_bounds import Extremes, Lives, SendBound, fault_brokers, hwm_series, hwm_values
+from checks.rules.observe import EpochIndex, Op, answered, as_int, partitions_of, proven_epoch, verdict
 
 KIP392_ERRORS = {"NONE", "OFFSET_OUT_OF_RANGE", "OFFSET_NOT_AVAILABLE"}
-#: faults that may cost a broker its in-memory state (HWM, sessions)
-STATE_LOSING_FAULTS = {"kill", "wipe", "wipe-metadata", "truncate", "restart", "rolling-restart"}
 
 
 def _is_consumer(value: dict) -> bool:
@@ -41,51 +41,154 @@ def _anomaly(kind: str | None, name: str, indices, message: str, **details) -> l
 class ConsumerFetchRule:
     """KIP-392 "Follower Fetching" and "Out of range handling", judged per response.
 
-    The replica state is what the response itself shows (HWM and log start when not -1;
-    the LEO is never observed), so only answers that no LEO could explain are flagged."""
+    The replica state is what the response itself shows (HWM and log start when not -1)
+    and what other answers bound (docs/model.md, "bound"): the same broker's earlier HWMs
+    and records in the same epoch and life prove a least LEO, its later log starts a
+    greatest log start, its later HWMs whether records above a reported HWM were committed
+    when read (groups `kip392-fetch:<broker>`); the partition's sends give a greatest LEO
+    (groups `kip392-leo:<topic>/<partition>`). Only answers no log within those bounds
+    explains are flagged."""
 
     anomalies = ("uncommitted-read", "wrong-fetch-error")
 
     def group_keys(self, record: dict) -> Iterable[str]:
         v = record.get("value") or {}
-        if record.get("f") == "fetch" and _is_consumer(v):
+        f = record.get("f")
+        if f == "fetch" and _is_consumer(v):
             yield f"kip392-fetch:{v.get('broker')}"
+            for e in partitions_of(v):
+                yield f"kip392-leo:{e.get('topic')}/{e.get('partition')}"
+        elif f in ("list_offsets", "metadata"):
+            yield f"kip392-fetch:{v.get('broker')}"
+        elif f == "offsets_for_leader_epoch" or f == "send":
+            yield f"kip392-leo:{v.get('topic')}/{v.get('partition')}"
+        elif f == "fault":
+            yield from (f"kip392-fetch:{b}" for b in fault_brokers(record))
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
+        keys = None
+        for r in records:
+            mine = set(self.group_keys(r))
+            keys = mine if keys is None else keys & mine
+        return self.check_group(sorted(keys)[0], records, profile) if keys else []
+
+    def check_group(self, key: str, records: Sequence[dict], profile: str) -> list[Anomaly]:
+        if key.startswith("kip392-leo:"):
+            topic, _, part = key[len("kip392-leo:"):].rpartition("/")
+            return self._judge_partition(records, topic, as_int(part), profile)
+        return self._judge_broker(records, profile)
+
+    # --- one broker: KIP-392 cases, with the bounds its own answers prove ----------------
+    def _judge_broker(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
+        ops = answered(records, ["fetch", "list_offsets"])
+        epochs = EpochIndex(answered(records, ["metadata"]))
+        lives = Lives(records)
+        series = hwm_series(ops, epochs, lives)
+        leo_lows, start_highs = self._log_facts(ops, series, lives)
         out: list[Anomaly] = []
-        for op in answered(records, ["fetch"]):
-            if op.value.get("top_error", NONE) not in (NONE, None):
+        for op in ops:
+            if op.f != "fetch" or op.value.get("top_error", NONE) not in (NONE, None):
                 continue
             for entry in partitions_of(op.value):
-                out += self._judge(op, entry, profile)
+                if entry.get("omitted") or "fetch_offset" not in entry:
+                    continue
+                tp = (entry.get("topic"), entry.get("partition"))
+                epoch, life = proven_epoch(op, entry, epochs), lives.of(op.completed)
+                same = series.get((*tp, epoch, life), [])
+                out += self._uncommitted(op, entry, same, profile)
+                bounds = kip392.NO_BOUNDS
+                if entry.get("error", NONE) != NONE:  # a least LEO or greatest log start only rules out errors
+                    lows, highs = leo_lows.get((*tp, epoch, life)), start_highs.get((*tp, life))
+                    bounds = kip392.LogBounds(leo_min=lows.before(op.invoked) if lows else None,
+                                              log_start_max=highs.after(op.completed) if highs else None)
+                out += self._judge(op, entry, profile, bounds)
         return out
 
-    def _judge(self, op: Op, e: dict, profile: str) -> list[Anomaly]:
-        if e.get("omitted") or "fetch_offset" not in e:
+    @staticmethod
+    def _log_facts(ops: list, series: dict, lives: Lives):
+        """Per (topic, partition, epoch, life): the least LEO each answer proves, by
+        completion time: its HWM and one past each record it returned (committed data is
+        never truncated, and within one epoch the log only grows past it). Per (topic,
+        partition, life): the greatest log start each answer proves, by invoke time: the
+        log start it reported (within one life the log start only grows)."""
+        lows: dict[tuple, list] = {}
+        for key, items in series.items():
+            for o in items:
+                recs = [r + 1 for x in partitions_of(o.op.value)
+                        if (x.get("topic"), x.get("partition")) == key[:2] for r in _offsets(x)]
+                lows.setdefault(key, []).append((o.op.completed, max([o.hwm, *recs])))
+        highs: dict[tuple, list] = {}
+        for o in ops:
+            life = lives.of_op(o)
+            if o.f != "fetch" or life is None or o.value.get("top_error", NONE) not in (NONE, None):
+                continue
+            for x in partitions_of(o.value):
+                if not x.get("omitted") and x.get("error", NONE) == NONE and as_int(x.get("log_start_offset"), -1) >= 0:
+                    highs.setdefault((x.get("topic"), x.get("partition"), life), []).append(
+                        (o.invoked, int(x["log_start_offset"])))
+        return ({k: Extremes(v, max) for k, v in lows.items()}, {k: Extremes(v, min) for k, v in highs.items()})
+
+    def _uncommitted(self, op: Op, e: dict, same: list, profile: str) -> list[Anomaly]:
+        hwm = as_int(e.get("high_watermark"), -1)
+        above = [o for o in _offsets(e) if hwm >= 0 and o >= hwm]
+        if e.get("error", NONE) != NONE or not above:
             return []
+        later = tuple((o.hwm, o.op.invoked > op.completed) for o in same
+                      if o.op.completed > op.completed and o.op is not op)
+        kind = verdict(lambda p: kip392.records_committed(above, hwm, p, later), profile)
+        where = f"{e.get('topic')}/{e.get('partition')} on broker {op.value.get('broker')} at offset {e['fetch_offset']}"
+        return _anomaly(kind, "uncommitted-read", op.indices,
+                        f"fetch of {where} returned offsets {above[:5]} at or above the reported HWM {hwm}"
+                        + ("" if kind == "known" else
+                           f"; later HWMs of that broker in that epoch: {sorted({h for h, _ in later})[:5] or 'none'}"),
+                        offsets=above[:20], high_watermark=hwm, later_high_watermarks=sorted({h for h, _ in later})[:20])
+
+    def _judge(self, op: Op, e: dict, profile: str, bounds=kip392.NO_BOUNDS, only_from_bounds=False) -> list[Anomaly]:
         err, offset = e.get("error", NONE), int(e["fetch_offset"])
         hwm, start = as_int(e.get("high_watermark"), -1), as_int(e.get("log_start_offset"), -1)
-        where = f"{e.get('topic')}/{e.get('partition')} on broker {op.value.get('broker')} at offset {offset}"
-        out = []
-        above = [o for o in _offsets(e) if hwm >= 0 and o >= hwm]
-        if err == NONE and above:
-            kind = verdict(lambda p: kip392.records_committed(above, hwm, p), profile)
-            out += _anomaly(kind, "uncommitted-read", op.indices,
-                            f"fetch of {where} returned offsets {above[:5]} at or above the reported HWM {hwm}",
-                            offsets=above[:20], high_watermark=hwm)
         if err not in KIP392_ERRORS or as_int(e.get("preferred_read_replica"), -1) >= 0:
-            return out  # other errors belong to other KIPs; a redirect skips the read
+            return []  # other errors belong to other KIPs; a redirect skips the read
         known = Replica(int(op.value.get("broker", -1)), log_start=start if start >= 0 else None,
                         leo=None, hwm=hwm if hwm >= 0 else None)
 
-        def allowed(p):
-            return any(o.matches(err, [], hwm, start) for o in kip392.consumer_fetch_outcomes(known, offset, p))
+        def allowed(p, b=bounds):
+            return any(o.matches(err, [], hwm, start) for o in kip392.consumer_fetch_outcomes(known, offset, p, b))
 
         kind = verdict(allowed, profile)
-        return out + _anomaly(kind, "wrong-fetch-error", op.indices,
-                              f"fetch of {where} answered {err} with HWM {hwm} and log start {start}, "
-                              f"which no replica state allows (KIP-392 cases 1-4)",
-                              error=err, fetch_offset=offset, high_watermark=hwm, log_start_offset=start)
+        if only_from_bounds and kind == verdict(lambda p: allowed(p, kip392.NO_BOUNDS), profile):
+            return []
+        where = f"{e.get('topic')}/{e.get('partition')} on broker {op.value.get('broker')} at offset {offset}"
+        bound_text = ", ".join(f"{k} {v}" for k, v in (("LEO >=", bounds.leo_min), ("LEO <=", bounds.leo_max),
+                                                        ("log start <=", bounds.log_start_max)) if v is not None)
+        return _anomaly(kind, "wrong-fetch-error", op.indices,
+                        f"fetch of {where} answered {err} with HWM {hwm} and log start {start}, "
+                        f"which no replica state allows (KIP-392 cases 1-4)"
+                        + (f" with {bound_text} (proven by other answers)" if bound_text else ""),
+                        error=err, fetch_offset=offset, high_watermark=hwm, log_start_offset=start,
+                        leo_min=bounds.leo_min, leo_max=bounds.leo_max, log_start_max=bounds.log_start_max)
+
+    # --- one partition: the greatest LEO its sends allow --------------------------------
+    def _judge_partition(self, records: Sequence[dict], topic, part, profile: str) -> list[Anomaly]:
+        bound = SendBound(records, topic, part)
+        if not bound.known:
+            return []
+        out: list[Anomaly] = []
+        for op in answered(records, ["fetch", "offsets_for_leader_epoch"]):
+            leo_max = bound.leo_max(op.completed)
+            if op.f == "offsets_for_leader_epoch":
+                end = as_int(op.value.get("end_offset"), -1)
+                if op.value.get("error", NONE) == NONE and not kip392.epoch_end_offset_possible(end, leo_max):
+                    out += _anomaly("anomaly", "wrong-fetch-error", op.indices,
+                                    f"OffsetsForLeaderEpoch answered end offset {end} for {topic}/{part}, above any "
+                                    f"LEO the partition's sends allow ({leo_max})", end_offset=end, leo_max=leo_max)
+                continue
+            if op.value.get("top_error", NONE) not in (NONE, None):
+                continue
+            for e in partitions_of(op.value):
+                if (e.get("topic"), as_int(e.get("partition"))) == (topic, part) and not e.get("omitted") \
+                        and as_int(e.get("fetch_offset"), -1) > leo_max:  # below it some allowed LEO reaches it
+                    out += self._judge(op, e, profile, kip392.LogBounds(leo_max=leo_max), only_from_bounds=True)
+        return out
 
 
 class HighWatermarkRule:
@@ -93,8 +196,10 @@ class HighWatermarkRule:
     epoch (KIP-392 "High watermark propagation"; DESIGN.md). HWM observations: fetch
     responses, and ListOffsets latest for read_uncommitted clients. A request answered
     after another completed must see at least that HWM. State-losing faults on the
-    broker start afresh. Also: OffsetsForLeaderEpoch end offsets for consumers must not
-    exceed the HWM (KIP-392 "Protocol Changes"), proven by a later, lower HWM."""
+    broker start afresh. Under `follower-hwm-follows-leader` a follower may go back once
+    per epoch, within the bound `kip392.hwm_may_go_back` states. Also: OffsetsForLeaderEpoch
+    end offsets for consumers must not exceed the HWM (KIP-392 "Protocol Changes"), proven
+    by a later, lower HWM."""
 
     anomalies = ("hwm-regression", "wrong-fetch-error")
 
@@ -104,85 +209,88 @@ class HighWatermarkRule:
         if f in ("fetch", "list_offsets", "offsets_for_leader_epoch", "metadata"):
             yield f"hwm:{v.get('broker')}"
         elif f == "fault":
-            yield from (f"hwm:{b}" for b in broker_ids(v.get("targets")))
+            yield from (f"hwm:{b}" for b in fault_brokers(record))
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
         epochs = EpochIndex(answered(records, ["metadata"]))
-        observations = []  # (op, topic, partition, epoch, hwm)
-        caps = []  # OffsetsForLeaderEpoch claims: (op, topic, partition, epoch, end offset)
-        for op in answered(records, ["fetch", "list_offsets", "offsets_for_leader_epoch"]):
-            for topic, part, epoch, value in self._hwm_values(op, epochs):
-                (caps if op.f == "offsets_for_leader_epoch" else observations).append((op, topic, part, epoch, value))
-        resets = sorted(r.get("time", 0) for r in records
-                        if r.get("f") == "fault" and (r.get("value") or {}).get("fault") in STATE_LOSING_FAULTS)
-        out = self._regressions(observations, resets, epochs, profile)
-        return out + self._uncapped(caps, observations, resets, profile)
-
-    @staticmethod
-    def _hwm_values(op: Op, epochs: EpochIndex):
-        v = op.value
-        if op.f == "fetch":
-            if v.get("top_error", NONE) not in (NONE, None):
-                return
-            for e in partitions_of(v):
-                hwm = as_int(e.get("high_watermark"), -1)
-                if not e.get("omitted") and e.get("error", NONE) == NONE and hwm >= 0:
-                    epoch = proven_epoch(op, e, epochs)
-                    if epoch is not None:
-                        yield e.get("topic"), e.get("partition"), epoch, hwm
-        elif op.f == "list_offsets":
-            if (as_int(v.get("timestamp")) == -1 and _is_consumer(v) and v.get("error", NONE) == NONE
-                    and v.get("isolation_level", "read_uncommitted") == "read_uncommitted"
-                    and as_int(v.get("offset"), -1) >= 0):
-                epoch = as_int(v.get("leader_epoch"), -1)
-                if epoch >= 0:
-                    yield v.get("topic"), v.get("partition"), epoch, int(v["offset"])
-        elif _is_consumer(v) and v.get("error", NONE) == NONE:
-            epoch = as_int(v.get("current_leader_epoch"), -1)
-            if epoch >= 0 and as_int(v.get("leader_epoch"), -2) == epoch and as_int(v.get("end_offset"), -1) >= 0:
-                yield v.get("topic"), v.get("partition"), epoch, int(v["end_offset"])
-
-    @staticmethod
-    def _same_life(a: Op, b: Op, resets: list[int]) -> bool:
-        """No state-losing fault on the broker between a's completion and b's invoke."""
-        import bisect
-        return bisect.bisect_right(resets, a.completed) == bisect.bisect_right(resets, b.invoked)
-
-    def _regressions(self, obs, resets, epochs: EpochIndex, profile: str) -> list[Anomaly]:
+        lives = Lives(records)
+        ops = answered(records, ["fetch", "list_offsets", "offsets_for_leader_epoch"])
+        series = hwm_series(ops, epochs, lives)
+        caps = [(op, *value) for op in ops if op.f == "offsets_for_leader_epoch" and lives.of_op(op) is not None
+                for value in hwm_values(op, epochs)]
         out = []
-        by_key: dict[tuple, list] = {}
-        for o in obs:
-            by_key.setdefault(o[1:4], []).append(o)
-        for (topic, part, epoch), items in by_key.items():
-            done = sorted(items, key=lambda o: o[0].completed)
-            for b in sorted(items, key=lambda o: o[0].invoked):
-                earlier = [a for a in done if a[0].completed < b[0].invoked and self._same_life(a[0], b[0], resets)]
-                if not earlier:
-                    continue
-                a = max(earlier, key=lambda o: o[4])
-                if b[4] < a[4]:
-                    broker = b[0].value.get("broker")
-                    leader = epochs.leader_of_epoch(broker, topic, part, epoch)
-                    is_leader = None if leader is None else leader == as_int(broker, -2)
-                    kind = verdict(lambda p: kip392.hwm_may_go_back(is_leader, p), profile)
-                    out += _anomaly(kind, "hwm-regression", a[0].indices + b[0].indices,
-                                    f"broker {broker} reported HWM {b[4]} for {topic}/{part} in leader "
-                                    f"epoch {epoch} after it had reported {a[4]}"
-                                    + (f" (a follower of {leader})" if is_leader is False else ""),
-                                    topic=topic, partition=part, leader_epoch=epoch, before=a[4], after=b[4])
+        for key, items in series.items():
+            out += self._regressions(key, items, series, epochs, lives.start_of(key[3]), profile)
+        return out + self._uncapped(caps, series, lives, profile)
+
+    @staticmethod
+    def _regressions(key, items: list, series: dict, epochs: EpochIndex, life_start: int, profile: str) -> list[Anomaly]:
+        topic, part, epoch, life = key
+        out = []
+        highest_done = _PrefixMax(items)
+        drop = None  # the first answer (by invoke) below an earlier one: where a follower copies the leader
+        rose = changed = False
+        for b in items:
+            a = highest_done.before(b.op.invoked)
+            if a is None or b.hwm >= a.hwm:
+                continue
+            broker = b.op.value.get("broker")
+            if drop is None:
+                drop = b
+                rose = _rose([x for x in items if x.op.completed < drop.op.invoked])
+                changed = any(k[:2] == (topic, part) and k[2] < epoch and k[3] == life for k in series) or \
+                    epochs.earlier_epoch_seen(broker, topic, part, epoch, after=life_start, before=drop.op.invoked)
+            back_again = b is not drop and any(x.hwm > b.hwm for x in items
+                                               if x.op.invoked >= drop.op.invoked and x.op.completed < b.op.invoked)
+            leader = epochs.leader_of_epoch(broker, topic, part, epoch)
+            is_leader = None if leader is None else leader == as_int(broker, -2)
+            kind = verdict(lambda p: kip392.hwm_may_go_back(is_leader, p, after_epoch_change=changed, rose_in_epoch=rose,
+                                                             back_in_epoch=back_again), profile)
+            why = [n for n, c in (("no earlier leader epoch seen in this life", not changed),
+                                  ("its HWM had already risen in this epoch", rose),
+                                  ("it had already gone back in this epoch", back_again)) if c]
+            note = f" (a follower of {leader}" + (f": {'; '.join(why)})" if why and kind == "anomaly" else ")")
+            out += _anomaly(kind, "hwm-regression", a.op.indices + b.op.indices,
+                            f"broker {broker} reported HWM {b.hwm} for {topic}/{part} in leader "
+                            f"epoch {epoch} after it had reported {a.hwm}" + (note if is_leader is False else ""),
+                            topic=topic, partition=part, leader_epoch=epoch, before=a.hwm, after=b.hwm)
         return out
 
-    def _uncapped(self, caps, obs, resets, profile) -> list[Anomaly]:
+    @staticmethod
+    def _uncapped(caps, series: dict, lives: Lives, profile) -> list[Anomaly]:
         out = []
         for c in caps:
-            later = [o for o in obs if o[1:4] == c[1:4] and o[0].invoked > c[0].completed
-                     and self._same_life(c[0], o[0], resets) and o[4] < c[4]]
+            op, topic, part, epoch, end = c
+            same = series.get((topic, part, epoch, lives.of_op(op)), [])
+            later = [o for o in same if o.op.invoked > op.completed and o.hwm < end]
             if not later:
                 continue
-            proof = min(later, key=lambda o: o[4])
+            proof = min(later, key=lambda o: o.hwm)
             kind = verdict(lambda p: p.allows(profiles.OFFSETS_FOR_LEADER_EPOCH_UNCAPPED), profile)
-            out += _anomaly(kind, "wrong-fetch-error", c[0].indices + proof[0].indices,
-                            f"OffsetsForLeaderEpoch told a consumer end offset {c[4]} for {c[1]}/{c[2]} epoch {c[3]}, "
-                            f"above the HWM ({proof[4]} even later): KIP-392 caps it at the HWM",
-                            end_offset=c[4], later_high_watermark=proof[4])
+            out += _anomaly(kind, "wrong-fetch-error", op.indices + proof.op.indices,
+                            f"OffsetsForLeaderEpoch told a consumer end offset {end} for {topic}/{part} epoch {epoch}, "
+                            f"above the HWM ({proof.hwm} even later): KIP-392 caps it at the HWM",
+                            end_offset=end, later_high_watermark=proof.hwm)
         return out
+
+
+class _PrefixMax:
+    """The highest-HWM answer among those completed before a time (bisect on completions)."""
+
+    def __init__(self, items: list):
+        done = sorted(items, key=lambda o: o.op.completed)
+        self.times = [o.op.completed for o in done]
+        self.best, top = [], None
+        for o in done:
+            top = o if top is None or o.hwm > top.hwm else top
+            self.best.append(top)
+
+    def before(self, t: int):
+        i = bisect.bisect_left(self.times, t)
+        return self.best[i - 1] if i else None
+
+
+def _rose(items: list) -> bool:
+    """Whether some answer is higher than one completed before it was invoked."""
+    lowest = Extremes(((o.op.completed, o.hwm) for o in items), min)
+    return any((lo := lowest.before(y.op.invoked)) is not None and lo < y.hwm for y in items)

@@ -21,7 +21,7 @@ from typing import Iterable, Sequence
 from reference_model import kip1023
 
 from checks.rules.base import Anomaly
-from checks.rules.fetch_rules import STATE_LOSING_FAULTS
+from checks.rules.log_bounds import STATE_LOSING_FAULTS
 from checks.rules.observe import EpochIndex, Op, answered, as_int, broker_ids, proven_epoch, verdict
 
 #: faults after which a broker's offsets may go back: it lost state or its log was cut

@@ -114,6 +114,11 @@ class EpochIndex:
         return None
 
 
+    def earlier_epoch_seen(self, broker, topic, partition, epoch: int, after: int, before: int) -> bool:
+        """Whether `broker` reported an epoch below `epoch` in an answer made between `after` and `before`."""
+        return any(o.invoked > after and o.completed < before and as_int(o.value.get("leader_epoch"), epoch) < epoch
+                   for o in self._by_tp.get((broker, topic, partition), ()))
+
     def leader_of_epoch(self, broker, topic, partition, epoch: int) -> int | None:
         """The leader `broker`'s own metadata named for that epoch (None: never seen)."""
         for op in self._by_tp.get((broker, topic, partition), ()):

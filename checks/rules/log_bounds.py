@@ -1,0 +1,180 @@
+"""What a history proves about one broker's log for one partition at a given moment,
+for the bounds of the known deviations (docs/model.md, "bound" column).
+
+* `Lives`: a broker's process lives, cut by state-losing faults (HWM, LEO and log
+  start are only compared within one life).
+* `HwmSeries`: the HWM answers of one broker (fetch responses, ListOffsets latest for
+  read_uncommitted consumers), each with its proven leader epoch and life.
+* `SendBound`: an upper bound on any replica's LEO from the sends of the partition.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from reference_model.state import NONE
+
+from checks.rules.observe import EpochIndex, Op, as_int, broker_ids, partitions_of, proven_epoch
+
+#: faults that may cost a broker its in-memory state (HWM, sessions)
+STATE_LOSING_FAULTS = {"kill", "wipe", "wipe-metadata", "truncate", "restart", "rolling-restart"}
+
+#: Appends one non-idempotent send may cause: librdkafka retries a produce request whose
+#: answer was lost, each retry may be appended again, and retries are spaced by at least
+#: retry.backoff.ms (100 ms) within delivery.timeout.ms (the workload's send timeout,
+#: 10 s by default; this allows up to 100 s). An idempotent send is appended at most once
+#: per log (KIP-98: the leader drops a batch whose producer id, epoch and sequence it has).
+MAX_APPENDS_PER_NON_IDEMPOTENT_SEND = 1000
+
+
+class Lives:
+    """Times of the state-losing faults aimed at one broker."""
+
+    def __init__(self, records: Iterable[dict]):
+        self.resets = sorted(r.get("time", 0) for r in records
+                             if r.get("f") == "fault" and (r.get("value") or {}).get("fault") in STATE_LOSING_FAULTS)
+
+    def of(self, t: int) -> int:
+        return bisect.bisect_right(self.resets, t)
+
+    def start_of(self, life: int) -> int:
+        """When life number `life` began (the fault that started it; -1: the run's start)."""
+        return self.resets[life - 1] if life > 0 else -1
+
+    def of_op(self, op: Op) -> int | None:
+        """The life the whole operation ran in (None: a fault hit it in flight)."""
+        life = self.of(op.invoked)
+        return life if life == self.of(op.completed) else None
+
+
+def is_consumer(value: dict) -> bool:
+    return as_int(value.get("replica_id"), -1) < 0
+
+
+def fault_brokers(record: dict) -> set[int]:
+    return broker_ids((record.get("value") or {}).get("targets")) if record.get("f") == "fault" else set()
+
+
+@dataclass(frozen=True)
+class HwmObservation:
+    op: Op
+    topic: str
+    partition: int
+    epoch: int
+    hwm: int
+    life: int | None
+
+
+def hwm_values(op: Op, epochs: EpochIndex):
+    """(topic, partition, epoch, value) of one answer: fetch HWMs (error NONE, proven
+    epoch), ListOffsets latest for a read_uncommitted consumer (its HWM, answered with the
+    epoch), and OffsetsForLeaderEpoch end offsets for the current epoch."""
+    v = op.value
+    if op.f == "fetch":
+        if v.get("top_error", NONE) not in (NONE, None):
+            return
+        for e in partitions_of(v):
+            hwm = as_int(e.get("high_watermark"), -1)
+            if not e.get("omitted") and e.get("error", NONE) == NONE and hwm >= 0:
+                epoch = proven_epoch(op, e, epochs)
+                if epoch is not None:
+                    yield e.get("topic"), e.get("partition"), epoch, hwm
+    elif op.f == "list_offsets":
+        if (as_int(v.get("timestamp")) == -1 and is_consumer(v) and v.get("error", NONE) == NONE
+                and v.get("isolation_level", "read_uncommitted") == "read_uncommitted"
+                and as_int(v.get("offset"), -1) >= 0):
+            epoch = as_int(v.get("leader_epoch"), -1)
+            if epoch >= 0:
+                yield v.get("topic"), v.get("partition"), epoch, int(v["offset"])
+    elif op.f == "offsets_for_leader_epoch" and is_consumer(v) and v.get("error", NONE) == NONE:
+        epoch = as_int(v.get("current_leader_epoch"), -1)
+        if epoch >= 0 and as_int(v.get("leader_epoch"), -2) == epoch and as_int(v.get("end_offset"), -1) >= 0:
+            yield v.get("topic"), v.get("partition"), epoch, int(v["end_offset"])
+
+
+def hwm_series(ops: Sequence[Op], epochs: EpochIndex, lives: Lives) -> dict[tuple, list[HwmObservation]]:
+    """One broker's HWM answers (fetch, ListOffsets) by (topic, partition, epoch, life),
+    each list sorted by invoke time; answers a fault hit in flight are left out."""
+    out: dict[tuple, list[HwmObservation]] = {}
+    for op in ops:
+        if op.f not in ("fetch", "list_offsets"):
+            continue
+        life = lives.of_op(op)
+        if life is None:
+            continue
+        for topic, part, epoch, hwm in hwm_values(op, epochs):
+            out.setdefault((topic, part, epoch, life), []).append(HwmObservation(op, topic, part, epoch, hwm, life))
+    for items in out.values():
+        items.sort(key=lambda o: o.op.invoked)
+    return out
+
+
+class SendBound:
+    """An upper bound on the LEO of any replica of one partition at time T.
+
+    Every record in a log at T at an offset above the highest offset the history proves
+    (acknowledged sends, records read) was appended by an attempt of a send invoked
+    before T: so LEO(T) <= highest proven + 1 + appends of the sends invoked before T
+    (one per idempotent send, `MAX_APPENDS_PER_NON_IDEMPOTENT_SEND` otherwise). Without
+    sends of the partition in the history there is no bound (another writer may exist)."""
+
+    def __init__(self, records: Iterable[dict], topic, partition):
+        self.times: list[int] = []
+        self.weights: list[int] = []
+        self.highest = -1
+        sends = 0
+        for r in records:
+            v = r.get("value") or {}
+            if r.get("f") == "send" and v.get("topic") == topic and as_int(v.get("partition")) == as_int(partition):
+                if r.get("type") == "invoke":
+                    sends += 1
+                    self.times.append(r.get("time", 0))
+                    self.weights.append(1 if v.get("idempotent", False) else MAX_APPENDS_PER_NON_IDEMPOTENT_SEND)
+                elif r.get("type") == "ok" and as_int(v.get("offset"), -1) >= 0:
+                    self.highest = max(self.highest, int(v["offset"]))
+            elif r.get("f") == "fetch" and r.get("type") == "ok":
+                for e in partitions_of(v):
+                    if e.get("topic") == topic and as_int(e.get("partition")) == as_int(partition):
+                        for rec in e.get("records") or []:
+                            self.highest = max(self.highest, int(rec[0]))
+        self.known = sends > 0
+        order = sorted(range(len(self.times)), key=lambda i: self.times[i])
+        self.times = [self.times[i] for i in order]
+        self.cumulative = []
+        total = 0
+        for i in order:
+            total += self.weights[i]
+            self.cumulative.append(total)
+
+    def leo_max(self, t: int) -> int | None:
+        if not self.known:
+            return None
+        n = bisect.bisect_left(self.times, t)
+        return self.highest + 1 + (self.cumulative[n - 1] if n else 0)
+
+
+class Extremes:
+    """The max (or min) value among points timed strictly before / after a moment, by
+    bisection: O(log n) per question instead of a scan per answer judged."""
+
+    def __init__(self, points: Iterable[tuple[int, int]], pick=max):
+        pts = sorted(points)
+        self.times = [t for t, _ in pts]
+        self.prefix, self.suffix = [], [None] * len(pts)
+        best = None
+        for _, v in pts:
+            best = v if best is None else pick(best, v)
+            self.prefix.append(best)
+        best = None
+        for i in range(len(pts) - 1, -1, -1):
+            best = pts[i][1] if best is None else pick(best, pts[i][1])
+            self.suffix[i] = best
+
+    def before(self, t: int):
+        i = bisect.bisect_left(self.times, t)
+        return self.prefix[i - 1] if i else None
+
+    def after(self, t: int):
+        i = bisect.bisect_right(self.times, t)
+        return self.suffix[i] if i < len(self.times) else None

@@ -1,0 +1,192 @@
+"""Every KIP-392 deviation of `reference_model.profiles`, at its bound (docs/model.md,
+"bound"): a hand-made history just inside it is *known* under each profile carrying the
+deviation (and an anomaly under `kip`); one just outside it is an anomaly under `kip`
+and under every such profile."""
+import pytest
+
+from checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
+from reference_model import profiles
+from tests.test_model_rules_fetch import fetch, history, names, run
+
+
+def carrying(deviation):
+    return [name for name, p in sorted(profiles.PROFILES.items()) if p.allows(deviation)]
+
+
+def both(records, profile):
+    return run(ConsumerFetchRule(), records, profile) + run(HighWatermarkRule(), records, profile)
+
+
+def inside(records, name, deviation):
+    assert name in names(both(records, "kip"))
+    assert carrying(deviation), deviation
+    for p in carrying(deviation):
+        found = both(records, p)
+        assert names(found) == [] and name in names(found, known=True), (p, found)
+
+
+def outside(records, name, deviation):
+    for p in ["kip", *carrying(deviation)]:
+        assert name in names(both(records, p)), p
+
+
+def sends(n, idempotent=True):
+    return [(5, "send", {"topic": "t", "partition": 0, "key": f"v{i}", "value": f"v{i}", "idempotent": idempotent},
+             {"offset": i}) for i in range(n)]
+
+
+def meta(epoch, leader, broker=2):
+    return (9, "metadata", {"broker": broker, "topic": "t", "partition": 0},
+            {"leader": leader, "leader_epoch": epoch, "isr": [1, 2, 3], "replicas": [1, 2, 3]})
+
+
+# --- response-hwm-sampled-before-read -------------------------------------------------
+D = profiles.RESPONSE_HWM_SAMPLED_BEFORE_READ
+
+
+def test_records_above_the_reported_hwm_covered_by_a_later_hwm_are_known():
+    inside(history(fetch(8, records=[8, 9, 10], current_leader_epoch=3), fetch(11, hwm=11, current_leader_epoch=3)),
+           "uncommitted-read", D)
+
+
+@pytest.mark.parametrize("later", [
+    [fetch(11, hwm=10, current_leader_epoch=3)],  # a later HWM of the same broker and epoch does not cover 10
+    [],  # never covered by any later HWM
+    [fetch(11, hwm=11, current_leader_epoch=4)],  # covered only in another epoch
+    [fetch(11, hwm=11, current_leader_epoch=3, broker=3)],  # covered only by another broker
+    [("nemesis", "fault", {"fault": "kill", "targets": [2], "phase": "start"}, None),
+     fetch(11, hwm=11, current_leader_epoch=3)],  # covered only in another life of the broker
+])
+def test_records_above_the_reported_hwm_never_covered_are_uncommitted_reads(later):
+    outside(history(fetch(8, records=[8, 9, 10], current_leader_epoch=3), *later), "uncommitted-read", D)
+
+
+# --- follower-hwm-follows-leader ------------------------------------------------------
+F = profiles.FOLLOWER_HWM_FOLLOWS_LEADER
+
+
+def follower_history(*hwms_in_new_epoch, old_epoch=True):
+    old = [meta(4, 3), fetch(0, hwm=8, current_leader_epoch=4)] if old_epoch else []
+    return history(*old, meta(5, 1), *(fetch(0, hwm=h, current_leader_epoch=5) for h in hwms_in_new_epoch), meta(5, 1))
+
+
+def test_a_follower_going_back_once_after_an_election_is_known():
+    inside(follower_history(10, 10, 9, 9, 11), "hwm-regression", F)
+
+
+@pytest.mark.parametrize("hwms,old_epoch", [
+    ((10, 9, 11), False),  # no earlier leader epoch seen on the broker: no election
+    ((10, 9, 11, 10), True),  # back again after it rose in the new epoch
+    ((10, 9, 8), True),  # back twice in one epoch
+    ((10, 11, 9), True),  # it had already risen in the new epoch: following the new leader
+])
+def test_a_follower_going_back_outside_the_fetcher_bound_is_a_regression(hwms, old_epoch):
+    outside(follower_history(*hwms, old_epoch=old_epoch), "hwm-regression", F)
+
+
+def test_a_leader_going_back_is_a_regression_whatever_the_profile():
+    outside(history(meta(4, 3), fetch(0, hwm=8, current_leader_epoch=4), meta(5, 2),
+                    fetch(0, hwm=10, current_leader_epoch=5), fetch(0, hwm=9, current_leader_epoch=5), meta(5, 2)),
+            "hwm-regression", F)
+
+
+# --- fetch-above-hwm-empty: the LEO the partition's sends allow -------------------------
+E = profiles.FETCH_ABOVE_HWM_EMPTY
+# 20 idempotent sends acknowledged at 0..19: no log can reach past 19 + 1 + 20 = 40
+
+
+def test_none_and_empty_above_the_hwm_within_the_possible_leo_is_known():
+    inside(history(*sends(20), fetch(40, hwm=10)), "wrong-fetch-error", E)
+
+
+@pytest.mark.parametrize("offset", [41, 10**9])
+def test_none_and_empty_above_any_possible_leo_is_a_wrong_fetch_error(offset):
+    outside(history(*sends(20), fetch(offset, hwm=10)), "wrong-fetch-error", E)
+
+
+def test_non_idempotent_sends_may_append_more_than_once():
+    # one non-idempotent send may be appended again on every retry, so 41 is possible
+    inside(history(*sends(20, idempotent=False), fetch(41, hwm=10)), "wrong-fetch-error", E)
+
+
+# --- out-of-range-without-offsets: the LEO and log start the broker's answers prove -----
+O = profiles.OUT_OF_RANGE_WITHOUT_OFFSETS
+
+
+def oor(offset):
+    return fetch(offset, error="OFFSET_OUT_OF_RANGE", hwm=-1, start=-1, current_leader_epoch=3)
+
+
+def test_out_of_range_without_offsets_above_every_proven_leo_is_known():
+    # HWM 10 proves LEO >= 10; 11 may be past the LEO
+    inside(history(fetch(0, hwm=10, current_leader_epoch=3), oor(11), fetch(0, hwm=10, current_leader_epoch=3)),
+           "wrong-fetch-error", O)
+
+
+@pytest.mark.parametrize("before", [
+    fetch(0, hwm=10, current_leader_epoch=3),  # HWM 10 before: the LEO was >= 10
+    fetch(5, hwm=8, records=[5, 6, 7, 8, 9], current_leader_epoch=3),  # records up to 9 read before (kafka-style)
+])
+def test_out_of_range_for_a_proven_readable_offset_is_a_wrong_fetch_error(before):
+    # a later answer shows log start 0, so 10 is in [log start, LEO]: just outside (11 is inside, above)
+    records = history(before, oor(10), fetch(0, hwm=12, current_leader_epoch=3))
+    for p in ["kip", *carrying(O)]:
+        assert "wrong-fetch-error" in names(run(ConsumerFetchRule(), records, p)), p
+
+
+def test_out_of_range_needs_the_log_start_bound_too():
+    # no later answer shows the log start: it may have moved past 10 (retention), so no proof
+    h = history(fetch(0, hwm=10, current_leader_epoch=3), oor(10))
+    assert names(run(ConsumerFetchRule(), h, "kafka-4.3")) == []
+
+
+# --- offsets-for-leader-epoch-uncapped ------------------------------------------------
+U = profiles.OFFSETS_FOR_LEADER_EPOCH_UNCAPPED
+
+
+def ofle(end):
+    return (3, "offsets_for_leader_epoch", {"broker": 2, "replica_id": -1, "topic": "t", "partition": 0,
+                                            "leader_epoch": 3, "current_leader_epoch": 3},
+            {"error": "NONE", "end_offset": end, "leader_epoch": 3})
+
+
+def test_end_offset_above_the_hwm_within_the_possible_leo_is_known():
+    inside(history(*sends(20), ofle(40), fetch(0, hwm=10, current_leader_epoch=3)), "wrong-fetch-error", U)
+
+
+def test_end_offset_above_any_possible_leo_is_a_wrong_fetch_error():
+    outside(history(*sends(20), ofle(41), fetch(0, hwm=10, current_leader_epoch=3)), "wrong-fetch-error", U)
+
+
+# --- hwm-capped-at-leo (narrows the KIP: case 2 cannot arise) ----------------------------
+C = profiles.HWM_CAPPED_AT_LEO
+
+
+def test_case2_offset_not_available_below_the_hwm_is_wrong_only_where_the_hwm_is_capped():
+    h = history(fetch(5, error="OFFSET_NOT_AVAILABLE", hwm=10))
+    assert names(run(ConsumerFetchRule(), h, "kip")) == []  # KIP-392 case 2: LEO <= 5 < HWM 10
+    for p in carrying(C):
+        assert names(run(ConsumerFetchRule(), h, p)) == ["wrong-fetch-error"], p
+    # inside: the same answer at or above the HWM is case 1 only under kip, NONE-and-empty under the profile
+    above = history(fetch(12, error="OFFSET_NOT_AVAILABLE", hwm=10))
+    assert names(run(ConsumerFetchRule(), above, "kip")) == []
+
+
+# --- profiles: a Kafka version without one falls back, and the verdict says so ------------
+def test_a_run_on_a_version_without_a_profile_is_checked_as_the_nearest_and_the_verdict_says_so(tmp_path):
+    import json
+
+    from checks.api import check
+    from checks.cli_check import summary
+
+    records = history(fetch(8, records=[8, 9, 10], current_leader_epoch=3), fetch(11, hwm=11, current_leader_epoch=3))
+    (tmp_path / "history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    for version, profile, noted in (("4.4.0", "kip", True), ("4.3.1", "kafka-4.3", False)):
+        (tmp_path / "config.json").write_text(json.dumps({"kafka_version": version}))
+        verdict = check(tmp_path)
+        assert verdict["profile"] == profile
+        assert ("4.4.0" in verdict.get("profile_note", "")) is noted
+        assert ("profile note" in summary(verdict)) is noted
+        # 4.3's deviation is known only under its own profile; 4.4 is judged by the KIP text
+        section = "anomalies" if noted else "known"
+        assert verdict["counts"][section]["uncommitted-read"] == 1
