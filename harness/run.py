@@ -46,6 +46,7 @@ class RunOptions:
     workload: WorkloadOptions = field(default_factory=WorkloadOptions)
     tiered: bool = False  # remote storage on every broker, the workload topic tiered (KIP-1023 data)
     probes: bool = True  # the raw-protocol prober and the metadata observer (harness.prober/observer)
+    broker_jvm_args: tuple[str, ...] = ()  # ClusterOptions.broker_jvm_args
 
 
 class RunContext:
@@ -132,7 +133,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         proxied = bool(options.faults) and needs_proxies(options.faults)
         cluster = NativeCluster(dist, run_dir / "cluster",
                                 ClusterOptions(options.brokers, options.controllers, proxied_clients=proxied,
-                                               tiered=options.tiered),
+                                               tiered=options.tiered, broker_jvm_args=tuple(options.broker_jvm_args)),
                                 owner_pid=os.getpid())
     history = History(run_dir / "history.jsonl")
     verdict = None
