@@ -16,7 +16,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import net.bytebuddy.agent.builder.AgentBuilder;
 import net.bytebuddy.asm.Advice;
 import net.bytebuddy.description.method.MethodDescription;
-import net.bytebuddy.description.type.TypeDescription;
+import net.bytebuddy.dynamic.ClassFileLocator;
+import net.bytebuddy.pool.TypePool;
 import net.bytebuddy.matcher.ElementMatcher;
 import net.bytebuddy.matcher.ElementMatchers;
 
@@ -28,21 +29,24 @@ import net.bytebuddy.matcher.ElementMatchers;
  */
 public final class Agent {
     /** One seeded bug: where it lives and the advice that plants it. */
-    record Target(String bug, String className, String method, Class<?> advice) {
+    record Target(String bug, String className, String method, String advice) {
     }
 
+    /** Advice classes go by name: loading them early could load the Kafka classes they mention. */
+    private static final String SLIPS = "kipcheck.seeded.Slips$";
+
     static final List<Target> TARGETS = List.of(
-            new Target("uncommitted-read", "org.apache.kafka.storage.internals.log.UnifiedLog", "read", Slips.ConsumerRead.class),
-            new Target("wrong-fetch-error", "org.apache.kafka.storage.internals.log.UnifiedLog", "read", Slips.ConsumerRead.class),
-            new Target("poll-skip", "org.apache.kafka.storage.internals.log.UnifiedLog", "read", Slips.ConsumerRead.class),
-            new Target("hwm-regression", "kafka.cluster.Partition", "readRecords", Slips.ReportedHighWatermark.class),
-            new Target("fetch-session-violation", "org.apache.kafka.server.FetchSession", "setEpoch", Slips.SessionEpoch.class),
-            new Target("duplicate", "kafka.cluster.Partition", "checkEnoughReplicasReachOffset", Slips.ReplicaAck.class),
+            new Target("uncommitted-read", "org.apache.kafka.storage.internals.log.UnifiedLog", "read", SLIPS + "ConsumerRead"),
+            new Target("wrong-fetch-error", "org.apache.kafka.storage.internals.log.UnifiedLog", "read", SLIPS + "ConsumerRead"),
+            new Target("poll-skip", "org.apache.kafka.storage.internals.log.UnifiedLog", "read", SLIPS + "ConsumerRead"),
+            new Target("hwm-regression", "kafka.cluster.Partition", "readRecords", SLIPS + "ReportedHighWatermark"),
+            new Target("fetch-session-violation", "org.apache.kafka.server.FetchSession", "setEpoch", SLIPS + "SessionEpoch"),
+            new Target("duplicate", "kafka.cluster.Partition", "checkEnoughReplicasReachOffset", SLIPS + "ReplicaAck"),
             new Target("inconsistent-offset", "org.apache.kafka.server.LogAppendResult$LogAppendSummary", "firstOffset",
-                    Slips.ProduceResponseOffset.class),
-            new Target("lost-write", "org.apache.kafka.storage.internals.log.LocalLog", "append", Slips.LeaderSegmentWrite.class),
+                    SLIPS + "ProduceResponseOffset"),
+            new Target("lost-write", "org.apache.kafka.storage.internals.log.LocalLog", "append", SLIPS + "LeaderSegmentWrite"),
             new Target("preferred-replica-violation", "org.apache.kafka.common.replica.RackAwareReplicaSelector", "select",
-                    Slips.RackSelector.class));
+                    SLIPS + "RackSelector"));
 
     /** Matchers narrowing a method name to the one overload each slip is written for. */
     static ElementMatcher<MethodDescription> methodMatcher(Target t) {
@@ -61,6 +65,8 @@ public final class Agent {
         }
     }
 
+    static final ClassFileLocator ADVICE_LOCATOR = ClassFileLocator.ForClassLoader.of(Agent.class.getClassLoader());
+    static final TypePool ADVICE_POOL = TypePool.Default.of(ADVICE_LOCATOR);
     static final Map<String, String> INSTALLED = new ConcurrentHashMap<>();
     static final Map<String, String> MISSING = new ConcurrentHashMap<>();
 
@@ -84,12 +90,11 @@ public final class Agent {
         }
         AgentBuilder builder = new AgentBuilder.Default()
                 .disableClassFormatChanges()
-                .with(AgentBuilder.RedefinitionStrategy.RETRANSFORMATION)
                 .ignore(ElementMatchers.nameStartsWith("kipcheck.seeded."));
         for (Map.Entry<String, List<Target>> e : byClass.entrySet()) {
             List<Target> targets = e.getValue();
             builder = builder.type(ElementMatchers.named(e.getKey())).transform((b, type, loader, module, domain) -> {
-                Map<Class<?>, ElementMatcher<MethodDescription>> advised = new LinkedHashMap<>();
+                Map<String, ElementMatcher<MethodDescription>> advised = new LinkedHashMap<>();
                 for (Target t : targets) {
                     ElementMatcher<MethodDescription> m = methodMatcher(t);
                     if (type.getDeclaredMethods().filter(m).isEmpty()) {
@@ -99,8 +104,11 @@ public final class Agent {
                         advised.putIfAbsent(t.advice(), m);
                     }
                 }
-                for (Map.Entry<Class<?>, ElementMatcher<MethodDescription>> a : advised.entrySet()) {
-                    b = b.visit(Advice.to(a.getKey()).on(a.getValue()));
+                for (Map.Entry<String, ElementMatcher<MethodDescription>> a : advised.entrySet()) {
+                    // described from its class file, not by reflection: reflecting on the advice would
+                    // load the Kafka class being defined right now (a duplicate class definition)
+                    b = b.visit(Advice.to(ADVICE_POOL.describe(a.getKey()).resolve(), ADVICE_LOCATOR)
+                            .on(a.getValue()));
                 }
                 return b;
             });
