@@ -33,6 +33,7 @@ class SeededBug:
     kafka_method: str  # the Kafka 4.3.1 class and method the slip changes
     slip: str  # what the slip does
     rule: str  # the rule it breaks (KIP section or Kafka contract)
+    tiered: bool = False  # its window needs a tiered topic (remote storage on)
 
     @property
     def anomaly(self) -> str:
@@ -61,14 +62,18 @@ BUGS: tuple[SeededBug, ...] = (
               "every other consumer read reports a high watermark lagging by up to 3",
               "KIP-392/KIP-1166: the HWM a replica reports never goes back within a leader epoch"),
     SeededBug("wrong-fetch-error", "org.apache.kafka.storage.internals.log.UnifiedLog.read",
-              "a consumer fetch offset past the log end is clamped to the log end (NONE, no records)",
-              "KIP-392 case 4: a fetch above both HWM and LEO gets OFFSET_OUT_OF_RANGE"),
+              "the out-of-range check compares the fetch offset with the HWM (>=) instead of the log end (>): "
+              "a consumer fetch in [HWM, LEO] fails with OFFSET_OUT_OF_RANGE",
+              "KIP-392 case 1: an offset in [HWM, LEO] is not out of range"),
     SeededBug("preferred-replica-violation", "org.apache.kafka.common.replica.RackAwareReplicaSelector.select",
               "the rack comparison is inverted: a follower in another rack is preferred over the client's rack",
               "KIP-392: the preferred read replica is an in-sync replica in the client's rack when one exists"),
     SeededBug("fetch-session-violation", "org.apache.kafka.server.FetchSession.setEpoch",
               "a consumer session's epoch is advanced twice, so the client's correct next epoch is refused",
               "KIP-227: an incremental fetch carrying the session's epoch + 1 is accepted"),
+    SeededBug("tiered-offset-violation", "org.apache.kafka.storage.internals.log.UnifiedLog.fetchEarliestPendingUploadOffset",
+              "ListOffsets -6 answers the highest remote offset instead of that offset + 1 (the '+ 1' dropped)",
+              "KIP-1023: earliest pending upload offset = last tiered offset + 1", tiered=True),
 )
 BY_NAME = {b.name: b for b in BUGS}
 
@@ -110,6 +115,9 @@ def agent_jar() -> Path:
         raise HarnessError("building the seeded-bug agent failed: " + (lines[0] if lines else "see mvn output")[:300])
     shutil.move(str(built), jar)
     shutil.rmtree(build, ignore_errors=True)
+    for old in jar.parent.parent.iterdir():  # agents built from older sources
+        if old != jar.parent:
+            shutil.rmtree(old, ignore_errors=True)
     return jar
 
 

@@ -56,6 +56,11 @@ def test_control_window_must_be_valid_under_both():
     ok = {"bug": CONTROL, "valid": {"kip": True, "kafka-4.3": True}, "flagged": {}, "fires": 0}
     assert status(ok, PROFILES) == "valid"
     assert status({**ok, "valid": {"kip": True, "kafka-4.3": "unknown"}}, PROFILES) == "INVALID"
+    # under kip a healthy Kafka shows its profile's known deviations, and nothing else
+    baseline = {**ok, "valid": {"kip": False, "kafka-4.3": True}, "flagged": {"kip": ["wrong-fetch-error"]},
+                "known": {"kafka-4.3": ["wrong-fetch-error"]}}
+    assert status(baseline, PROFILES) == "valid"
+    assert status({**baseline, "flagged": {"kip": ["wrong-fetch-error", "poll-skip"]}}, PROFILES) == "INVALID"
     control = {**ok, "status": "valid", "seconds_to_detection": {}}
     bug = {**row(), "status": "caught", "kafka_method": "m", "rule": "r", "seconds_to_detection": {"kip": 1.5}}
     matrix = {"kafka_version": "4.3.1", "profiles": PROFILES, "window": 5, "rows": [control, bug]}

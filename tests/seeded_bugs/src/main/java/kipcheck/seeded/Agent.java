@@ -46,7 +46,9 @@ public final class Agent {
                     SLIPS + "ProduceResponseOffset"),
             new Target("lost-write", "org.apache.kafka.storage.internals.log.LocalLog", "append", SLIPS + "LeaderSegmentWrite"),
             new Target("preferred-replica-violation", "org.apache.kafka.common.replica.RackAwareReplicaSelector", "select",
-                    SLIPS + "RackSelector"));
+                    SLIPS + "RackSelector"),
+            new Target("tiered-offset-violation", "org.apache.kafka.storage.internals.log.UnifiedLog",
+                    "fetchEarliestPendingUploadOffset", SLIPS + "PendingUploadOffset"));
 
     /** Matchers narrowing a method name to the one overload each slip is written for. */
     static ElementMatcher<MethodDescription> methodMatcher(Target t) {
@@ -61,6 +63,7 @@ public final class Agent {
             case "checkEnoughReplicasReachOffset": return m.and(ElementMatchers.takesArguments(long.class));
             case "firstOffset": return m.and(ElementMatchers.takesArguments(0));
             case "select": return m.and(ElementMatchers.takesArguments(3));
+            case "fetchEarliestPendingUploadOffset": return m.and(ElementMatchers.takesArguments(1));
             default: return m;
         }
     }

@@ -4,6 +4,7 @@ import java.util.Optional;
 
 import net.bytebuddy.asm.Advice;
 
+import org.apache.kafka.common.errors.OffsetOutOfRangeException;
 import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.replica.ClientMetadata;
 import org.apache.kafka.common.replica.PartitionView;
@@ -28,9 +29,10 @@ public final class Slips {
      * <ul>
      * <li>uncommitted-read: the bound is the log end, not the HWM (isolation LOG_END for consumers).
      *     Breaks KIP-392 "consumers only read committed data, from any replica".</li>
-     * <li>wrong-fetch-error: a start offset past the log end is clamped to the log end instead of
-     *     raising OffsetOutOfRangeException, so the fetch answers NONE and no records.
-     *     Breaks KIP-392 case 4 (offset above HWM and LEO: OFFSET_OUT_OF_RANGE).</li>
+     * <li>wrong-fetch-error: the out-of-range check compares the start offset with the high
+     *     watermark ({@code >=}) instead of the log end ({@code >}), so a fetch at an offset in
+     *     [HWM, LEO] fails with OFFSET_OUT_OF_RANGE. Breaks KIP-392 case 1 (offset in [HWM, LEO]:
+     *     not out of range; the KIP says OFFSET_NOT_AVAILABLE, Kafka answers NONE and no records).</li>
      * <li>poll-skip: the read starts one past the fetch offset (on one read in four), so the
      *     record at the fetch offset is never returned to that fetch. Breaks read continuity
      *     (Kafka's fetch contract: records from the fetch offset on).</li>
@@ -51,9 +53,9 @@ public final class Slips {
                 }
                 isolation = FetchIsolation.LOG_END;
             } else if (bug.equals("wrong-fetch-error")) {
-                if (startOffset > log.logEndOffset()) {
-                    startOffset = log.logEndOffset();
+                if (startOffset >= log.highWatermark() && startOffset <= log.logEndOffset()) {
                     Bugs.fired(bug);
+                    throw new OffsetOutOfRangeException("seeded: offset " + startOffset + " >= high watermark");
                 }
             } else if (bug.equals("poll-skip")) {
                 if (startOffset >= log.logStartOffset() && startOffset + 1 < log.highWatermark()
@@ -183,6 +185,28 @@ public final class Slips {
                     Bugs.fired("preferred-replica-violation");
                     return;
                 }
+            }
+        }
+    }
+
+    /**
+     * org.apache.kafka.storage.internals.log.UnifiedLog.fetchEarliestPendingUploadOffset (private,
+     * ListOffsets -6): tiered-offset-violation. Once segments are uploaded, the answer is the highest
+     * offset in remote storage instead of that offset + 1 (the "+ 1" dropped). Breaks KIP-1023
+     * "earliest pending upload offset = last tiered offset + 1" (so Ry = EPUO - 1 <= Ly).
+     */
+    public static final class PendingUploadOffset {
+        @Advice.OnMethodExit
+        public static void exit(@Advice.This UnifiedLog log,
+                                @Advice.Return org.apache.kafka.storage.internals.log.OffsetResultHolder result) {
+            if (result == null || !Bugs.on("tiered-offset-violation") || log.highestOffsetInRemoteStorage() < 0) {
+                return;
+            }
+            Optional<org.apache.kafka.common.record.internal.FileRecords.TimestampAndOffset> t = result.timestampAndOffsetOpt();
+            if (t.isPresent() && t.get().offset == log.highestOffsetInRemoteStorage() + 1) {
+                result.timestampAndOffsetOpt(Optional.of(new org.apache.kafka.common.record.internal.FileRecords.TimestampAndOffset(
+                        t.get().timestamp, t.get().offset - 1, t.get().leaderEpoch)));
+                Bugs.fired("tiered-offset-violation");
             }
         }
     }
