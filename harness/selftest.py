@@ -144,7 +144,7 @@ def status(row: dict, profiles) -> str:
         # (a healthy Kafka is not the KIP text: docs/checker.md, reference_model/profiles.py)
         version_profile = profiles[-1]
         explained = set(row.get("known", {}).get(version_profile, []))
-        kip_ok = all(row["valid"][p] is True or set(row["flagged"][p]) <= explained for p in profiles)
+        kip_ok = all(row["valid"][p] is True or set(row["flagged"].get(p, [])) <= explained for p in profiles)
         return "valid" if row["valid"][version_profile] is True and kip_ok else "INVALID"
     if not row.get("installed"):
         return "not installable" if row.get("missing") else "not installed (class never loaded)"
