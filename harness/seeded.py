@@ -74,6 +74,10 @@ BUGS: tuple[SeededBug, ...] = (
     SeededBug("tiered-offset-violation", "org.apache.kafka.storage.internals.log.UnifiedLog.fetchEarliestPendingUploadOffset",
               "ListOffsets -6 answers the highest remote offset instead of that offset + 1 (the '+ 1' dropped)",
               "KIP-1023: earliest pending upload offset = last tiered offset + 1", tiered=True),
+    SeededBug("hwm-propagation-delay", "org.apache.kafka.raft.KafkaRaftClient.isHighWatermarkUpdated",
+              "the 'request HWM is behind' check always answers false, so an empty KRaft FETCH that only lacks "
+              "the new HWM is parked up to the fetch max wait (the pre-KIP-1166 behaviour)",
+              "KIP-1166: park a FETCH only when the response is empty and the remote HWM >= the leader's"),
 )
 BY_NAME = {b.name: b for b in BUGS}
 

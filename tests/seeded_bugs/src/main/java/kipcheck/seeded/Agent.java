@@ -48,7 +48,9 @@ public final class Agent {
             new Target("preferred-replica-violation", "org.apache.kafka.common.replica.RackAwareReplicaSelector", "select",
                     SLIPS + "RackSelector"),
             new Target("tiered-offset-violation", "org.apache.kafka.storage.internals.log.UnifiedLog",
-                    "fetchEarliestPendingUploadOffset", SLIPS + "PendingUploadOffset"));
+                    "fetchEarliestPendingUploadOffset", SLIPS + "PendingUploadOffset"),
+            new Target("hwm-propagation-delay", "org.apache.kafka.raft.KafkaRaftClient", "isHighWatermarkUpdated",
+                    SLIPS + "RaftHighWatermarkUpdated"));
 
     /** Matchers narrowing a method name to the one overload each slip is written for. */
     static ElementMatcher<MethodDescription> methodMatcher(Target t) {
@@ -64,6 +66,7 @@ public final class Agent {
             case "firstOffset": return m.and(ElementMatchers.takesArguments(0));
             case "select": return m.and(ElementMatchers.takesArguments(3));
             case "fetchEarliestPendingUploadOffset": return m.and(ElementMatchers.takesArguments(1));
+            case "isHighWatermarkUpdated": return m.and(ElementMatchers.takesArguments(2));
             default: return m;
         }
     }

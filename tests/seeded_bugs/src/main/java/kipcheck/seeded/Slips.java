@@ -210,4 +210,21 @@ public final class Slips {
             }
         }
     }
+
+    /**
+     * org.apache.kafka.raft.KafkaRaftClient.isHighWatermarkUpdated (private static): hwm-propagation-delay.
+     * The check that a FETCH's HighWatermark field is behind the leader's always answers false, so an
+     * empty fetch from a replica that only lacks the new HWM is parked (up to the fetch max wait)
+     * instead of answered at once: the pre-KIP-1166 behaviour. Breaks KIP-1166 "park only when the
+     * response is empty and the remote HWM is at least the leader's".
+     */
+    public static final class RaftHighWatermarkUpdated {
+        @Advice.OnMethodExit
+        public static void exit(@Advice.Return(readOnly = false) boolean updated) {
+            if (updated && Bugs.on("hwm-propagation-delay")) {
+                updated = false;
+                Bugs.fired("hwm-propagation-delay");
+            }
+        }
+    }
 }
