@@ -119,8 +119,15 @@ def cmd_cluster(args) -> int:
 def cmd_selftest(args) -> int:
     from harness.progress import ProgressUI
     from harness.selftest import format_markdown, format_text, matrix_passes, run_matrix
-    bugs = [b.strip() for b in args.bugs.split(",") if b.strip()] if args.bugs else None
-    matrix = run_matrix(args.kafka_version, args.kafka_home, args.window, bugs, args.runs_dir, ProgressUI(args.quiet))
+    if args.from_matrix:
+        try:
+            matrix = json.loads(Path(args.from_matrix).read_text())
+        except (OSError, ValueError) as e:
+            raise HarnessError(f"cannot read {args.from_matrix}: {e}") from None
+    else:
+        bugs = [b.strip() for b in args.bugs.split(",") if b.strip()] if args.bugs else None
+        matrix = run_matrix(args.kafka_version, args.kafka_home, args.window, bugs, args.runs_dir,
+                            ProgressUI(args.quiet))
     print(format_text(matrix))
     if args.markdown:
         Path(args.markdown).write_text(format_markdown(matrix))
@@ -211,6 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--markdown", default=None, metavar="FILE", help="also write the matrix as Markdown "
                     "(docs/detection.md is made this way)")
     st.add_argument("--runs-dir", default="runs", help="where the selftest directory goes (default ./runs)")
+    st.add_argument("--from", dest="from_matrix", default=None, metavar="MATRIX_JSON",
+                    help="print (and with --markdown write) a measured matrix.json again, without a cluster")
     st.add_argument("--quiet", action="store_true", help="no progress display")
     st.set_defaults(func=cmd_selftest)
 
