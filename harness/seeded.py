@@ -34,6 +34,7 @@ class SeededBug:
     slip: str  # what the slip does
     rule: str  # the rule it breaks (KIP section or Kafka contract)
     tiered: bool = False  # its window needs a tiered topic (remote storage on)
+    min_window: float = 0.0  # seconds its window needs at least (the probe that can see it comes late)
 
     @property
     def anomaly(self) -> str:
@@ -77,7 +78,8 @@ BUGS: tuple[SeededBug, ...] = (
     SeededBug("hwm-propagation-delay", "org.apache.kafka.raft.KafkaRaftClient.isHighWatermarkUpdated",
               "the 'request HWM is behind' check always answers false, so an empty KRaft FETCH that only lacks "
               "the new HWM is parked up to the fetch max wait (the pre-KIP-1166 behaviour)",
-              "KIP-1166: park a FETCH only when the response is empty and the remote HWM >= the leader's"),
+              "KIP-1166: park a FETCH only when the response is empty and the remote HWM >= the leader's",
+              min_window=25.0),  # the observer's metadata propagation probes start 10 s in, every 10 s
 )
 BY_NAME = {b.name: b for b in BUGS}
 

@@ -57,7 +57,8 @@ def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, 
             with ui.step(f"window: {name}"):
                 # the control's topic is tiered when any bug's is, so that it covers what they run on
                 tiered = cluster.options.tiered if name == CONTROL else seeded.bug(name).tiered
-                row = _window(cluster, control, root / name, None if name == CONTROL else name, window, profiles,
+                seconds = window if name == CONTROL else max(window, seeded.bug(name).min_window)
+                row = _window(cluster, control, root / name, None if name == CONTROL else name, seconds, profiles,
                               dist.version, tiered, ui)
             matrix["rows"].append(row)
             (root / "matrix.json").write_text(json.dumps(matrix, indent=2))
@@ -104,7 +105,7 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
         history.close()
     time.sleep(0.6)  # one more agent report after the window
     report = seeded.read_reports(node_dirs)
-    row = {"bug": name or CONTROL, "window_dir": str(wdir), "fires": 0, "flagged": {}, "valid": {},
+    row = {"bug": name or CONTROL, "window_dir": str(wdir), "window": window, "fires": 0, "flagged": {}, "valid": {},
            "seconds_to_detection": {}}
     if name:
         b = seeded.bug(name)
