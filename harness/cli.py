@@ -132,7 +132,7 @@ def cmd_selftest(args) -> int:
     if args.markdown:
         Path(args.markdown).write_text(format_markdown(matrix))
         print(f"wrote {args.markdown}")
-    print(f"matrix: {Path(matrix['dir']) / 'matrix.json'}")
+    print(f"matrix: {args.from_matrix or Path(matrix['dir']) / 'matrix.json'}")
     return EXIT_VALID if matrix_passes(matrix) else EXIT_ANOMALIES
 
 
