@@ -17,7 +17,6 @@ from pathlib import Path
 
 from harness import seeded
 from harness.cluster import ClusterOptions, NativeCluster
-from harness.errors import HarnessError
 from harness.history import History
 from harness.kafka_dist import resolve
 from harness.workload import WorkloadOptions, final_read
