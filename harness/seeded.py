@@ -63,9 +63,9 @@ BUGS: tuple[SeededBug, ...] = (
               "every other consumer read reports a high watermark lagging by up to 3",
               "KIP-392/KIP-1166: the HWM a replica reports never goes back within a leader epoch"),
     SeededBug("wrong-fetch-error", "org.apache.kafka.storage.internals.log.UnifiedLog.read",
-              "the out-of-range check compares the fetch offset with the HWM (>=) instead of the log end (>): "
-              "a consumer fetch in [HWM, LEO] fails with OFFSET_OUT_OF_RANGE",
-              "KIP-392 case 1: an offset in [HWM, LEO] is not out of range"),
+              "the two out-of-range branches are swapped and bounded by the HWM: a consumer fetch in [HWM, LEO] "
+              "fails with OFFSET_OUT_OF_RANGE, one above the log end with OFFSET_NOT_AVAILABLE",
+              "KIP-392 cases 1 and 4: an offset in [HWM, LEO] is not out of range; one above HWM and LEO is"),
     SeededBug("preferred-replica-violation", "org.apache.kafka.common.replica.RackAwareReplicaSelector.select",
               "the rack comparison is inverted: a follower in another rack is preferred over the client's rack",
               "KIP-392: the preferred read replica is an in-sync replica in the client's rack when one exists"),

@@ -21,9 +21,6 @@ SHORT_WINDOW, LONG_WINDOW = 10.0, 30.0
 BLIND = {
     ("uncommitted-read", "version"): "the kafka-X.Y profile accepts records at or above the reported HWM "
     "(response-hwm-sampled-before-read) without bounding them by the HWM known at read time",
-    ("wrong-fetch-error", "version"): "ConsumerFetchRule judges each response alone: an OFFSET_OUT_OF_RANGE carrying "
-    "HWM -1 / log start -1 (out-of-range-without-offsets) is allowed for every state, even at an offset "
-    "earlier responses of that broker proved readable",
     ("hwm-propagation-delay", "kip"): "one parked KRaft FETCH (<= 500 ms) stays under PropagationRule's 1000 ms bound",
     ("hwm-propagation-delay", "version"): "one parked KRaft FETCH (<= 500 ms) stays under PropagationRule's 1000 ms bound",
 }

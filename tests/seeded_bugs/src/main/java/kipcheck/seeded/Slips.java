@@ -4,6 +4,7 @@ import java.util.Optional;
 
 import net.bytebuddy.asm.Advice;
 
+import org.apache.kafka.common.errors.OffsetNotAvailableException;
 import org.apache.kafka.common.errors.OffsetOutOfRangeException;
 import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.replica.ClientMetadata;
@@ -29,10 +30,10 @@ public final class Slips {
      * <ul>
      * <li>uncommitted-read: the bound is the log end, not the HWM (isolation LOG_END for consumers).
      *     Breaks KIP-392 "consumers only read committed data, from any replica".</li>
-     * <li>wrong-fetch-error: the out-of-range check compares the start offset with the high
-     *     watermark ({@code >=}) instead of the log end ({@code >}), so a fetch at an offset in
-     *     [HWM, LEO] fails with OFFSET_OUT_OF_RANGE. Breaks KIP-392 case 1 (offset in [HWM, LEO]:
-     *     not out of range; the KIP says OFFSET_NOT_AVAILABLE, Kafka answers NONE and no records).</li>
+     * <li>wrong-fetch-error: the two out-of-range branches are swapped and bounded by the high
+     *     watermark: a fetch in [HWM, LEO] fails with OFFSET_OUT_OF_RANGE, one above the log end with
+     *     OFFSET_NOT_AVAILABLE. Breaks KIP-392 cases 1 and 4 (in [HWM, LEO]: not out of range, the KIP
+     *     says OFFSET_NOT_AVAILABLE and Kafka answers NONE; above HWM and LEO: OFFSET_OUT_OF_RANGE).</li>
      * <li>poll-skip: the read starts one past the fetch offset (on one read in four), so the
      *     record at the fetch offset is never returned to that fetch. Breaks read continuity
      *     (Kafka's fetch contract: records from the fetch offset on).</li>
@@ -53,7 +54,11 @@ public final class Slips {
                 }
                 isolation = FetchIsolation.LOG_END;
             } else if (bug.equals("wrong-fetch-error")) {
-                if (startOffset >= log.highWatermark() && startOffset <= log.logEndOffset()) {
+                if (startOffset > log.logEndOffset()) {
+                    Bugs.fired(bug);
+                    throw new OffsetNotAvailableException("seeded: offset " + startOffset + " > log end");
+                }
+                if (startOffset >= log.highWatermark()) {
                     Bugs.fired(bug);
                     throw new OffsetOutOfRangeException("seeded: offset " + startOffset + " >= high watermark");
                 }
