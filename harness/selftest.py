@@ -191,7 +191,10 @@ def format_markdown(matrix: dict) -> str:
              "cluster for one window; the window's history was checked under both profiles. \"s to detection\" is "
              "the time from the bug switching on to the record completing its earliest proof (kip / version "
              "profile). Timing figures come from a shared 2-core machine and are noisy.", "",
-             f"Kafka {matrix['kafka_version']}; windows of {matrix['window']:g} s; run started {matrix.get('started')}.",
+             f"Kafka {matrix['kafka_version']}; windows of {matrix['window']:g} s"
+             + "".join(f" ({r['bug']}: {r['window']:g} s, its minimum)" for r in matrix["rows"]
+                       if r.get("window", matrix["window"]) != matrix["window"])
+             + f"; run started {matrix.get('started')}.",
              "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in table_rows(matrix):
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |")
