@@ -39,6 +39,9 @@ def _kafka_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--brokers", type=_positive(int), default=3, help="broker count (default 3)")
     p.add_argument("--controllers", type=int, default=0, choices=range(0, 8), metavar="N",
                    help="dedicated controllers (default 0: every node is broker+controller)")
+    p.add_argument("--broker-jvm-arg", action="append", default=[], metavar="ARG", dest="broker_jvm_args",
+                   help="an extra JVM argument for every broker (repeatable; '{node_dir}' becomes the node's "
+                        "directory), e.g. --broker-jvm-arg=-agentlib:jdwp=transport=dt_socket,server=y,suspend=n")
 
 
 def cmd_run(args) -> int:
@@ -63,7 +66,8 @@ def cmd_run(args) -> int:
                       faults=faults, intensity=args.intensity, runs_dir=args.runs_dir, engine=args.engine,
                       profile=args.profile, probes=not args.no_probes, tiered=args.tiered,
                       require_coverage=args.require_coverage,
-                      recovery_bound=recovery_bound, crash_loop=crash_loop)
+                      recovery_bound=recovery_bound, crash_loop=crash_loop,
+                      broker_jvm_args=tuple(args.broker_jvm_args))
     ui = ProgressUI(quiet=args.quiet)
     run_dir, verdict = run(opts, ui)
     if verdict is not None:
@@ -84,7 +88,8 @@ def cmd_cluster(args) -> int:
         from harness.progress import ProgressUI
         dist = resolve(args.kafka_version, args.kafka_home)
         root = Path(args.dir or Path("runs") / "cluster").resolve()
-        cluster = NativeCluster(dist, root, ClusterOptions(args.brokers, args.controllers, tiered=args.tiered),
+        cluster = NativeCluster(dist, root, ClusterOptions(args.brokers, args.controllers, tiered=args.tiered,
+                                                             broker_jvm_args=tuple(args.broker_jvm_args)),
                                 owner_pid=None)
         ui = ProgressUI()
         try:
@@ -123,6 +128,26 @@ def cmd_cluster(args) -> int:
         print(f"stopped {n} cluster(s)" + (f", cleaned {len(reaped)} stale" if reaped else ""))
         return 0
     raise HarnessError(f"unknown cluster action {args.action}")
+
+
+def cmd_selftest(args) -> int:
+    from harness.progress import ProgressUI
+    from harness.selftest import format_markdown, format_text, matrix_passes, run_matrix
+    if args.from_matrix:
+        try:
+            matrix = json.loads(Path(args.from_matrix).read_text())
+        except (OSError, ValueError) as e:
+            raise HarnessError(f"cannot read {args.from_matrix}: {e}") from None
+    else:
+        bugs = [b.strip() for b in args.bugs.split(",") if b.strip()] if args.bugs else None
+        matrix = run_matrix(args.kafka_version, args.kafka_home, args.window, bugs, args.runs_dir,
+                            ProgressUI(args.quiet))
+    print(format_text(matrix))
+    if args.markdown:
+        Path(args.markdown).write_text(format_markdown(matrix))
+        print(f"wrote {args.markdown}")
+    print(f"matrix: {args.from_matrix or Path(matrix['dir']) / 'matrix.json'}")
+    return EXIT_VALID if matrix_passes(matrix) else EXIT_ANOMALIES
 
 
 def cmd_report(args) -> int:
@@ -208,6 +233,19 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--tiered", action="store_true", help="with up: tiered storage on every broker")
     _kafka_args(c)
     c.set_defaults(func=cmd_cluster)
+
+    st = sub.add_parser("selftest", help="seed broker bugs one at a time; show which anomalies the checker names")
+    st.add_argument("--kafka-version", default=None, help="Kafka version under qualification (default: newest 4.x)")
+    st.add_argument("--kafka-home", default=None, help="use an unpacked Kafka distribution instead of Maven")
+    st.add_argument("--window", type=_positive(float), default=20.0, help="seconds each bug is on (default 20)")
+    st.add_argument("--bugs", default=None, help="comma-separated seeded bugs (default: all; see harness/seeded.py)")
+    st.add_argument("--markdown", default=None, metavar="FILE", help="also write the matrix as Markdown "
+                    "(docs/detection.md is made this way)")
+    st.add_argument("--runs-dir", default="runs", help="where the selftest directory goes (default ./runs)")
+    st.add_argument("--from", dest="from_matrix", default=None, metavar="MATRIX_JSON",
+                    help="print (and with --markdown write) a measured matrix.json again, without a cluster")
+    st.add_argument("--quiet", action="store_true", help="no progress display")
+    st.set_defaults(func=cmd_selftest)
 
     from checks.cli_check import add_check_arguments, run_check_command
     k = sub.add_parser("check", help="check a history against the reference model")

@@ -36,6 +36,9 @@ class ClusterOptions:
     extra_config: tuple[tuple[str, str], ...] = ()
     proxied_clients: bool = False  # clients reach each broker through a Toxiproxy proxy (link faults)
     tiered: bool = False  # remote storage on every broker (harness.tiered), for KIP-1023 probes
+    # extra JVM arguments for every broker (profilers, debug agents, harness.seeded's bug agent);
+    # "{node_dir}" in an argument becomes the node's directory
+    broker_jvm_args: tuple[str, ...] = ()
 
 
 def _free_port() -> int:
@@ -147,7 +150,8 @@ class NativeCluster:
             specs = [toxiproxy.front_client_listener(self.toxiproxy, s) if s.is_broker else s for s in specs]
         voters = ",".join(f"{s.node_id}@{s.host.address}:{s.controller_port}" for s in specs if s.is_controller)
         uuid_ = _kafka_uuid()
-        self.nodes = [KafkaNode(s, self.root, self.dist, self.state, uuid_, voters, self.options.heap) for s in specs]
+        self.nodes = [KafkaNode(s, self.root, self.dist, self.state, uuid_, voters, self.options.heap,
+                                self.options.broker_jvm_args if s.is_broker else ()) for s in specs]
         self.state.update(cluster_uuid=uuid_, bootstrap=self.bootstrap_servers(),
                           specs=[_spec_json(s) for s in specs])
         step("formatting storage")

@@ -62,7 +62,7 @@ class NodeSpec:
 
 class KafkaNode:
     def __init__(self, spec: NodeSpec, root: Path, dist: KafkaDistribution, state: ClusterState,
-                 cluster_uuid: str, quorum_voters: str, heap: str = "512m"):
+                 cluster_uuid: str, quorum_voters: str, heap: str = "512m", jvm_args: tuple[str, ...] = ()):
         self.spec = spec
         self.dir = root / f"node-{spec.node_id}"
         self.data_dir = self.dir / "data"
@@ -72,6 +72,7 @@ class KafkaNode:
         self.cluster_uuid = cluster_uuid
         self.quorum_voters = quorum_voters
         self.heap = heap
+        self.jvm_args = tuple(a.replace("{node_dir}", str(self.dir)) for a in jvm_args)  # ClusterOptions.broker_jvm_args
         self.proc: subprocess.Popen | None = None
 
     # -- configuration -------------------------------------------------------------
@@ -128,7 +129,7 @@ class KafkaNode:
     def _jvm_opts(self) -> tuple[str, ...]:
         return (f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
                 "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
-                "-Dkafka.logs.dir=" + str(self.dir))
+                "-Dkafka.logs.dir=" + str(self.dir), *self.jvm_args)
 
     # -- lifecycle -------------------------------------------------------------------
     def format(self) -> None:

@@ -50,6 +50,7 @@ class RunOptions:
     require_coverage: str | None = None  # checks.coverage.parse_requirement: too little makes the verdict unknown
     recovery_bound: float | None = None  # liveness bound in s (None: derived, see checks/recovery.py)
     crash_loop: int | None = None  # crashes in a row before client-crash-loop (None: the checker's default)
+    broker_jvm_args: tuple[str, ...] = ()  # ClusterOptions.broker_jvm_args
 
 
 class RunContext:
@@ -136,7 +137,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         proxied = bool(options.faults) and needs_proxies(options.faults)
         cluster = NativeCluster(dist, run_dir / "cluster",
                                 ClusterOptions(options.brokers, options.controllers, proxied_clients=proxied,
-                                               tiered=options.tiered),
+                                               tiered=options.tiered, broker_jvm_args=tuple(options.broker_jvm_args)),
                                 owner_pid=os.getpid())
     history = History(run_dir / "history.jsonl")
     verdict = None

@@ -1,0 +1,167 @@
+"""Seeded broker bugs: the table of slips the Java agent in tests/seeded_bugs/ plants in brokers.
+
+The agent (Byte Buddy advice, `tests/seeded_bugs/src/main/java/kipcheck/seeded/Slips.java`)
+is loaded into every broker with `-javaagent:JAR=control=FILE,report={node_dir}/seeded-bugs.json`
+(`ClusterOptions.broker_jvm_args`). Every bug is off at start; the agent polls the control
+file and switches on the one bug named in it (empty: none). Each broker writes its report
+every 500 ms: which bugs matched their Kafka method ("installed"), which targets were
+missing from the class Kafka loaded ("missing"), and how often each bug fired.
+
+`agent_jar()` builds the agent with Maven into the kipcheck cache, keyed by a hash of its
+sources, so it is rebuilt only when they change (scripts/install.sh warms it).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.kafka_dist import cache_root
+
+SOURCES = Path(__file__).resolve().parent.parent / "tests" / "seeded_bugs"
+REPORT_NAME = "seeded-bugs.json"
+
+
+@dataclass(frozen=True)
+class SeededBug:
+    name: str  # also the anomaly the checker must flag
+    kafka_method: str  # the Kafka 4.3.1 class and method the slip changes
+    slip: str  # what the slip does
+    rule: str  # the rule it breaks (KIP section or Kafka contract)
+    tiered: bool = False  # its window needs a tiered topic (remote storage on)
+    min_window: float = 0.0  # seconds its window needs at least (the probe that can see it comes late)
+
+    @property
+    def anomaly(self) -> str:
+        return self.name
+
+
+# Same names and targets as Agent.TARGETS (tests/test_seeded_bugs.py keeps them in step).
+BUGS: tuple[SeededBug, ...] = (
+    SeededBug("lost-write", "org.apache.kafka.storage.internals.log.LocalLog.append",
+              "the segment write of one client batch in ten is skipped while the append is still acknowledged",
+              "acks=all durability: an acknowledged write is in the log of every ISR member"),
+    SeededBug("duplicate", "kafka.cluster.Partition.checkEnoughReplicasReachOffset",
+              "one committed batch in three is answered NOT_ENOUGH_REPLICAS_AFTER_APPEND (min-ISR comparison "
+              "inverted), so a non-idempotent producer's retry appends it again",
+              "produce contract: a retriable error after the append is only for an ISR below min.insync.replicas"),
+    SeededBug("inconsistent-offset", "org.apache.kafka.server.LogAppendResult$LogAppendSummary.firstOffset",
+              "the produce response's base offset is one past the batch's first offset (one append in five)",
+              "produce contract: the acknowledged offset holds the acknowledged record"),
+    SeededBug("poll-skip", "org.apache.kafka.storage.internals.log.UnifiedLog.read",
+              "one consumer read in four starts at fetch offset + 1",
+              "fetch contract: records are returned from the fetch offset on"),
+    SeededBug("uncommitted-read", "org.apache.kafka.storage.internals.log.UnifiedLog.read",
+              "consumer reads are bounded by the log end offset instead of the high watermark",
+              "KIP-392: consumers read only committed data (below the HWM), from any replica"),
+    SeededBug("hwm-regression", "kafka.cluster.Partition.readRecords",
+              "every other consumer read reports a high watermark lagging by up to 3",
+              "KIP-392/KIP-1166: the HWM a replica reports never goes back within a leader epoch"),
+    SeededBug("wrong-fetch-error", "org.apache.kafka.storage.internals.log.UnifiedLog.read",
+              "the two out-of-range branches are swapped and bounded by the HWM: a consumer fetch in [HWM, LEO] "
+              "fails with OFFSET_OUT_OF_RANGE, one above the log end with OFFSET_NOT_AVAILABLE",
+              "KIP-392 cases 1 and 4: an offset in [HWM, LEO] is not out of range; one above HWM and LEO is"),
+    SeededBug("preferred-replica-violation", "org.apache.kafka.common.replica.RackAwareReplicaSelector.select",
+              "the rack comparison is inverted: a follower in another rack is preferred over the client's rack",
+              "KIP-392: the preferred read replica is an in-sync replica in the client's rack when one exists"),
+    SeededBug("fetch-session-violation", "org.apache.kafka.server.FetchSession.setEpoch",
+              "a consumer session's epoch is advanced twice, so the client's correct next epoch is refused",
+              "KIP-227: an incremental fetch carrying the session's epoch + 1 is accepted"),
+    SeededBug("tiered-offset-violation", "org.apache.kafka.storage.internals.log.UnifiedLog.fetchEarliestPendingUploadOffset",
+              "ListOffsets -6 answers the highest remote offset instead of that offset + 1 (the '+ 1' dropped)",
+              "KIP-1023: earliest pending upload offset = last tiered offset + 1", tiered=True),
+    SeededBug("hwm-propagation-delay", "org.apache.kafka.raft.KafkaRaftClient.isHighWatermarkUpdated",
+              "the 'request HWM is behind' check always answers false, so an empty KRaft FETCH that only lacks "
+              "the new HWM is parked up to the fetch max wait (the pre-KIP-1166 behaviour)",
+              "KIP-1166: park a FETCH only when the response is empty and the remote HWM >= the leader's",
+              min_window=25.0),  # the observer's metadata propagation probes start 10 s in, every 10 s
+)
+BY_NAME = {b.name: b for b in BUGS}
+
+
+def bug(name: str) -> SeededBug:
+    if name not in BY_NAME:
+        raise HarnessError(f"unknown seeded bug {name!r}; known: {', '.join(BY_NAME)}")
+    return BY_NAME[name]
+
+
+def _source_hash() -> str:
+    h = hashlib.sha256()
+    for p in sorted([SOURCES / "pom.xml", *(SOURCES / "src").rglob("*.java")]):
+        h.update(p.relative_to(SOURCES).as_posix().encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def agent_jar() -> Path:
+    """The agent jar for the current sources: from the cache, or built by Maven once."""
+    if not (SOURCES / "pom.xml").exists():
+        raise HarnessError(f"the seeded-bug agent sources are missing ({SOURCES})")
+    jar = cache_root() / "seeded-bugs" / _source_hash() / "seeded-bugs.jar"
+    if jar.exists():
+        return jar
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise HarnessError("mvn not found: install Maven (apt-get install maven) to build the seeded-bug agent")
+    build = jar.parent / "build"
+    shutil.rmtree(build, ignore_errors=True)
+    shutil.copytree(SOURCES, build, ignore=shutil.ignore_patterns("target"))
+    proc = subprocess.run(
+        [mvn, "-q", "-B", "-f", str(build / "pom.xml"), "package", "-DskipTests",
+         *([f"-Dmaven.repo.local={os.environ['KIPCHECK_MAVEN_REPO']}"] if os.environ.get("KIPCHECK_MAVEN_REPO") else [])],
+        capture_output=True, text=True)
+    built = build / "target" / "seeded-bugs-1.jar"
+    if proc.returncode != 0 or not built.exists():
+        lines = [l for l in (proc.stdout + proc.stderr).splitlines() if "ERROR" in l]
+        raise HarnessError("building the seeded-bug agent failed: " + (lines[0] if lines else "see mvn output")[:300])
+    shutil.move(str(built), jar)
+    shutil.rmtree(build, ignore_errors=True)
+    for old in jar.parent.parent.iterdir():  # agents built from older sources
+        if old != jar.parent:
+            shutil.rmtree(old, ignore_errors=True)
+    return jar
+
+
+def jvm_args(jar: Path, control: Path) -> tuple[str, ...]:
+    """The broker JVM argument that loads the agent (ClusterOptions.broker_jvm_args)."""
+    return (f"-javaagent:{jar}=control={control},report={{node_dir}}/{REPORT_NAME}",)
+
+
+def switch(control: Path, name: str | None) -> None:
+    """Switch one bug on (every broker polls `control` every 200 ms), or all off with None."""
+    if name is not None:
+        bug(name)
+    tmp = control.with_suffix(".tmp")
+    tmp.write_text(name or "")
+    os.replace(tmp, control)
+
+
+def read_reports(node_dirs) -> dict:
+    """Every broker's agent report, merged: installed/missing targets and fire counts summed."""
+    merged = {"installed": {}, "missing": {}, "fired": {}, "active": set(), "nodes": 0}
+    for d in node_dirs:
+        try:
+            rep = json.loads((Path(d) / REPORT_NAME).read_text())
+        except (OSError, ValueError):
+            continue
+        merged["nodes"] += 1
+        merged["installed"].update(rep.get("installed", {}))
+        merged["missing"].update(rep.get("missing", {}))
+        merged["active"].add(rep.get("active", ""))
+        for k, v in rep.get("fired", {}).items():
+            merged["fired"][k] = merged["fired"].get(k, 0) + int(v)
+    return merged
+
+
+if __name__ == "__main__":  # `python -m harness.seeded`: build (or find) the agent (used by install.sh)
+    import sys
+    try:
+        print(f"seeded-bug agent: {agent_jar()}")
+    except HarnessError as e:
+        print(f"kipcheck: {e}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,235 @@
+package kipcheck.seeded;
+
+import java.util.Optional;
+
+import net.bytebuddy.asm.Advice;
+
+import org.apache.kafka.common.errors.OffsetNotAvailableException;
+import org.apache.kafka.common.errors.OffsetOutOfRangeException;
+import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.replica.ClientMetadata;
+import org.apache.kafka.common.replica.PartitionView;
+import org.apache.kafka.common.replica.ReplicaView;
+import org.apache.kafka.common.requests.FetchMetadata;
+import org.apache.kafka.server.storage.log.FetchIsolation;
+import org.apache.kafka.storage.internals.log.LogReadInfo;
+import org.apache.kafka.storage.internals.log.UnifiedLog;
+
+/**
+ * The seeded slips, as Byte Buddy advice inlined into Kafka 4.3.1 methods. Each guard is
+ * `Bugs.on(NAME)`: with no bug on, the broker runs its own code unchanged. Every bug names the
+ * Kafka class and method it changes and the rule it breaks; harness/seeded.py has the same table.
+ */
+public final class Slips {
+    private Slips() {
+    }
+
+    /**
+     * org.apache.kafka.storage.internals.log.UnifiedLog.read(long, int, FetchIsolation, boolean):
+     * three slips at the top of the consumer read path (isolation HIGH_WATERMARK or TXN_COMMITTED).
+     * <ul>
+     * <li>uncommitted-read: the bound is the log end, not the HWM (isolation LOG_END for consumers).
+     *     Breaks KIP-392 "consumers only read committed data, from any replica".</li>
+     * <li>wrong-fetch-error: the two out-of-range branches are swapped and bounded by the high
+     *     watermark: a fetch in [HWM, LEO] fails with OFFSET_OUT_OF_RANGE, one above the log end with
+     *     OFFSET_NOT_AVAILABLE. Breaks KIP-392 cases 1 and 4 (in [HWM, LEO]: not out of range, the KIP
+     *     says OFFSET_NOT_AVAILABLE and Kafka answers NONE; above HWM and LEO: OFFSET_OUT_OF_RANGE).</li>
+     * <li>poll-skip: the read starts one past the fetch offset (on one read in four), so the
+     *     record at the fetch offset is never returned to that fetch. Breaks read continuity
+     *     (Kafka's fetch contract: records from the fetch offset on).</li>
+     * </ul>
+     */
+    public static final class ConsumerRead {
+        @Advice.OnMethodEnter
+        public static void enter(@Advice.This UnifiedLog log,
+                                 @Advice.Argument(value = 0, readOnly = false) long startOffset,
+                                 @Advice.Argument(value = 2, readOnly = false) FetchIsolation isolation) {
+            String bug = Bugs.active;
+            if (bug.isEmpty() || isolation == FetchIsolation.LOG_END) {
+                return;
+            }
+            if (bug.equals("uncommitted-read")) {
+                if (log.highWatermark() < log.logEndOffset()) {
+                    Bugs.fired(bug);
+                }
+                isolation = FetchIsolation.LOG_END;
+            } else if (bug.equals("wrong-fetch-error")) {
+                if (startOffset > log.logEndOffset()) {
+                    Bugs.fired(bug);
+                    throw new OffsetNotAvailableException("seeded: offset " + startOffset + " > log end");
+                }
+                if (startOffset >= log.highWatermark()) {
+                    Bugs.fired(bug);
+                    throw new OffsetOutOfRangeException("seeded: offset " + startOffset + " >= high watermark");
+                }
+            } else if (bug.equals("poll-skip")) {
+                if (startOffset >= log.logStartOffset() && startOffset + 1 < log.highWatermark()
+                        && Bugs.every(bug, 4)) {
+                    startOffset = startOffset + 1;
+                    Bugs.fired(bug);
+                }
+            }
+        }
+    }
+
+    /**
+     * kafka.cluster.Partition.readRecords (private): hwm-regression. On every other consumer read
+     * the LogReadInfo carries a high watermark lagging by up to 3 (a stale snapshot). Breaks the
+     * monotonic HWM a replica reports within one leader epoch (KIP-392 / KIP-1166 HighWatermark).
+     */
+    public static final class ReportedHighWatermark {
+        @Advice.OnMethodExit(onThrowable = Throwable.class)
+        public static void exit(@Advice.Argument(5) FetchIsolation isolation,
+                                @Advice.Return(readOnly = false) LogReadInfo info) {
+            if (info == null || isolation == FetchIsolation.LOG_END || !Bugs.on("hwm-regression")) {
+                return;
+            }
+            long lag = Math.min(3, info.highWatermark() - info.logStartOffset());
+            if (lag > 0 && Bugs.every("hwm-regression", 2)) {
+                info = new LogReadInfo(info.fetchedData(), info.divergingEpoch(), info.highWatermark() - lag,
+                        info.logStartOffset(), info.logEndOffset(), info.lastStableOffset() - lag);
+                Bugs.fired("hwm-regression");
+            }
+        }
+    }
+
+    /**
+     * org.apache.kafka.server.FetchSession.setEpoch(int) (called by FetchManager.newContext after an
+     * incremental fetch): fetch-session-violation. A consumer session's epoch is advanced twice
+     * (nextEpoch applied on top of the caller's nextEpoch), so the client's next correct epoch is
+     * refused with INVALID_FETCH_SESSION_EPOCH. Breaks KIP-227 "the next request carries epoch + 1".
+     * Follower (privileged) sessions are spared so that replication keeps going.
+     */
+    public static final class SessionEpoch {
+        @Advice.OnMethodEnter
+        public static void enter(@Advice.FieldValue("privileged") boolean privileged,
+                                 @Advice.Argument(value = 0, readOnly = false) int epoch) {
+            if (!privileged && Bugs.on("fetch-session-violation")) {
+                epoch = FetchMetadata.nextEpoch(epoch);
+                Bugs.fired("fetch-session-violation");
+            }
+        }
+    }
+
+    /**
+     * kafka.cluster.Partition.checkEnoughReplicasReachOffset(long): duplicate. For a batch the ISR
+     * already has (HWM past it) the min-ISR check answers NOT_ENOUGH_REPLICAS_AFTER_APPEND (on one
+     * call in three: the inverted comparison of a racy ISR snapshot), so a retrying non-idempotent
+     * producer appends the same record again. Breaks the produce contract: an error means "not
+     * written" only for errors raised before the append.
+     */
+    public static final class ReplicaAck {
+        @Advice.OnMethodExit
+        @SuppressWarnings({"unchecked", "rawtypes"})
+        public static void exit(@Advice.Return(readOnly = false) scala.Tuple2 result) {
+            if (Bugs.on("duplicate") && result._2() == Errors.NONE && Boolean.TRUE.equals(result._1())
+                    && Bugs.every("duplicate", 3)) {
+                result = new scala.Tuple2(Boolean.TRUE, Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND);
+                Bugs.fired("duplicate");
+            }
+        }
+    }
+
+    /**
+     * org.apache.kafka.server.LogAppendResult.LogAppendSummary.firstOffset(): inconsistent-offset.
+     * The base offset the produce response reports is one past the batch's real first offset (on
+     * one append in five), so the producer is told its record sits where the next one will.
+     * Breaks the produce contract: the acknowledged offset holds the acknowledged record.
+     */
+    public static final class ProduceResponseOffset {
+        @Advice.OnMethodExit
+        public static void exit(@Advice.Return(readOnly = false) long firstOffset) {
+            if (firstOffset >= 0 && Bugs.on("inconsistent-offset") && Bugs.every("inconsistent-offset", 5)) {
+                firstOffset = firstOffset + 1;
+                Bugs.fired("inconsistent-offset");
+            }
+        }
+    }
+
+    /**
+     * org.apache.kafka.storage.internals.log.LocalLog.append(long, MemoryRecords): lost-write. The
+     * segment write (and log end update) of a client batch appended by a request handler is
+     * skipped on one append in ten, while UnifiedLog.append still returns its LogAppendInfo: the
+     * producer is acknowledged for a record no replica has. Breaks acks=all durability (an
+     * acknowledged write is in the log of every ISR member).
+     */
+    public static final class LeaderSegmentWrite {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        public static boolean enter(@Advice.FieldValue("topicPartition") org.apache.kafka.common.TopicPartition tp) {
+            if (!Bugs.on("lost-write") || tp.topic().startsWith("__")
+                    || !Thread.currentThread().getName().contains("request-handler")) {
+                return false;
+            }
+            if (Bugs.every("lost-write", 10)) {
+                Bugs.fired("lost-write");
+                return true;
+            }
+            return false;
+        }
+    }
+
+    /**
+     * org.apache.kafka.common.replica.RackAwareReplicaSelector.select: preferred-replica-violation.
+     * The rack comparison is inverted: when a replica in the client's rack was chosen, another
+     * rack's in-sync follower is named instead. Breaks KIP-392 "prefer a replica in the client's rack".
+     */
+    public static final class RackSelector {
+        @Advice.OnMethodExit
+        public static void exit(@Advice.Argument(1) ClientMetadata client, @Advice.Argument(2) PartitionView view,
+                                @Advice.Return(readOnly = false) Optional<ReplicaView> chosen) {
+            if (!Bugs.on("preferred-replica-violation") || chosen == null || chosen.isEmpty()
+                    || client.rackId() == null || client.rackId().isEmpty()) {
+                return;
+            }
+            if (!client.rackId().equals(chosen.get().endpoint().rack())) {
+                return;
+            }
+            for (ReplicaView r : view.replicas()) {
+                if (!r.equals(view.leader()) && !client.rackId().equals(r.endpoint().rack())) {
+                    chosen = Optional.of(r);
+                    Bugs.fired("preferred-replica-violation");
+                    return;
+                }
+            }
+        }
+    }
+
+    /**
+     * org.apache.kafka.storage.internals.log.UnifiedLog.fetchEarliestPendingUploadOffset (private,
+     * ListOffsets -6): tiered-offset-violation. Once segments are uploaded, the answer is the highest
+     * offset in remote storage instead of that offset + 1 (the "+ 1" dropped). Breaks KIP-1023
+     * "earliest pending upload offset = last tiered offset + 1" (so Ry = EPUO - 1 <= Ly).
+     */
+    public static final class PendingUploadOffset {
+        @Advice.OnMethodExit
+        public static void exit(@Advice.This UnifiedLog log,
+                                @Advice.Return org.apache.kafka.storage.internals.log.OffsetResultHolder result) {
+            if (result == null || !Bugs.on("tiered-offset-violation") || log.highestOffsetInRemoteStorage() < 0) {
+                return;
+            }
+            Optional<org.apache.kafka.common.record.internal.FileRecords.TimestampAndOffset> t = result.timestampAndOffsetOpt();
+            if (t.isPresent() && t.get().offset == log.highestOffsetInRemoteStorage() + 1) {
+                result.timestampAndOffsetOpt(Optional.of(new org.apache.kafka.common.record.internal.FileRecords.TimestampAndOffset(
+                        t.get().timestamp, t.get().offset - 1, t.get().leaderEpoch)));
+                Bugs.fired("tiered-offset-violation");
+            }
+        }
+    }
+
+    /**
+     * org.apache.kafka.raft.KafkaRaftClient.isHighWatermarkUpdated (private static): hwm-propagation-delay.
+     * The check that a FETCH's HighWatermark field is behind the leader's always answers false, so an
+     * empty fetch from a replica that only lacks the new HWM is parked (up to the fetch max wait)
+     * instead of answered at once: the pre-KIP-1166 behaviour. Breaks KIP-1166 "park only when the
+     * response is empty and the remote HWM is at least the leader's".
+     */
+    public static final class RaftHighWatermarkUpdated {
+        @Advice.OnMethodExit
+        public static void exit(@Advice.Return(readOnly = false) boolean updated) {
+            if (updated && Bugs.on("hwm-propagation-delay")) {
+                updated = false;
+                Bugs.fired("hwm-propagation-delay");
+            }
+        }
+    }
+}

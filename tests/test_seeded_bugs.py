@@ -1,0 +1,124 @@
+"""The seeded-bug table, the matrix statuses and the broker JVM-argument option (no cluster)."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from checks.verdict import ANOMALY_NAMES
+from harness import seeded
+from harness.selftest import CONTROL, format_markdown, matrix_passes, status
+
+AGENT = seeded.SOURCES / "src" / "main" / "java" / "kipcheck" / "seeded" / "Agent.java"
+PROFILES = ["kip", "kafka-4.3"]
+
+
+def java_targets() -> dict[str, str]:
+    """Agent.TARGETS as {bug: "Class.method"}, read from the Java source."""
+    found = re.findall(r'new Target\("([^"]+)",\s*"([^"]+)",\s*"([^"]+)"', AGENT.read_text())
+    return {bug: f"{cls}.{method}" for bug, cls, method in found}
+
+
+def test_python_table_matches_the_agent():
+    assert java_targets() == {b.name: b.kafka_method for b in seeded.BUGS}
+
+
+def test_every_bug_expects_a_documented_anomaly():
+    for b in seeded.BUGS:
+        assert b.anomaly in ANOMALY_NAMES, b.name
+        assert b.rule and b.slip
+
+
+def row(**kw):
+    base = {"bug": "poll-skip", "anomaly": "poll-skip", "installed": True, "missing": None, "fires": 5,
+            "flagged": {"kip": ["poll-skip"], "kafka-4.3": ["poll-skip", "lost-write"]},
+            "valid": {"kip": False, "kafka-4.3": False}}
+    return {**base, **kw}
+
+
+def test_caught_needs_the_expected_name_under_both_profiles():
+    assert status(row(), PROFILES) == "caught"
+    assert status(row(flagged={"kip": ["poll-skip"], "kafka-4.3": []}), PROFILES) == "caught under kip only"
+    assert status(row(flagged={"kip": ["lost-write"], "kafka-4.3": ["lost-write"]}), PROFILES) == "MISSED"
+
+
+def test_a_bug_that_never_fired_is_not_exercised_even_when_flagged():
+    assert status(row(fires=0), PROFILES) == "not exercised"
+
+
+def test_a_missing_method_is_not_installable():
+    assert status(row(installed=False, missing="kafka.cluster.Partition.readRecords"), PROFILES) == "not installable"
+    assert status(row(installed=False), PROFILES).startswith("not installed")
+
+
+def test_control_window_must_be_valid_under_both():
+    ok = {"bug": CONTROL, "valid": {"kip": True, "kafka-4.3": True}, "flagged": {}, "fires": 0}
+    assert status(ok, PROFILES) == "valid"
+    assert status({**ok, "valid": {"kip": True, "kafka-4.3": "unknown"}}, PROFILES) == "INVALID"
+    # under kip a healthy Kafka shows its profile's known deviations, and nothing else
+    baseline = {**ok, "valid": {"kip": False, "kafka-4.3": True}, "flagged": {"kip": ["wrong-fetch-error"]},
+                "known": {"kafka-4.3": ["wrong-fetch-error"]}}
+    assert status(baseline, PROFILES) == "valid"
+    assert status({**baseline, "flagged": {"kip": ["wrong-fetch-error", "poll-skip"]}}, PROFILES) == "INVALID"
+    control = {**ok, "status": "valid", "seconds_to_detection": {}}
+    bug = {**row(), "status": "caught", "kafka_method": "m", "rule": "r", "seconds_to_detection": {"kip": 1.5}}
+    matrix = {"kafka_version": "4.3.1", "profiles": PROFILES, "window": 5, "rows": [control, bug]}
+    assert matrix_passes(matrix)
+    assert not matrix_passes({**matrix, "rows": [control, {**bug, "status": "not exercised"}]})
+    md = format_markdown(matrix)
+    assert "| poll-skip | m | r | poll-skip | poll-skip | poll-skip, lost-write | 5 | 1.5/- | caught |" in md
+
+
+def test_switch_writes_the_bug_name_and_refuses_unknown_ones(tmp_path):
+    control = tmp_path / "control"
+    seeded.switch(control, "duplicate")
+    assert control.read_text() == "duplicate"
+    seeded.switch(control, None)
+    assert control.read_text() == ""
+    try:
+        seeded.switch(control, "meteor")
+    except Exception as e:
+        assert "meteor" in str(e) and "duplicate" in str(e)
+    else:
+        raise AssertionError("an unknown bug must be refused")
+
+
+def test_reports_are_merged_across_brokers(tmp_path):
+    for i, fired in enumerate(({"poll-skip": 2}, {"poll-skip": 3, "duplicate": 1})):
+        d = tmp_path / f"node-{i}"
+        d.mkdir()
+        (d / seeded.REPORT_NAME).write_text(
+            '{"active": "poll-skip", "installed": {"poll-skip": "x.read"}, "missing": {}, "fired": %s}'
+            % str(fired).replace("'", '"'))
+    merged = seeded.read_reports([tmp_path / "node-0", tmp_path / "node-1", tmp_path / "absent"])
+    assert merged["fired"] == {"poll-skip": 5, "duplicate": 1}
+    assert merged["nodes"] == 2 and merged["installed"] == {"poll-skip": "x.read"}
+
+
+def test_broker_jvm_args_reach_the_command_line_with_the_node_dir(tmp_path):
+    from harness.kafka_dist import KafkaDistribution
+    from harness.network import Host
+    from harness.node import KafkaNode, NodeSpec
+    spec = NodeSpec(1, ("broker", "controller"), "rack-1", Host("n1", "127.0.0.1", None), 1, 2, 3)
+    node = KafkaNode(spec, tmp_path, KafkaDistribution("4.3.1", (), "java"), None, "u", "1@127.0.0.1:2",
+                     jvm_args=("-javaagent:a.jar=report={node_dir}/r.json", "-Dx=1"))
+    opts = node._jvm_opts()
+    assert opts[-2:] == (f"-javaagent:a.jar=report={tmp_path / 'node-1'}/r.json", "-Dx=1")
+
+
+def test_cli_takes_repeated_broker_jvm_args():
+    from harness.cli import build_parser
+    args = build_parser().parse_args(["run", "--broker-jvm-arg=-Da=1", "--broker-jvm-arg=-Db=2"])
+    assert args.broker_jvm_args == ["-Da=1", "-Db=2"]
+    args = build_parser().parse_args(["cluster", "up", "--broker-jvm-arg=-Da=1"])
+    assert args.broker_jvm_args == ["-Da=1"]
+
+
+def test_selftest_with_an_unknown_bug_is_one_line(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "selftest", "--bugs", "meteor", "--runs-dir",
+                           str(tmp_path)], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "meteor" in proc.stderr
+    assert not any(tmp_path.iterdir())
