@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import socket
 import struct
+import sys
 
 import kafka.errors
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -53,6 +54,16 @@ def decode_records(data) -> list[list]:
     return out
 
 
+def newest_common(versions: dict[int, tuple[int, int]], message_class, lowest: int = 0) -> int | None:
+    """The newest version of `message_class` that a broker (its ApiVersions answer) and the codec
+    both speak, at least `lowest`; None when there is none."""
+    broker = versions.get(message_class.API_KEY)
+    if broker is None:
+        return None
+    top = min(message_class.max_version, broker[1])
+    return top if top >= max(lowest, broker[0]) else None
+
+
 class BrokerConnection:
     """One socket to one broker listener; `request` sends one message and returns its answer."""
 
@@ -81,9 +92,8 @@ class BrokerConnection:
 
     def version_for(self, message_class, lowest: int = 0) -> int:
         """The newest version both the broker and the codec speak (at least `lowest`)."""
-        broker = self.versions.get(message_class.API_KEY)
-        top = min(message_class.max_version, broker[1]) if broker else -1
-        if broker is None or top < max(lowest, broker[0]):
+        top = newest_common(self.versions, message_class, lowest)
+        if top is None:
             raise UnsupportedVersion(f"{message_class.__name__} >= v{lowest} is not supported by {self.address}")
         return top
 
@@ -93,7 +103,7 @@ class BrokerConnection:
         message.API_VERSION = version
         message.with_header(correlation_id=correlation_id, client_id=self.client_id)
         frame = message.encode(header=True, framed=True)
-        response_class = message.header.get_response_class()
+        response_class = response_class_of(type(message))
         try:
             self._sock.settimeout(self.timeout)
             self._sock.sendall(frame)
@@ -102,7 +112,7 @@ class BrokerConnection:
         except OSError as e:
             self.close()
             raise WireError(f"{self.address}: {e or type(e).__name__}") from None
-        response = response_class.decode(body, header=True)
+        response = response_class.decode(body, version=version, header=True)
         if response.header.correlation_id != correlation_id:
             self.close()
             raise WireError(f"{self.address}: correlation id {response.header.correlation_id}, "
@@ -126,6 +136,25 @@ class BrokerConnection:
         if response.error_code:
             raise WireError(f"{self.address}: ApiVersions answered {error_name(response.error_code)}")
         return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+
+
+def response_class_of(request_class):
+    """The primary response class of `request_class`, from the module that defines both.
+
+    Not kafka-python's `RequestHeader.get_response_class()`: its registry holds a weak proxy
+    to the *last versioned* response class created (`XResponse[v]` re-registers each new
+    version class), and when two threads create the same version at once, one class is
+    dropped from `XResponse._VERSIONS` while the registry may still point at it. The garbage
+    collector frees it later (classes live in reference cycles), and every later lookup for
+    that API raises `ReferenceError: weakly-referenced object no longer exists` — the
+    prober and the observer decode the same responses concurrently, so a run could die of
+    this tens of seconds in. The primary class is a module attribute and never goes away.
+    """
+    name = request_class.__name__.removesuffix("Request") + "Response"
+    response_class = getattr(sys.modules[request_class.__module__], name, None)
+    if response_class is None or response_class.API_KEY != request_class.API_KEY:
+        raise TypeError(f"no response class beside {request_class.__name__}")
+    return response_class
 
 
 # --- cluster metadata, as one broker sees it --------------------------------------------
