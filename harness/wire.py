@@ -12,8 +12,10 @@ import itertools
 import socket
 import struct
 import sys
+import weakref
 
 import kafka.errors
+from kafka.protocol.api_header import ResponseClassRegistry
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.record import MemoryRecords
 
@@ -138,6 +140,30 @@ class BrokerConnection:
         return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
 
 
+def keep_primary_response_classes() -> None:
+    """Work around kafka-python 3.0's response registry (see `response_class_of`) for the
+    kafka-python clients in this process too (faults.election's KafkaAdminClient): register
+    only primary response classes, which never die, never a short-lived `XResponse[v]`.
+    `primary[v]` still answers every version. Idempotent."""
+    registry = ResponseClassRegistry
+    if getattr(registry, "_kipcheck_primary_only", False):
+        return
+    registry._kipcheck_original_register = registry.__dict__["register_response_class"]
+    register = registry.register_response_class.__func__
+
+    def register_primary(cls, response_class):
+        if getattr(response_class, "_class_version", None) is None:
+            register(cls, response_class)
+    registry.register_response_class = classmethod(register_primary)
+    registry._kipcheck_primary_only = True
+    for key, response_class in list(registry._response_class_registry.items()):
+        try:
+            if response_class._class_version is not None:  # already a version class: its primary instead
+                registry._response_class_registry[key] = weakref.proxy(response_class[None])
+        except ReferenceError:  # already dead: nothing to recover it from but its module
+            del registry._response_class_registry[key]
+
+
 def response_class_of(request_class):
     """The primary response class of `request_class`, from the module that defines both.
 
@@ -192,3 +218,6 @@ def metadata(conn: BrokerConnection, topics: list[str] | None) -> MetadataView:
     wanted = None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
     request = MetadataRequest(topics=wanted, allow_auto_topic_creation=False)
     return MetadataView(conn.request(request, version))
+
+
+keep_primary_response_classes()  # on import: before any prober, observer or fault runs

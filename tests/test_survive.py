@@ -49,7 +49,9 @@ def test_the_response_registry_race_is_real_and_wire_does_not_depend_on_it():
     from kafka.protocol.api_header import ResponseClassRegistry
     from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
     version = 9
-    try:
+    patched = ResponseClassRegistry.__dict__["register_response_class"]
+    ResponseClassRegistry.register_response_class = ResponseClassRegistry._kipcheck_original_register
+    try:  # kafka-python as shipped
         assert _poison_registry(MetadataResponse, version), "the race did not reproduce in 300 attempts"
         request = MetadataRequest(topics=None, allow_auto_topic_creation=False)
         request.API_VERSION = version
@@ -63,8 +65,20 @@ def test_the_response_registry_race_is_real_and_wire_does_not_depend_on_it():
         answer.with_header(correlation_id=7)
         decoded = response_class_of(MetadataRequest).decode(answer.encode(header=True), version=version, header=True)
         assert decoded.header.correlation_id == 7 and decoded.cluster_id == "c"
-    finally:  # leave kafka-python usable for the rest of the session
-        ResponseClassRegistry.register_response_class(weakref.proxy(MetadataResponse))
+    finally:  # leave kafka-python usable (and patched) for the rest of the session
+        ResponseClassRegistry.register_response_class = patched
+        ResponseClassRegistry._response_class_registry[MetadataResponse.API_KEY] = weakref.proxy(MetadataResponse)
+
+
+def test_with_wire_imported_kafka_pythons_own_lookup_survives_the_race_too():
+    """faults.election's KafkaAdminClient resolves responses through the registry."""
+    from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+    version = 8
+    assert not _poison_registry(MetadataResponse, version, attempts=40)
+    request = MetadataRequest(topics=None, allow_auto_topic_creation=False)
+    request.API_VERSION = version
+    request.with_header(correlation_id=1, client_id="t")
+    assert request.header.get_response_class() is MetadataResponse[version]
 
 
 def test_response_class_of_refuses_what_has_no_sibling_response():
