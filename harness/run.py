@@ -281,6 +281,8 @@ def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str 
         stop.set()
         for t in [nemesis, *workers]:
             t.join(timeout=30)
+    for spec, why in nemesis.failed:
+        ui.note(f"fault {spec.kind} at {spec.start:.0f} s not injected (recorded as `info`): {why.splitlines()[0][:150]}")
     for t in probes:
         if getattr(t, "internal_errors", 0):
             ui.note(f"{t.name}: {t.internal_errors} request(s) failed inside kipcheck; recorded as `info` "
