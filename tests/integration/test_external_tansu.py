@@ -54,11 +54,20 @@ def test_a_worker_bug_is_history_and_harness_log_not_the_terminal(tansu_bootstra
     """A prober that raises on every Fetch answer (a bug of ours, provoked): each such request
     ends `info` with the exception, its traceback is in harness.log, the prober reconnects and
     keeps probing, and the run ends by its verdict."""
+    import harness.observer
     from harness.prober import Prober
 
     def broken_entries(self, broker, response, covered, incremental):
         raise ValueError("provoked decoding bug")
     monkeypatch.setattr(Prober, "_entries", broken_entries)
+    calls = iter(range(10**9))
+    real_metadata = harness.observer.metadata
+
+    def flaky_metadata(conn, topics):  # the observer's every fourth Metadata answer "fails to decode"
+        if next(calls) % 4 == 2:
+            raise KeyError("provoked observer bug")
+        return real_metadata(conn, topics)
+    monkeypatch.setattr(harness.observer, "metadata", flaky_metadata)
     run_dir, verdict = run(RunOptions(duration=8, backend="external", bootstrap=tansu_bootstrap, faults=[],
                                       runs_dir=str(tmp_path / "runs")), ProgressUI(quiet=True))
     out, err = capfd.readouterr()
@@ -72,6 +81,12 @@ def test_a_worker_bug_is_history_and_harness_log_not_the_terminal(tansu_bootstra
     assert all(r["value"]["internal"] and r["value"]["error"] == "ValueError: provoked decoding bug" for r in broken)
     assert len({r["process"] for r in broken}) == len(broken), "a process with an info issued nothing more"
     assert [r for r in records if r["f"] == "list_offsets" and r["type"] == "ok"]  # other probes still ran
+    observed = [r for r in records if r["f"] == "metadata" and r["type"] in ("ok", "info")]
+    lost = [r for r in observed if r["type"] == "info"]
+    assert lost and all(r["value"]["internal"] and "provoked observer bug" in r["value"]["error"] for r in lost)
+    assert [r for r in observed if r["type"] == "ok" and r["index"] > lost[0]["index"]], "the observer went on"
+    assert len({r["process"] for r in observed}) > 1, "as new processes"
+    assert "KeyError: 'provoked observer bug'" in log
 
 
 def test_a_dead_worker_is_exit_2_naming_the_verdict_so_far(tansu_bootstrap, tmp_path, monkeypatch, capfd):
