@@ -8,6 +8,7 @@ import logging
 import sys
 import threading
 import weakref
+from pathlib import Path
 
 import pytest
 
@@ -139,3 +140,24 @@ def test_internal_errors_go_to_the_harness_log_only(tmp_path, capfd):
     assert "thread doomed died" in log and "RuntimeError: thread death" in log
     assert "after the run" not in log
     assert "Traceback" not in out + err.replace("after the run: not in the file", "")
+
+
+def test_a_bug_outside_a_run_is_one_line_and_a_traceback_file(tmp_path, monkeypatch, capfd):
+    import re
+
+    import checks.history
+    from harness.cli import EXIT_ERROR, main
+
+    def boom(run):
+        raise RuntimeError("provoked")
+    monkeypatch.setattr(checks.history, "iter_history", boom)
+    assert main(["history", "stats", str(tmp_path)]) == EXIT_ERROR
+    out, err = capfd.readouterr()
+    [line] = err.strip().splitlines()
+    found = re.fullmatch(r"kipcheck: internal error: RuntimeError: provoked \(traceback in (\S+)\)", line)
+    assert found, line
+    saved = Path(found.group(1))
+    try:
+        assert "Traceback" in saved.read_text() and "def boom" not in out + err
+    finally:
+        saved.unlink()
