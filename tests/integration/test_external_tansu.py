@@ -19,6 +19,8 @@ from harness.progress import ProgressUI
 from harness.run import RunOptions, run
 from tests.integration.tansu_support import tansu
 
+pytestmark = pytest.mark.cluster  # a live broker (Kafka or Tansu), slow
+
 
 @pytest.fixture
 def tansu_bootstrap(tmp_path):

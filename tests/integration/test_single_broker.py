@@ -7,6 +7,10 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.cluster  # a live broker (Kafka or Tansu), slow
+
 
 def test_one_broker_runs_and_names_what_it_skipped(tmp_path, kafka_version):
     runs = tmp_path / "runs"

@@ -7,7 +7,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from checks.history import read_history
+
+pytestmark = pytest.mark.cluster  # a live broker (Kafka or Tansu), slow
 
 
 def test_a_killed_broker_is_history_not_a_harness_error(tmp_path, kafka_version):
