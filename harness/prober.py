@@ -54,7 +54,6 @@ class Prober(Worker):
                  pause: float = 0.05, seed: int = 0, timeout: float = 5.0, skip: frozenset[str] = frozenset()):
         super().__init__("prober", history, stop)
         self.skip = skip  # probe rounds the cluster cannot answer (see harness.capabilities)
-        self.internal_errors = 0
         self.bootstrap = [a for a in bootstrap.split(",") if a]
         self.topics, self.pause, self.timeout = list(topics), pause, timeout
         self.random = random.Random(seed)
@@ -95,7 +94,6 @@ class Prober(Worker):
             self.close()  # an unrecorded lookup failed: nothing to record, try again later
             self.stop_event.wait(0.5)
         except Exception as e:  # our own bug outside a request (every request is closed by `call`)
-            self.internal_errors += 1
             internal_error(self.name, f"round {probe.__name__} failed; reconnecting", e)
             self.process = self.history.new_process()
             self.close()
@@ -144,7 +142,7 @@ class Prober(Worker):
             op.fail(error=str(e))
             return None
         except Exception as e:  # the request may have been sent: indeterminate, and our bug to debug
-            self.internal_errors += 1  # its connection is closed with the others by run_round
+            # its connection is closed with the others by run_round
             op.info(error=internal_error(self.name, f"{f} to broker {broker} failed", e), internal=True)
             raise Indeterminate from None
         self.probes += 1

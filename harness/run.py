@@ -21,7 +21,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from harness import capabilities
+from harness import capabilities, runlog
 from harness.admin import Admin
 from harness.cluster import ClusterOptions, NativeCluster
 from harness.errors import HarnessError
@@ -270,10 +270,7 @@ def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str 
         with ui.timed("workload and faults", options.duration) as tick:
             t0 = time.monotonic()
             while (elapsed := time.monotonic() - t0) < options.duration:
-                for t in [*workers, nemesis]:
-                    if t.error:
-                        internal_error(t.name, "the thread ended with an exception", t.error)
-                        raise HarnessError(f"{t.name} failed: {one_line(t.error)}")
+                _raise_worker_error([*workers, nemesis])
                 tick(elapsed, sent=sum(p.sent for p in producers), read=sum(c.read for c in consumers),
                      faults=len(nemesis.windows))
                 time.sleep(0.25)
@@ -281,13 +278,21 @@ def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str 
         stop.set()
         for t in [nemesis, *workers]:
             t.join(timeout=30)
+    _raise_worker_error([*workers, nemesis])  # one that died in the last moments counts too
     for spec, why in nemesis.failed:
         ui.note(f"fault {spec.kind} at {spec.start:.0f} s not injected (recorded as `info`): {why.splitlines()[0][:150]}")
-    for t in probes:
-        if getattr(t, "internal_errors", 0):
-            ui.note(f"{t.name}: {t.internal_errors} request(s) failed inside kipcheck; recorded as `info` "
-                    f"with `internal: true`, tracebacks in {LOG_NAME}")
+    for who, n in sorted(runlog.COUNTS.items()):
+        ui.note(f"{who}: {n} internal error(s) (a request it failed is `info` with `internal: true`); "
+                f"tracebacks in {LOG_NAME}")
     return {c.name: {str(p): v for p, v in sorted(c.fetch_sources.items())} for c in consumers}
+
+
+def _raise_worker_error(threads) -> None:
+    """A worker thread that died is kipcheck's own failure: its traceback to harness.log, one line up."""
+    for t in threads:
+        if t.error:
+            internal_error(t.name, "the thread ended with an exception", t.error)
+            raise HarnessError(f"{t.name} failed: {one_line(t.error)}")
 
 
 def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:

@@ -7,6 +7,7 @@ history (an `info` completion's `error`) or the terminal keeps.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import tempfile
@@ -18,8 +19,13 @@ LOGGER = logging.getLogger("kipcheck")
 LOG_NAME = "harness.log"
 
 
+#: internal errors logged per worker (`who`) during the current run
+COUNTS: collections.Counter = collections.Counter()
+
+
 def internal_error(who: str, what: str, error: BaseException) -> str:
     """Log `error` with its traceback under `who`; return `TypeName: message` (≤ 200 chars)."""
+    COUNTS[who] += 1
     LOGGER.error("%s: %s", who, what, exc_info=(type(error), error, error.__traceback__))
     return one_line(error)
 
@@ -45,6 +51,7 @@ def harness_log(run_dir: Path):
             LOGGER.error("thread %s died", getattr(args.thread, "name", "?"),
                          exc_info=(args.exc_type, args.exc_value, args.exc_traceback))
     threading.excepthook = thread_hook
+    COUNTS.clear()
     try:
         yield handler
     finally:
