@@ -15,8 +15,8 @@ connection or timeout is `info`, after which the prober continues as a new proce
 An exception of the prober itself (a response it cannot decode, a bug) ends that one
 operation `info` with the exception's name in `error`, its traceback goes to the harness
 log (harness.runlog), and the prober reconnects as a new process: it never ends the run.
-Probes the cluster cannot answer (an API or version it lacks, no follower to fetch from)
-are left out, and named in `skipped` (harness.capabilities).
+Probes the cluster cannot answer (an API or a version its ApiVersions lack) are left out,
+and named in config.json `skipped` (harness.capabilities).
 """
 from __future__ import annotations
 
