@@ -8,8 +8,6 @@ in the history (`info`, `internal: true`), never on the terminal, and the run go
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -17,6 +15,7 @@ from checks.history import read_history
 from harness.errors import HarnessError
 from harness.progress import ProgressUI
 from harness.run import RunOptions, run
+from tests.integration.run_support import run_to_verdict
 from tests.integration.tansu_support import tansu
 
 pytestmark = pytest.mark.cluster  # a live broker (Kafka or Tansu), slow
@@ -29,17 +28,10 @@ def tansu_bootstrap(tmp_path):
 
 
 def test_external_run_against_tansu_skips_what_it_lacks(tansu_bootstrap, tmp_path):
-    runs = tmp_path / "runs"
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--backend", "external", "--bootstrap",
-                           tansu_bootstrap, "--duration", "20", "--faults", "none", "--runs-dir", str(runs)],
-                          capture_output=True, text=True, timeout=240)
-    terminal = proc.stdout + proc.stderr
-    assert "Traceback" not in terminal, terminal
-    assert proc.returncode in (0, 1, 3), terminal
-    [run_dir] = runs.iterdir()
-    verdict = json.loads((run_dir / "verdict.json").read_text())
-    assert proc.returncode == {True: 0, False: 1}.get(verdict["valid"], 3)
-    skipped = {s["key"]: s["reason"] for s in json.loads((run_dir / "config.json").read_text())["skipped"]}
+    run = run_to_verdict(tmp_path / "runs", "--backend", "external", "--bootstrap", tansu_bootstrap,
+                         "--duration", "20", "--faults", "none", timeout=240)
+    terminal, run_dir = run.terminal, run.run_dir
+    skipped = {s["key"]: s["reason"] for s in run.config["skipped"]}
     # Tansu: one node (RF 1), no OffsetForLeaderEpoch (API key 23), ListOffsets up to v9 only
     assert "replication factor 1" in skipped["consumer.follower_fetching"]
     assert "OffsetForLeaderEpoch" in skipped["prober.offsets_for_leader_epoch"]
