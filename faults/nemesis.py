@@ -1,13 +1,14 @@
 """Runs a fault schedule against a live cluster and records every inject and heal.
 
 The nemesis is the only writer of `fault` records (process "nemesis"). A fault whose
-inject fails for a reason the harness knows (no leader to target, a node that would not
-start) is recorded as `info`, its family is healed, and the schedule goes on; anything
-else stops the nemesis and the run. Whatever happens, `heal_all()` undoes every kind at
-the end of a run.
+inject fails (no leader to target, a node that would not start, or an exception of our
+own, whose traceback goes to the run's harness.log) is recorded as `info`, its family is
+healed, and the schedule goes on; a heal that fails stops the nemesis and the run.
+Whatever happens, `heal_all()` undoes every kind at the end of a run.
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -50,9 +51,12 @@ class Nemesis(threading.Thread):
             self.failed.append((spec, str(e)))
             heal_all_quietly(k, self.ctx)  # a half-done inject must not outlive its window
             return
-        except Exception as e:
-            op.info(error=str(e))
-            raise
+        except Exception as e:  # ours or the cluster's: recorded, its traceback to the harness log, go on
+            logging.getLogger("kipcheck").error("nemesis: inject %s failed", spec.kind, exc_info=e)
+            op.info(error=f"{type(e).__name__}: {e}"[:200], internal=True)
+            self.failed.append((spec, str(e)))
+            heal_all_quietly(k, self.ctx)
+            return
         op.ok(**injected)
         self.stop_event.wait(spec.duration)
         op = self.history.invoke("nemesis", "fault", {**base, "phase": "stop", "targets": injected.get("targets", [])})

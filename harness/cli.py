@@ -1,4 +1,8 @@
-"""The `kipcheck` command line. Every user error is one line on stderr and exit code 2."""
+"""The `kipcheck` command line. Every user error is one line on stderr and exit code 2.
+
+Exit codes of `kipcheck run`: 0 VALID, 1 anomalies, 3 unknown (the verdict of the history,
+whatever the cluster and its clients did), 2 a failure of kipcheck itself or bad input
+(its line names the verdict of the history so far), 130 interrupted."""
 from __future__ import annotations
 
 import argparse
@@ -281,6 +285,10 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("kipcheck: interrupted; faults healed and cluster stopped", file=sys.stderr)
         return 130
+    except Exception as e:  # a bug of kipcheck outside a run's directory: one line, the traceback in a file
+        from harness.runlog import one_line, save_traceback
+        print(f"kipcheck: internal error: {one_line(e)} (traceback in {save_traceback(e)})", file=sys.stderr)
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from kafka.protocol.admin.configs import DescribeConfigsRequest
 
 from harness.admin import Admin
 from harness.history import History
+from harness.runlog import internal_error
 from harness.wire import BrokerConnection, UnsupportedVersion, WireError, error_name, metadata
 from harness.workload import Worker
 
@@ -54,10 +55,14 @@ class Observer(Worker):
         next_propagation = time.monotonic() + self.propagation_every
         try:
             while not self.stop_event.is_set():
-                self.snapshot()
-                if self.propagation_every and time.monotonic() >= next_propagation:
-                    self.propagate(next(self._changes))
-                    next_propagation = time.monotonic() + self.propagation_every
+                try:
+                    self.snapshot()
+                    if self.propagation_every and time.monotonic() >= next_propagation:
+                        self.propagate(next(self._changes))
+                        next_propagation = time.monotonic() + self.propagation_every
+                except Exception as e:  # our own bug: logged (harness.log); reconnect, go on
+                    internal_error(self.name, "observation round failed; reconnecting", e)
+                    self._new_process()
                 self.stop_event.wait(self.interval)
         finally:
             self.close()
@@ -127,6 +132,10 @@ class Observer(Worker):
             return False
         except WireError as e:
             op.info(error=str(e)[:200])
+            self._new_process()
+            return False
+        except Exception as e:  # the request may have been sent: indeterminate; the traceback to harness.log
+            op.info(error=internal_error(self.name, f"metadata from broker {broker} failed", e), internal=True)
             self._new_process()
             return False
         state = view.partitions.get((topic, partition))
@@ -205,6 +214,10 @@ class Observer(Worker):
                 return self._config_value(conn, topic, PROBE_CONFIG) == setting
             view = metadata(conn, [topic])
         except (WireError, UnsupportedVersion):
+            self._drop(broker)
+            return None
+        except Exception as e:  # our own bug: counted as no answer; the traceback to harness.log
+            internal_error(self.name, f"propagation poll of broker {broker} failed", e)
             self._drop(broker)
             return None
         exists = view.topic_errors.get(topic) == "NONE" and any(

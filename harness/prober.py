@@ -12,6 +12,11 @@ It asks the questions the KIPs answer and clients never ask on purpose:
 Every request is one history operation (DESIGN.md `fetch`, `list_offsets`,
 `offsets_for_leader_epoch`): an answered request is `ok` whatever its error code, a lost
 connection or timeout is `info`, after which the prober continues as a new process.
+An exception of the prober itself (a response it cannot decode, a bug) ends that one
+operation `info` with the exception's name in `error`, its traceback goes to the harness
+log (harness.runlog), and the prober reconnects as a new process: it never ends the run.
+Probes the cluster cannot answer (an API or a version its ApiVersions lack) are left out,
+and named in config.json `skipped` (harness.capabilities).
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
 
 from harness.history import History
+from harness.runlog import internal_error
 from harness.wire import BrokerConnection, MetadataView, UnsupportedVersion, WireError, decode_records, \
     error_name, metadata
 from harness.workload import Worker
@@ -45,8 +51,9 @@ class Prober(Worker):
     """Cycles through probe rounds over `topics` until stopped, one request at a time."""
 
     def __init__(self, bootstrap: str, topics: list[str], history: History, stop: threading.Event,
-                 pause: float = 0.05, seed: int = 0, timeout: float = 5.0):
+                 pause: float = 0.05, seed: int = 0, timeout: float = 5.0, skip: frozenset[str] = frozenset()):
         super().__init__("prober", history, stop)
+        self.skip = skip  # probe rounds the cluster cannot answer (see harness.capabilities)
         self.bootstrap = [a for a in bootstrap.split(",") if a]
         self.topics, self.pause, self.timeout = list(topics), pause, timeout
         self.random = random.Random(seed)
@@ -59,14 +66,16 @@ class Prober(Worker):
 
     # -- the loop ----------------------------------------------------------------------
     def rounds(self):
-        return [self.kip392_cases, self.fetch_session, self.list_offsets, self.offsets_for_leader_epoch]
+        every = [self.kip392_cases, self.fetch_session, self.list_offsets, self.offsets_for_leader_epoch]
+        return [r for r in every if r.__name__ not in self.skip]
 
     def work(self):
         try:
+            rounds = self.rounds()
             for n in itertools.count():
-                if self.stop_event.is_set():
+                if self.stop_event.is_set() or not rounds:
                     return
-                self.run_round(self.rounds()[n % len(self.rounds())])
+                self.run_round(rounds[n % len(rounds)])
                 self.stop_event.wait(self.pause)
         finally:
             self.close()
@@ -83,6 +92,11 @@ class Prober(Worker):
             self.close()
         except (WireError, UnsupportedVersion):
             self.close()  # an unrecorded lookup failed: nothing to record, try again later
+            self.stop_event.wait(0.5)
+        except Exception as e:  # our own bug outside a request (every request is closed by `call`)
+            internal_error(self.name, f"round {probe.__name__} failed; reconnecting", e)
+            self.process = self.history.new_process()
+            self.close()
             self.stop_event.wait(0.5)
 
     def refresh(self) -> None:
@@ -127,6 +141,10 @@ class Prober(Worker):
         except UnsupportedVersion as e:  # checked before anything was written
             op.fail(error=str(e))
             return None
+        except Exception as e:  # the request may have been sent: indeterminate, and our bug to debug
+            # its connection is closed with the others by run_round
+            op.info(error=internal_error(self.name, f"{f} to broker {broker} failed", e), internal=True)
+            raise Indeterminate from None
         self.probes += 1
         return op.ok(**extra)["value"]
 
@@ -300,6 +318,8 @@ class Prober(Worker):
         state = self._view.partitions[key]
         if state.leader >= 0:
             for ts in LIST_OFFSETS_TIMESTAMPS:
+                if f"list_offsets@{ts}" in self.skip:
+                    continue
                 self.list_offset(state.leader, key, ts, 0, state.leader_epoch)
             self.list_offset(state.leader, key, -1, 1, state.leader_epoch)
         for follower in (b for b in state.replicas if b != state.leader and b in self._view.brokers):
@@ -315,7 +335,7 @@ class Prober(Worker):
                                                     timestamp=timestamp)])])
 
         def send(conn):
-            version = conn.version_for(L, _list_offsets_min_version(timestamp))
+            version = conn.version_for(L, list_offsets_min_version(timestamp))
             answer = conn.request(request, version).topics[0].partitions[0]
             return {"version": version, "error": error_name(answer.error_code), "offset": answer.offset,
                     "leader_epoch": answer.leader_epoch}
@@ -346,6 +366,6 @@ class Prober(Worker):
         return self.call("offsets_for_leader_epoch", value, broker, send)
 
 
-def _list_offsets_min_version(timestamp: int) -> int:
+def list_offsets_min_version(timestamp: int) -> int:
     """The first ListOffsets version that knows `timestamp` (-6 needs KIP-1023's v11)."""
     return {-3: 7, -4: 8, -5: 9, -6: 11}.get(timestamp, 1)

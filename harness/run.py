@@ -4,6 +4,11 @@ Whatever goes wrong (an exception, Ctrl-C, SIGTERM), the run heals every fault,
 stops the cluster, closes the history and still writes what it can: the history
 and node logs are never lost. A SIGKILLed run is cleaned up by its reaper or by
 the next start.
+
+Failures of the cluster or the clients are history (`info` completions), and the run
+goes on. A failure of kipcheck itself ends the run with a `HarnessError` whose line
+names the verdict of the history so far; its traceback is in the run's harness.log
+(harness.runlog), never on the terminal.
 """
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from harness import capabilities, runlog
 from harness.admin import Admin
 from harness.cluster import ClusterOptions, NativeCluster
 from harness.errors import HarnessError
@@ -25,6 +31,7 @@ from harness.kafka_dist import resolve
 from harness.workload import ConsumerWorker, ProducerWorker, WorkloadOptions, final_read
 from harness.observer import Observer
 from harness.prober import Prober
+from harness.runlog import LOG_NAME, harness_log, internal_error, one_line
 from faults.nemesis import Nemesis, heal_all
 from faults import schedule as schedules
 
@@ -95,6 +102,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
 
     `ui` shows progress (see harness.progress); errors propagate after cleanup."""
     _sigterm_as_interrupt()
+    external = dist = None
     if options.backend == "external":
         from harness.external import ExternalCluster
         if not options.bootstrap:
@@ -112,6 +120,18 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         version = dist.version
     run_dir = new_run_dir(options.runs_dir, options.seed)
     ui.note(f"run directory {run_dir}")
+    with harness_log(run_dir):
+        try:
+            return _run_in(run_dir, options, version, external, dist, ui)
+        except HarnessError:
+            raise
+        except Exception as e:  # before the history existed (e.g. a bad schedule): nothing to judge
+            raise HarnessError(f"internal error: {internal_error('run', 'the run failed', e)} "
+                               f"(no verdict; see {run_dir / LOG_NAME})") from None
+
+
+def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui) -> tuple[Path, dict | None]:
+    """The run inside its directory: on `external` (an ExternalCluster) or a native cluster of `dist`."""
     w = options.workload
     if options.faults is None:
         plan = schedules.single_partition(options.duration, w.topic)
@@ -141,6 +161,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
                                 owner_pid=os.getpid())
     history = History(run_dir / "history.jsonl")
     verdict = None
+    failure: Exception | None = None
     try:
         started = time.monotonic()
         if options.backend == "native":
@@ -158,8 +179,12 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
                                config=topic_config() if options.tiered else None)
             parts = admin.wait_full_isr(w.topic, 60)
         rack = w.consumer_rack or _follower_rack(cluster, parts)
-        save_config(consumer_rack=rack)
-        save_config(consumer_fetch_sources=_drive(cluster, ctx, options, plan, history, rack, ui))
+        skipped = _skipped(cluster, parts, rack, options)
+        for s in skipped:
+            ui.note(f"skipped: {s.feature}: {s.reason}")
+        save_config(consumer_rack=rack, skipped=[s.as_json() for s in skipped])
+        save_config(consumer_fetch_sources=_drive(cluster, ctx, options, plan, history, rack, ui,
+                                                  {s.key for s in skipped}))
         with ui.step("healing and waiting for a full ISR"):
             heal_all(ctx, history)
             try:
@@ -169,6 +194,8 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         with ui.step("final reads from the beginning"):
             if not final_read(cluster.bootstrap_servers(), w, history):
                 ui.note("warning: the final reads did not reach every partition's end; lost-write is incomplete")
+    except Exception as e:  # Ctrl-C and SIGTERM (KeyboardInterrupt) pass through, after the cleanup below
+        failure = e
     finally:
         try:
             if cluster.state is not None:
@@ -178,9 +205,15 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
                             heal_all(RunContext(cluster, w.topic))
                     finally:
                         cluster.down()
+        except Exception as e:
+            failure = failure or e
+            if failure is not e:
+                internal_error("run", "stopping the cluster failed too", e)
         finally:
             history.close()
             verdict = _check_and_report(run_dir, options, ui)
+    if failure is not None:
+        raise HarnessError(f"{_failure_line(failure)} ({_so_far(verdict, run_dir)})") from None
     return run_dir, verdict
 
 
@@ -196,23 +229,60 @@ def _recovery_bound(cluster, node_start_s: float) -> dict:
     return derive_bound(props, _CLIENT_REQUEST_TIMEOUT_MS, node_start_s if props is not None else None)
 
 
-def _follower_rack(cluster: NativeCluster, parts) -> str:
-    """The rack of a follower of partition 0: a consumer there reads from a follower (KIP-392)."""
-    p0 = next(p for p in parts if p.partition == 0)
-    follower = next(r for r in p0.replicas if r != p0.leader)
-    return cluster.racks()[follower]
+def _failure_line(failure: Exception) -> str:
+    """One line for the terminal; the traceback goes to harness.log."""
+    if isinstance(failure, HarnessError):
+        internal_error("run", "the run failed", failure)
+        return str(failure)
+    return f"internal error: {internal_error('run', 'the run failed', failure)}"
 
 
-def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str, ui) -> dict:
-    """Run workers, probes and the nemesis for the run's duration; return where consumers fetched from."""
+def _so_far(verdict: dict | None, run_dir: Path) -> str:
+    """What the history recorded before the failure says, and where to look."""
+    log = run_dir / LOG_NAME
+    if verdict is None:
+        return f"no verdict; see {log}"
+    state = {True: "VALID", False: "INVALID"}.get(verdict.get("valid"), "UNKNOWN")
+    n = sum(len(v) for v in verdict.get("anomalies", {}).values())
+    return f"history so far: {state}, {n} anomal{'y' if n == 1 else 'ies'}; see {run_dir / 'verdict.json'}, {log}"
+
+
+def _skipped(cluster, parts, rack: str | None, options: RunOptions) -> list[capabilities.Skipped]:
+    """What this cluster cannot be asked (its ApiVersions, its replication), named with why."""
+    p0 = next((p for p in parts if p.partition == 0), None)
+    skipped = capabilities.replication_gaps(list(p0.replicas) if p0 else [], rack)
+    if options.probes:
+        try:
+            address, versions = capabilities.broker_versions(cluster.bootstrap_servers())
+        except OSError as e:
+            raise HarnessError(f"cannot ask the cluster which APIs it supports: {e}") from None
+        skipped += capabilities.api_gaps(versions, address)
+    return skipped
+
+
+def _follower_rack(cluster: NativeCluster, parts) -> str | None:
+    """The rack of a follower of partition 0: a consumer there reads from a follower (KIP-392).
+    None when partition 0 has no follower (replication factor 1) or its follower no rack."""
+    p0 = next((p for p in parts if p.partition == 0), None)
+    follower = next((r for r in p0.replicas if r != p0.leader), None) if p0 else None
+    return None if follower is None else cluster.racks().get(follower)
+
+
+def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str | None, ui,
+           skip: set[str] = frozenset()) -> dict:
+    """Run workers, probes and the nemesis for the run's duration; return where consumers fetched from.
+    `skip`: Skipped keys (harness.capabilities) of probes the cluster cannot answer."""
     stop = threading.Event()
     w = options.workload
     bootstrap = cluster.bootstrap_servers()
     producers = [ProducerWorker(bootstrap, w, history, stop, i) for i in range(w.producers)]
     consumers = [ConsumerWorker(bootstrap, w, history, stop, i, rack) for i in range(w.consumers)]
     nemesis = Nemesis(ctx, plan, history, stop)
-    probes = [Prober(bootstrap, [w.topic], history, stop, seed=options.seed),
-              Observer(bootstrap, [w.topic], history, stop)] if options.probes else []
+    prober_skip = frozenset(k.removeprefix("prober.") for k in skip if k.startswith("prober."))
+    propagation_every = 0 if "observer.metadata_propagation" in skip else 10.0
+    probes = [Prober(bootstrap, [w.topic], history, stop, seed=options.seed, skip=prober_skip),
+              Observer(bootstrap, [w.topic], history, stop, propagation_every=propagation_every)
+              ] if options.probes else []
     workers = [*producers, *consumers, *probes]
     for t in [*workers, nemesis]:
         t.start()
@@ -220,9 +290,7 @@ def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str,
         with ui.timed("workload and faults", options.duration) as tick:
             t0 = time.monotonic()
             while (elapsed := time.monotonic() - t0) < options.duration:
-                for t in [*workers, nemesis]:
-                    if t.error:
-                        raise HarnessError(f"{t.name} failed: {t.error}")
+                _raise_worker_error([*workers, nemesis])
                 tick(elapsed, sent=sum(p.sent for p in producers), read=sum(c.read for c in consumers),
                      faults=len(nemesis.windows))
                 time.sleep(0.25)
@@ -230,7 +298,21 @@ def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str,
         stop.set()
         for t in [nemesis, *workers]:
             t.join(timeout=30)
+    _raise_worker_error([*workers, nemesis])  # one that died in the last moments counts too
+    for spec, why in nemesis.failed:
+        ui.note(f"fault {spec.kind} at {spec.start:.0f} s not injected (recorded as `info`): {why.splitlines()[0][:150]}")
+    for who, n in sorted(runlog.COUNTS.items()):
+        ui.note(f"{who}: {n} internal error(s) (a request it failed is `info` with `internal: true`); "
+                f"tracebacks in {LOG_NAME}")
     return {c.name: {str(p): v for p, v in sorted(c.fetch_sources.items())} for c in consumers}
+
+
+def _raise_worker_error(threads) -> None:
+    """A worker thread that died is kipcheck's own failure: its traceback to harness.log, one line up."""
+    for t in threads:
+        if t.error:
+            internal_error(t.name, "the thread ended with an exception", t.error)
+            raise HarnessError(f"{t.name} failed: {one_line(t.error)}")
 
 
 def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:
@@ -248,10 +330,12 @@ def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:
             write_verdict(verdict, run_dir / "verdict.json")
     except HistoryError as e:
         ui.note(f"error: {e}")
+    except Exception as e:  # our own failure: the history is intact; the traceback to harness.log
+        ui.note(f"error: no verdict: {internal_error('check', 'checking the history failed', e)} (see {LOG_NAME})")
     try:
         from reports.html import write_report
         with ui.step("writing the report"):
             write_report(run_dir)
     except Exception as e:  # the run's data is intact; say so
-        ui.note(f"error: report not written: {e}")
+        ui.note(f"error: report not written: {internal_error('report', 'writing the report failed', e)}")
     return verdict

@@ -11,8 +11,11 @@ from __future__ import annotations
 import itertools
 import socket
 import struct
+import sys
+import weakref
 
 import kafka.errors
+from kafka.protocol.api_header import ResponseClassRegistry
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.record import MemoryRecords
 
@@ -53,6 +56,16 @@ def decode_records(data) -> list[list]:
     return out
 
 
+def newest_common(versions: dict[int, tuple[int, int]], message_class, lowest: int = 0) -> int | None:
+    """The newest version of `message_class` that a broker (its ApiVersions answer) and the codec
+    both speak, at least `lowest`; None when there is none."""
+    broker = versions.get(message_class.API_KEY)
+    if broker is None:
+        return None
+    top = min(message_class.max_version, broker[1])
+    return top if top >= max(lowest, broker[0]) else None
+
+
 class BrokerConnection:
     """One socket to one broker listener; `request` sends one message and returns its answer."""
 
@@ -81,9 +94,8 @@ class BrokerConnection:
 
     def version_for(self, message_class, lowest: int = 0) -> int:
         """The newest version both the broker and the codec speak (at least `lowest`)."""
-        broker = self.versions.get(message_class.API_KEY)
-        top = min(message_class.max_version, broker[1]) if broker else -1
-        if broker is None or top < max(lowest, broker[0]):
+        top = newest_common(self.versions, message_class, lowest)
+        if top is None:
             raise UnsupportedVersion(f"{message_class.__name__} >= v{lowest} is not supported by {self.address}")
         return top
 
@@ -93,7 +105,7 @@ class BrokerConnection:
         message.API_VERSION = version
         message.with_header(correlation_id=correlation_id, client_id=self.client_id)
         frame = message.encode(header=True, framed=True)
-        response_class = message.header.get_response_class()
+        response_class = response_class_of(type(message))
         try:
             self._sock.settimeout(self.timeout)
             self._sock.sendall(frame)
@@ -102,7 +114,7 @@ class BrokerConnection:
         except OSError as e:
             self.close()
             raise WireError(f"{self.address}: {e or type(e).__name__}") from None
-        response = response_class.decode(body, header=True)
+        response = response_class.decode(body, version=version, header=True)
         if response.header.correlation_id != correlation_id:
             self.close()
             raise WireError(f"{self.address}: correlation id {response.header.correlation_id}, "
@@ -126,6 +138,49 @@ class BrokerConnection:
         if response.error_code:
             raise WireError(f"{self.address}: ApiVersions answered {error_name(response.error_code)}")
         return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+
+
+def keep_primary_response_classes() -> None:
+    """Work around kafka-python 3.0's response registry (see `response_class_of`) for the
+    kafka-python clients in this process too (faults.election's KafkaAdminClient): register
+    only primary response classes, which never die, never a short-lived `XResponse[v]`.
+    `primary[v]` still answers every version. Idempotent."""
+    registry = ResponseClassRegistry
+    if getattr(registry, "_kipcheck_primary_only", False):
+        return
+    registry._kipcheck_original_register = registry.__dict__["register_response_class"]
+    register = registry.register_response_class.__func__
+
+    def register_primary(cls, response_class):
+        if getattr(response_class, "_class_version", None) is None:
+            register(cls, response_class)
+    registry.register_response_class = classmethod(register_primary)
+    registry._kipcheck_primary_only = True
+    for key, response_class in list(registry._response_class_registry.items()):
+        try:
+            if response_class._class_version is not None:  # already a version class: its primary instead
+                registry._response_class_registry[key] = weakref.proxy(response_class[None])
+        except ReferenceError:  # already dead: nothing to recover it from but its module
+            del registry._response_class_registry[key]
+
+
+def response_class_of(request_class):
+    """The primary response class of `request_class`, from the module that defines both.
+
+    Not kafka-python's `RequestHeader.get_response_class()`: its registry holds a weak proxy
+    to the *last versioned* response class created (`XResponse[v]` re-registers each new
+    version class), and when two threads create the same version at once, one class is
+    dropped from `XResponse._VERSIONS` while the registry may still point at it. The garbage
+    collector frees it later (classes live in reference cycles), and every later lookup for
+    that API raises `ReferenceError: weakly-referenced object no longer exists` — the
+    prober and the observer decode the same responses concurrently, so a run could die of
+    this tens of seconds in. The primary class is a module attribute and never goes away.
+    """
+    name = request_class.__name__.removesuffix("Request") + "Response"
+    response_class = getattr(sys.modules[request_class.__module__], name, None)
+    if response_class is None or response_class.API_KEY != request_class.API_KEY:
+        raise TypeError(f"no response class beside {request_class.__name__}")
+    return response_class
 
 
 # --- cluster metadata, as one broker sees it --------------------------------------------
@@ -163,3 +218,6 @@ def metadata(conn: BrokerConnection, topics: list[str] | None) -> MetadataView:
     wanted = None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
     request = MetadataRequest(topics=wanted, allow_auto_topic_creation=False)
     return MetadataView(conn.request(request, version))
+
+
+keep_primary_response_classes()  # on import: before any prober, observer or fault runs

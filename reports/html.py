@@ -239,6 +239,14 @@ def _fetch_sources(config: dict) -> str:
             + rows + "</table>") if rows else "<p>not recorded</p>"
 
 
+def _skipped(config: dict) -> str:
+    """What the cluster could not be asked, and why (config.json `skipped`, harness.capabilities)."""
+    rows = "".join(f"<tr><td>{html.escape(str(s.get('feature')))}</td><td>{html.escape(str(s.get('reason')))}</td></tr>"
+                   for s in config.get("skipped", []))
+    return f"<h2>Skipped (the cluster cannot answer)</h2><table><tr><th>feature</th><th>why</th></tr>{rows}</table>" \
+        if rows else ""
+
+
 def write_report(run_dir: Path) -> Path:
     run_dir = Path(run_dir)
     out = run_dir / "report"
@@ -281,6 +289,7 @@ profile {html.escape(str((verdict or {}).get('profile', '?')))} · consumer rack
 {f"<p><b>Profile note:</b> {html.escape(str(verdict['profile_note']))}</p>" if (verdict or {}).get('profile_note') else ''}
 {f'<p><b>Why:</b> {why}</p>' if why else ''}
 {f'<p>Reproduce: <code>{html.escape(config["reproduce"])}</code></p>' if config.get("reproduce") else ''}
+{_skipped(config)}
 <h2>Timeline</h2>{'<img src="timeline.png" alt="operations against fault windows">' if ops else '<p>no operations</p>'}
 <h2>Latency and throughput</h2>{'<img src="latency.png" alt="send latency and throughput">' if ops else ''}
 <h2>Anomalies</h2>{_examples_table((verdict or {}).get('anomalies', {}))}
@@ -290,7 +299,7 @@ profile {html.escape(str((verdict or {}).get('profile', '?')))} · consumer rack
 <h2>Where consumers fetched from (KIP-392)</h2>{_fetch_sources(config)}
 <h2>Faults</h2><table><tr><th>kind</th><th>start (s)</th><th>duration (s)</th><th>params</th></tr>{schedule}</table>
 <h2>History</h2><table>{''.join(f'<tr><td>{html.escape(k)}</td><td>{v}</td></tr>' for k, v in sorted(counts.items()))}</table>
-<p>Files: <a href="../history.jsonl">history.jsonl</a> · <a href="../verdict.json">verdict.json</a> · <a href="../config.json">config.json</a></p>
+<p>Files: <a href="../history.jsonl">history.jsonl</a> · <a href="../verdict.json">verdict.json</a> · <a href="../config.json">config.json</a>{' · <a href="../harness.log">harness.log</a>' if (run_dir / "harness.log").exists() else ''}</p>
 <h2>Node logs</h2><ul>{log_links or '<li>none</li>'}</ul>
 </body></html>"""
     (out / "index.html").write_text(page)

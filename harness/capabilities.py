@@ -1,0 +1,92 @@
+"""What a cluster can be asked, and what a run leaves out because it cannot.
+
+kipcheck also runs against clusters it did not start (the external backend): a single
+node, a replication factor of 1, or a Kafka-compatible broker that lacks an API. Such a
+cluster gets a run with what it supports; every probe or workload feature left out is a
+`Skipped` entry, shown on the terminal, kept in config.json (`skipped`) and in the report.
+
+Which APIs each probe needs comes from the broker's own ApiVersions answer, compared with
+the version the probe needs (harness.prober, harness.observer).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from kafka.protocol.admin.configs import DescribeConfigsRequest
+from kafka.protocol.consumer.fetch import FetchRequest
+from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
+
+from harness.prober import FETCH_MIN_VERSION, LIST_OFFSETS_TIMESTAMPS, list_offsets_min_version
+from harness.wire import BrokerConnection, UnsupportedVersion, WireError, newest_common
+
+#: prober round -> (request class, lowest version it needs, what the round is for)
+PROBER_NEEDS = {
+    "kip392_cases": (FetchRequest, FETCH_MIN_VERSION, "KIP-392 consumer fetches around the HWM"),
+    "fetch_session": (FetchRequest, FETCH_MIN_VERSION, "KIP-227 fetch sessions"),
+    "list_offsets": (ListOffsetsRequest, 1, "ListOffsets probes"),
+    "offsets_for_leader_epoch": (OffsetForLeaderEpochRequest, 3, "KIP-392 OffsetsForLeaderEpoch as a consumer"),
+}
+#: the Admin calls of the observer's KIP-1166 propagation changes, by API key
+PROPAGATION_APIS = {19: "CreateTopics", 20: "DeleteTopics", 44: "IncrementalAlterConfigs"}
+
+
+@dataclass(frozen=True)
+class Skipped:
+    key: str  # "prober.<round>", "prober.list_offsets@<timestamp>", "observer.metadata_propagation", ...
+    feature: str
+    reason: str
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+
+def api_gaps(versions: dict[int, tuple[int, int]], address: str = "the cluster") -> list[Skipped]:
+    """The probes a broker with these ApiVersions cannot answer."""
+    out = []
+    for name, (request, lowest, what) in PROBER_NEEDS.items():
+        if newest_common(versions, request, lowest) is None:
+            out.append(Skipped(f"prober.{name}", what, _lacks(versions, request, lowest, address)))
+    if newest_common(versions, ListOffsetsRequest, 1) is not None:
+        for ts in LIST_OFFSETS_TIMESTAMPS:
+            lowest = list_offsets_min_version(ts)
+            if newest_common(versions, ListOffsetsRequest, lowest) is None:
+                out.append(Skipped(f"prober.list_offsets@{ts}", f"ListOffsets with timestamp {ts}",
+                                   _lacks(versions, ListOffsetsRequest, lowest, address)))
+    missing = [name for key, name in PROPAGATION_APIS.items() if key not in versions]
+    if newest_common(versions, DescribeConfigsRequest, 1) is None:
+        missing.append("DescribeConfigs v1+")
+    if missing:
+        out.append(Skipped("observer.metadata_propagation", "KIP-1166 metadata propagation timing",
+                           f"{address} does not answer {', '.join(missing)}"))
+    return out
+
+
+def replication_gaps(replicas: list[int], follower_rack: str | None) -> list[Skipped]:
+    """What a workload topic with these replicas (of partition 0) cannot show."""
+    if len(replicas) < 2:
+        return [Skipped("consumer.follower_fetching", "consumers fetching from a follower (KIP-392)",
+                        f"the workload topic has replication factor {len(replicas)}: no follower to fetch from")]
+    if follower_rack is None:
+        return [Skipped("consumer.follower_fetching", "consumers fetching from a follower (KIP-392)",
+                        "the brokers declare no broker.rack, so no consumer rack names a follower")]
+    return []
+
+
+def broker_versions(bootstrap: str, timeout: float = 10.0) -> tuple[str, dict[int, tuple[int, int]]]:
+    """The ApiVersions answer of the first bootstrap broker that answers: (address, versions)."""
+    errors = []
+    for address in (a for a in bootstrap.split(",") if a):
+        try:
+            with BrokerConnection(address, client_id="kipcheck-capabilities", timeout=timeout) as conn:
+                return address, dict(conn.versions)
+        except (WireError, UnsupportedVersion) as e:
+            errors.append(str(e))
+    raise WireError("no broker answered ApiVersions: " + "; ".join(errors))
+
+
+def _lacks(versions, request, lowest: int, address: str) -> str:
+    name = request.__name__.removesuffix("Request")
+    broker = versions.get(request.API_KEY)
+    if broker is None:
+        return f"{address} does not answer {name} (API key {request.API_KEY})"
+    return f"{address} answers {name} v{broker[0]}-v{broker[1]}, the probe needs v{lowest}+"
