@@ -5,10 +5,13 @@ Two things, both as process "observer" (DESIGN.md):
   partition (one Metadata request per partition, so the invoke/ok interval brackets the
   answer honestly): leader, leader epoch, ISR, replicas, offline replicas, racks. The
   checker learns leader epochs and racks from these.
-- `metadata_propagation` (KIP-1166): an admin change (create a topic, alter its config,
-  delete it) followed by polling every broker until its own answer shows the change;
-  `seen_by` holds, per broker, nanoseconds from the change's start to the first answer
-  that showed it (null if it never did within the timeout).
+- `metadata_propagation` (KIP-1166): an admin change (create a topic, alter its config
+  eight times, delete it, over and over) about every `propagation_every` seconds (seeded
+  jitter, so changes fall at every phase of the controller's no-op timer), followed by
+  polling every broker until its own answer shows the change; `seen_by` holds, per
+  broker, nanoseconds from the change's start to the first answer that showed it (null
+  if it never did within the timeout), `unseen_until` the last answer without it. The
+  checker judges the run's changes together, so a 60 s run makes 40 or more.
 
 After an indeterminate answer the observer continues as "observer-1", "observer-2", ...
 (a process with an `info` issues nothing more).
@@ -16,6 +19,7 @@ After an indeterminate answer the observer continues as "observer-1", "observer-
 from __future__ import annotations
 
 import itertools
+import random
 import threading
 import time
 
@@ -28,16 +32,22 @@ from harness.workload import Worker
 
 TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
 PROBE_CONFIG = "retention.ms"
+ALTERS_PER_TOPIC = 8  # alter_config is the cheapest change: one ConfigRecord, no partitions
 
 
 class Observer(Worker):
     def __init__(self, bootstrap: str, topics: list[str], history: History, stop: threading.Event,
-                 interval: float = 1.0, propagation_every: float = 10.0, propagation_timeout: float = 30.0,
-                 timeout: float = 5.0):
+                 interval: float = 1.0, propagation_every: float = 0.5, propagation_timeout: float = 30.0,
+                 timeout: float = 5.0, warmup: float = 5.0, kraft: dict | None = None, seed: int | None = None):
+        """`kraft`: what the bound needs to know of the cluster, copied into every
+        `metadata_propagation` record (`fetch_max_wait_ms`, `max_idle_interval_ms`,
+        `controllers`; see `NativeCluster.kraft_settings`)."""
         super().__init__("observer", history, stop)
         self.bootstrap, self.topics = bootstrap, list(topics)
         self.interval, self.propagation_every = interval, propagation_every
-        self.propagation_timeout, self.timeout = propagation_timeout, timeout
+        self.propagation_timeout, self.timeout, self.warmup = propagation_timeout, timeout, warmup
+        self.kraft = dict(kraft or {})
+        self._rng = random.Random(seed)
         self.process = "observer"
         self._generations = itertools.count(1)
         self._connections: dict[int, BrokerConnection] = {}
@@ -48,17 +58,20 @@ class Observer(Worker):
 
     # -- the loop --------------------------------------------------------------------
     def work(self):
-        # The first change waits one whole period: right after start-up brokers are still applying
-        # their first metadata (e.g. the remote log manager initialising), and a lag seen then
+        # The first change waits `warmup`: right after start-up brokers are still applying their
+        # first metadata (e.g. the remote log manager initialising), and a lag seen then
         # (measured: 4.7 s once, then < 100 ms) is not the fetch parking KIP-1166 is about.
-        next_propagation = time.monotonic() + self.propagation_every
+        next_snapshot, next_change = time.monotonic(), time.monotonic() + self.warmup
         try:
             while not self.stop_event.is_set():
-                self.snapshot()
-                if self.propagation_every and time.monotonic() >= next_propagation:
+                if time.monotonic() >= next_snapshot:
+                    self.snapshot()
+                    next_snapshot = time.monotonic() + self.interval
+                if self.propagation_every and time.monotonic() >= next_change and not self.stop_event.is_set():
                     self.propagate(next(self._changes))
-                    next_propagation = time.monotonic() + self.propagation_every
-                self.stop_event.wait(self.interval)
+                    next_change = time.monotonic() + self.propagation_every * self._rng.uniform(0.5, 1.5)
+                wake = min(next_snapshot, next_change) if self.propagation_every else next_snapshot
+                self.stop_event.wait(max(0.0, wake - time.monotonic()))
         finally:
             self.close()
 
@@ -140,11 +153,12 @@ class Observer(Worker):
 
     # -- KIP-1166 propagation ------------------------------------------------------------
     def _change_cycle(self):
-        """create topic -> alter its config -> delete it, forever, with fresh names."""
+        """create topic -> alter its config ALTERS_PER_TOPIC times -> delete it, forever, with fresh names."""
         for n in itertools.count():
             topic = f"kipcheck-propagation-{n}"
             yield ("create_topic", topic, None)
-            yield ("alter_config", topic, str(3_600_000 + n))
+            for k in range(ALTERS_PER_TOPIC):
+                yield ("alter_config", topic, str(3_600_000 + n * ALTERS_PER_TOPIC + k))
             yield ("delete_topic", topic, None)
 
     def propagate(self, change: tuple) -> dict | None:
@@ -153,7 +167,7 @@ class Observer(Worker):
         brokers = self.brokers()
         description = f"{kind} {topic}" + (f" {PROBE_CONFIG}={setting}" if setting else "")
         op = self.history.invoke(self.process, "metadata_propagation",
-                                 {"change": description, "brokers": sorted(brokers)})
+                                 {"change": description, "brokers": sorted(brokers), **self.kraft})
         started = time.monotonic_ns()
         try:
             self._apply(kind, topic, setting)

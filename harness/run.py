@@ -140,7 +140,8 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         if options.backend == "native":
             with ui.step(f"starting {options.brokers} Kafka {version} nodes"):
                 cluster.up(progress=ui.substep)
-        save_config(mode=cluster.mode, racks=cluster.racks(), bootstrap=cluster.bootstrap_servers())
+        save_config(mode=cluster.mode, racks=cluster.racks(), bootstrap=cluster.bootstrap_servers(),
+                    kraft=cluster.kraft_settings())
         if cluster.mode == "loopback":
             ui.note("not root: nodes share loopback; packet-level partitions are unavailable, proxy faults only")
         ctx = RunContext(cluster, w.topic)
@@ -192,7 +193,8 @@ def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str,
     consumers = [ConsumerWorker(bootstrap, w, history, stop, i, rack) for i in range(w.consumers)]
     nemesis = Nemesis(ctx, plan, history, stop)
     probes = [Prober(bootstrap, [w.topic], history, stop, seed=options.seed),
-              Observer(bootstrap, [w.topic], history, stop)] if options.probes else []
+              Observer(bootstrap, [w.topic], history, stop, kraft=cluster.kraft_settings(), seed=options.seed),
+              ] if options.probes else []
     workers = [*producers, *consumers, *probes]
     for t in [*workers, nemesis]:
         t.start()
