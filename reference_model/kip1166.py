@@ -1,6 +1,8 @@
 """KIP-1166: High-watermark in KRaft FETCH requests."""
 from __future__ import annotations
 
+from . import profiles
+from .profiles import Profile
 from .state import MAX_INT64
 
 UNKNOWN = "unknown"
@@ -139,3 +141,12 @@ def propagation_statistic(lags_ns: list[int], window_ms: int) -> str:
     if m <= kip_bound_ns(window_ms):
         return WITHIN
     return PARKED_ONCE if m <= parked_once_bound_ns(window_ms) else BEYOND
+
+
+def propagation_accepted(outcome: str, profile: Profile | str = "kip") -> bool:
+    """Whether `profile` accepts a `propagation_statistic` outcome: the KIP only WITHIN (or
+    too few changes to tell); a release without KIP-1166 (`kraft-fetch-parks-without-hwm`)
+    also PARKED_ONCE; nothing accepts BEYOND."""
+    if outcome in (WITHIN, UNDECIDED):
+        return True
+    return outcome == PARKED_ONCE and profiles.get(profile).allows(profiles.KRAFT_FETCH_PARKS_WITHOUT_HWM)

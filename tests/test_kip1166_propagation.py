@@ -178,3 +178,15 @@ def test_parking_window_and_statistic():
     assert kip1166.propagation_statistic([625 * MS + 1] * n, 500) == kip1166.BEYOND
     assert kip1166.propagation_statistic([625 * MS + 1] * (n - 1), 500) == kip1166.UNDECIDED
     assert kip1166.median_ns([3, 1, 2, 10]) == 2.5
+
+
+def test_model_replay_judges_a_run_of_lags():
+    from reference_model.scenario import replay
+    steps = [{"op": "propagation_run", "lags_ms": [300] * 20},
+             {"op": "propagation_run", "lags_ms": [300] * 20, "max_idle_interval_ms": 200},
+             {"op": "propagation_run", "lags_ms": [100] * 20}]
+    kip = [r["allowed"] for r in replay({"steps": steps}, "kip")]
+    old = [r["allowed"] for r in replay({"steps": steps}, "kafka-4.0")]
+    assert kip == [[{"outcome": "parked-once", "accepted": False}], [{"outcome": "beyond", "accepted": False}],
+                   [{"outcome": "within", "accepted": True}]]
+    assert old[0] == [{"outcome": "parked-once", "accepted": True}] and old[1][0]["accepted"] is False

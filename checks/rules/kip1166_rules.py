@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from reference_model import kip1166, profiles
+from reference_model import kip1166
 
 from checks.rules.base import Anomaly
 
@@ -55,10 +55,9 @@ class PropagationRule:
                                               int(first.get("max_idle_interval_ms", 0)))
         lags = [lag for _, lag, _ in probes]
         outcome = kip1166.propagation_statistic(lags, window_ms)
-        if outcome in (kip1166.WITHIN, kip1166.UNDECIDED):
+        if kip1166.propagation_accepted(outcome, "kip"):
             return []
-        known = (outcome == kip1166.PARKED_ONCE
-                 and profiles.get(profile).allows(profiles.KRAFT_FETCH_PARKS_WITHOUT_HWM))
+        known = kip1166.propagation_accepted(outcome, profile)
         median_ms = kip1166.median_ns(lags) / 1e6
         bound_ms = (kip1166.parked_once_bound_ns if known else kip1166.kip_bound_ns)(window_ms) / 1e6
         slowest = sorted(probes, key=lambda p: -p[1])[:10]
