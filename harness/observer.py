@@ -37,7 +37,7 @@ ALTERS_PER_TOPIC = 8  # alter_config is the cheapest change: one ConfigRecord, n
 
 class Observer(Worker):
     def __init__(self, bootstrap: str, topics: list[str], history: History, stop: threading.Event,
-                 interval: float = 1.0, propagation_every: float = 0.5, propagation_timeout: float = 30.0,
+                 interval: float = 1.0, propagation_every: float = 0.3, propagation_timeout: float = 10.0,
                  timeout: float = 5.0, warmup: float = 5.0, kraft: dict | None = None, seed: int | None = None):
         """`kraft`: what the bound needs to know of the cluster, copied into every
         `metadata_propagation` record (`fetch_max_wait_ms`, `max_idle_interval_ms`,
@@ -53,6 +53,7 @@ class Observer(Worker):
         self._connections: dict[int, BrokerConnection] = {}
         self._brokers: dict[int, str] = {}
         self._changes = self._change_cycle()
+        self._admin: Admin | None = None  # one client for every change: a new one costs a bootstrap
         self.snapshots = 0
         self.propagations: list[dict] = []
 
@@ -78,6 +79,7 @@ class Observer(Worker):
     def _new_process(self) -> None:
         self.process = f"observer-{next(self._generations)}"
         self.close()
+        self._admin = None
 
     def close(self) -> None:
         for conn in self._connections.values():
@@ -198,7 +200,9 @@ class Observer(Worker):
         return result
 
     def _apply(self, kind: str, topic: str, setting: str | None) -> None:
-        admin = Admin(self.bootstrap, timeout=self.timeout)
+        if self._admin is None:
+            self._admin = Admin(self.bootstrap, timeout=self.timeout)
+        admin = self._admin
         if kind == "create_topic":
             admin.create_topic(topic, partitions=1, replication_factor=min(3, len(self._brokers)))
         elif kind == "alter_config":
