@@ -37,7 +37,7 @@ ALTERS_PER_TOPIC = 8  # alter_config is the cheapest change: one ConfigRecord, n
 
 class Observer(Worker):
     def __init__(self, bootstrap: str, topics: list[str], history: History, stop: threading.Event,
-                 interval: float = 1.0, propagation_every: float = 0.3, propagation_timeout: float = 10.0,
+                 interval: float = 1.0, propagation_every: float = 0.2, propagation_timeout: float = 10.0,
                  timeout: float = 5.0, warmup: float = 5.0, kraft: dict | None = None, seed: int | None = None):
         """`kraft`: what the bound needs to know of the cluster, copied into every
         `metadata_propagation` record (`fetch_max_wait_ms`, `max_idle_interval_ms`,
