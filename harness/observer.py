@@ -11,7 +11,7 @@ Two things, both as process "observer" (DESIGN.md):
   polling every broker until its own answer shows the change; `seen_by` holds, per
   broker, nanoseconds from the change's start to the first answer that showed it (null
   if it never did within the timeout), `unseen_until` the last answer without it. The
-  checker judges the run's changes together, so a 60 s run makes 40 or more.
+  checker judges the run's changes together (at least 20), so a 60 s run makes 30 or more.
 
 After an indeterminate answer the observer continues as "observer-1", "observer-2", ...
 (a process with an `info` issues nothing more).
