@@ -22,6 +22,7 @@ import itertools
 import random
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from kafka.protocol.admin.configs import DescribeConfigsRequest
 
@@ -164,40 +165,55 @@ class Observer(Worker):
             yield ("delete_topic", topic, None)
 
     def propagate(self, change: tuple) -> dict | None:
-        """Make `change` through the Admin API and time when each broker first shows it."""
+        """Make `change` through the Admin API and time when each broker first shows it.
+
+        Every broker is watched by its own thread from the moment the change starts, so the
+        first broker to show it (the committed change, as soon as it is applied) is seen
+        within one request of that, often before the Admin call returns."""
         kind, topic, setting = change
         brokers = self.brokers()
         description = f"{kind} {topic}" + (f" {PROBE_CONFIG}={setting}" if setting else "")
         op = self.history.invoke(self.process, "metadata_propagation",
                                  {"change": description, "brokers": sorted(brokers), **self.kraft})
         started = time.monotonic_ns()
-        try:
-            self._apply(kind, topic, setting)
-        except Exception as e:  # the admin call may or may not have reached the controller
-            op.info(error=str(e)[:200])
+        deadline, abort, failure = time.monotonic() + self.propagation_timeout, threading.Event(), None
+        with ThreadPoolExecutor(max_workers=max(1, len(brokers)), thread_name_prefix="observer-watch") as pool:
+            watches = {b: pool.submit(self._watch, b, change, started, deadline, abort) for b in brokers}
+            try:
+                self._apply(kind, topic, setting)
+            except Exception as e:  # the admin call may or may not have reached the controller
+                failure = str(e)[:200]
+                abort.set()
+            acknowledged = time.monotonic_ns() - started
+            timings = {str(b): w.result() for b, w in watches.items()}
+        if failure is not None:
+            op.info(error=failure)
             self._new_process()
             return None
-        acknowledged = time.monotonic_ns() - started
-        seen: dict[str, int | None] = {str(b): None for b in brokers}
+        seen = {b: t[0] for b, t in timings.items()}
         # the latest moment each broker *answered* without the change: a lower bound on its lag,
         # where `seen` (first answer with it) is only an upper bound, inflated by our own polling
-        unseen: dict[str, int | None] = {str(b): None for b in brokers}
-        deadline = time.monotonic() + self.propagation_timeout
-        while any(t is None for t in seen.values()) and time.monotonic() < deadline and not self.stop_event.is_set():
-            for b in brokers:
-                if seen[str(b)] is not None:
-                    continue
-                asked = time.monotonic_ns()
-                shows = self._shows(b, kind, topic, setting)
-                if shows:
-                    seen[str(b)] = time.monotonic_ns() - started
-                elif shows is not None:
-                    unseen[str(b)] = asked - started
-            time.sleep(0.002)
+        unseen = {b: t[1] for b, t in timings.items()}
         result = op.ok(seen_by=seen, unseen_until=unseen, acknowledged=acknowledged,
                        complete=all(t is not None for t in seen.values()))["value"]
         self.propagations.append(result)
         return result
+
+    def _watch(self, broker: int, change: tuple, started: int, deadline: float,
+               abort: threading.Event) -> tuple[int | None, int | None]:
+        """Poll one broker until it shows `change`: (first answer with it, last asked without
+        it), in ns from `started`, None where there was none."""
+        seen = unseen = None
+        while seen is None and time.monotonic() < deadline and not (abort.is_set() or self.stop_event.is_set()):
+            asked = time.monotonic_ns()
+            shows = self._shows(broker, *change)
+            if shows:
+                seen = time.monotonic_ns() - started
+            else:
+                if shows is not None:
+                    unseen = asked - started
+                time.sleep(0.005)
+        return seen, unseen
 
     def _apply(self, kind: str, topic: str, setting: str | None) -> None:
         if self._admin is None:

@@ -21,7 +21,7 @@ class PropagationRule:
 
     A probe counts unless a fault touched a node it depends on (a broker it measures, a
     controller, or an unknown target) between its start and its end plus `SETTLE_NS`.
-    The parking window comes from each probe's `fetch_max_wait_ms` and
+    The parking window comes from the probes' `fetch_max_wait_ms` and
     `max_idle_interval_ms` (the KIP's 500 ms when absent)."""
 
     anomalies = ("hwm-propagation-delay",)
