@@ -176,7 +176,9 @@ class Observer(Worker):
         op = self.history.invoke(self.process, "metadata_propagation",
                                  {"change": description, "brokers": sorted(brokers), **self.kraft})
         started = time.monotonic_ns()
-        deadline, abort, failure = time.monotonic() + self.propagation_timeout, threading.Event(), None
+        # watchers wait out the Admin call (its own timeout: `Admin` waits up to timeout + 5 s), then propagation_timeout
+        deadline = time.monotonic() + self.timeout + 5 + self.propagation_timeout
+        abort, failure = threading.Event(), None
         with ThreadPoolExecutor(max_workers=max(1, len(brokers)), thread_name_prefix="observer-watch") as pool:
             watches = {b: pool.submit(self._watch, b, change, started, deadline, abort) for b in brokers}
             try:
