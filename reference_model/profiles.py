@@ -69,8 +69,8 @@ SESSION_CACHE_SHARDS = 8
 # --- KIP-1166 ------------------------------------------------------------------
 #: No HighWatermark in KRaft FETCH: the leader parks every empty FETCH until the next
 #: append or its 500 ms max wait, even when the fetcher's HWM lags, so a committed
-#: metadata change reaches a broker up to one parking window late. Bounded: the median
-#: post-commit lag stays within one window plus the KIP allowance
+#: metadata change reaches a broker up to one parking window late. Bounded: the upper
+#: quartile of the post-commit lags stays within one window plus the KIP allowance
 #: (`kip1166.parked_once_bound_ns`).
 KRAFT_FETCH_PARKS_WITHOUT_HWM = "kraft-fetch-parks-without-hwm"
 
