@@ -21,7 +21,7 @@ from pathlib import Path
 from harness import firewall, network
 from harness.errors import HarnessError
 from harness.kafka_dist import KafkaDistribution
-from harness.node import KafkaNode, NodeSpec
+from harness.node import KafkaNode, NodeSpec, kraft_settings
 from harness.state import ClusterState, all_states, kill_recorded, process_start_time
 
 BROKER_PORT, CONTROLLER_PORT, CLIENT_PORT = 9092, 9093, 9094
@@ -93,6 +93,11 @@ class NativeCluster:
 
     def racks(self) -> dict[int, str]:
         return {n.spec.node_id: n.spec.rack for n in self.brokers}
+
+    def kraft_settings(self) -> dict:
+        """The KRaft settings the KIP-1166 check needs (`harness.node.kraft_settings`)."""
+        first = self.controllers[0].server_properties() if self.controllers else {}
+        return kraft_settings(first, [n.spec.node_id for n in self.controllers])
 
     def _plan(self) -> list[NodeSpec]:
         o = self.options

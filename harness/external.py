@@ -9,6 +9,7 @@ from confluent_kafka import KafkaException
 
 from harness.admin import Admin
 from harness.errors import HarnessError
+from harness.node import kraft_settings
 
 
 class ExternalCluster:
@@ -40,6 +41,10 @@ class ExternalCluster:
 
     def racks(self) -> dict[int, str]:
         return dict(self._racks)
+
+    def kraft_settings(self) -> dict:
+        """Kafka's defaults; the controllers are unknown, so any fault voids a KIP-1166 probe."""
+        return kraft_settings({}, None)
 
     def node(self, node_id: int):
         raise HarnessError("this fault needs node access: use the native backend (the external one only elects leaders)")

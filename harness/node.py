@@ -20,6 +20,25 @@ from harness.kafka_dist import KafkaDistribution
 from harness.network import Host
 from harness.state import ClusterState, kill_recorded, process_start_time, same_process_alive
 
+#: How long a KRaft FETCH may be parked: KafkaRaftClient.MAX_FETCH_WAIT_MS, a constant
+#: (not a config) in Kafka 4.0.1, 4.1.2 and 4.3.1, sent as the FETCH's MaxWaitMs.
+KRAFT_FETCH_MAX_WAIT_MS = 500
+#: metadata.max.idle.interval.ms default: the active controller appends a NoOpRecord this
+#: often (QuorumController.registerWriteNoOpRecord); MetadataLogConfig in 4.3.1, KRaftConfigs in 4.0.1.
+METADATA_MAX_IDLE_INTERVAL_MS = 500
+
+
+def kraft_settings(properties: dict, controllers: list[int] | None) -> dict:
+    """What the KIP-1166 bound needs to know of a cluster (recorded in config.json and in
+    every `metadata_propagation` record): the fetch max wait, the controller's no-op
+    interval (from a controller's `properties`) and the controller ids (None: unknown)."""
+    out = {"fetch_max_wait_ms": KRAFT_FETCH_MAX_WAIT_MS,
+           "max_idle_interval_ms": int(properties.get("metadata.max.idle.interval.ms", METADATA_MAX_IDLE_INTERVAL_MS))}
+    if controllers is not None:
+        out["controllers"] = sorted(controllers)
+    return out
+
+
 LOG4J2 = """status = warn
 appender.file.type = File
 appender.file.name = FILE

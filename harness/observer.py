@@ -5,10 +5,13 @@ Two things, both as process "observer" (DESIGN.md):
   partition (one Metadata request per partition, so the invoke/ok interval brackets the
   answer honestly): leader, leader epoch, ISR, replicas, offline replicas, racks. The
   checker learns leader epochs and racks from these.
-- `metadata_propagation` (KIP-1166): an admin change (create a topic, alter its config,
-  delete it) followed by polling every broker until its own answer shows the change;
-  `seen_by` holds, per broker, nanoseconds from the change's start to the first answer
-  that showed it (null if it never did within the timeout).
+- `metadata_propagation` (KIP-1166): an admin change (create a topic, alter its config
+  eight times, delete it, over and over) about every `propagation_every` seconds (seeded
+  jitter, so changes fall at every phase of the controller's no-op timer), followed by
+  polling every broker until its own answer shows the change; `seen_by` holds, per
+  broker, nanoseconds from the change's start to the first answer that showed it (null
+  if it never did within the timeout), `unseen_until` the last answer without it. The
+  checker judges the run's changes together (at least 20), so a 60 s run makes 30 or more.
 
 After an indeterminate answer the observer continues as "observer-1", "observer-2", ...
 (a process with an `info` issues nothing more).
@@ -16,8 +19,10 @@ After an indeterminate answer the observer continues as "observer-1", "observer-
 from __future__ import annotations
 
 import itertools
+import random
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from kafka.protocol.admin.configs import DescribeConfigsRequest
 
@@ -29,47 +34,59 @@ from harness.workload import Worker
 
 TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
 PROBE_CONFIG = "retention.ms"
+ALTERS_PER_TOPIC = 8  # alter_config is the cheapest change: one ConfigRecord, no partitions
 
 
 class Observer(Worker):
     def __init__(self, bootstrap: str, topics: list[str], history: History, stop: threading.Event,
-                 interval: float = 1.0, propagation_every: float = 10.0, propagation_timeout: float = 30.0,
-                 timeout: float = 5.0):
+                 interval: float = 1.0, propagation_every: float = 0.2, propagation_timeout: float = 10.0,
+                 timeout: float = 5.0, warmup: float = 5.0, kraft: dict | None = None, seed: int | None = None):
+        """`kraft`: what the bound needs to know of the cluster, copied into every
+        `metadata_propagation` record (`fetch_max_wait_ms`, `max_idle_interval_ms`,
+        `controllers`; see `NativeCluster.kraft_settings`)."""
         super().__init__("observer", history, stop)
         self.bootstrap, self.topics = bootstrap, list(topics)
         self.interval, self.propagation_every = interval, propagation_every
-        self.propagation_timeout, self.timeout = propagation_timeout, timeout
+        self.propagation_timeout, self.timeout, self.warmup = propagation_timeout, timeout, warmup
+        self.kraft = dict(kraft or {})
+        self._rng = random.Random(seed)
         self.process = "observer"
         self._generations = itertools.count(1)
         self._connections: dict[int, BrokerConnection] = {}
         self._brokers: dict[int, str] = {}
         self._changes = self._change_cycle()
+        self._admin: Admin | None = None  # one client for every change: a new one costs a bootstrap
         self.snapshots = 0
         self.propagations: list[dict] = []
 
     # -- the loop --------------------------------------------------------------------
     def work(self):
-        # The first change waits one whole period: right after start-up brokers are still applying
-        # their first metadata (e.g. the remote log manager initialising), and a lag seen then
+        # The first change waits `warmup`: right after start-up brokers are still applying their
+        # first metadata (e.g. the remote log manager initialising), and a lag seen then
         # (measured: 4.7 s once, then < 100 ms) is not the fetch parking KIP-1166 is about.
-        next_propagation = time.monotonic() + self.propagation_every
+        next_snapshot, next_change = time.monotonic(), time.monotonic() + self.warmup
         try:
             while not self.stop_event.is_set():
                 try:
-                    self.snapshot()
-                    if self.propagation_every and time.monotonic() >= next_propagation:
+                    if time.monotonic() >= next_snapshot:
+                        self.snapshot()
+                        next_snapshot = time.monotonic() + self.interval
+                    if self.propagation_every and time.monotonic() >= next_change and not self.stop_event.is_set():
                         self.propagate(next(self._changes))
-                        next_propagation = time.monotonic() + self.propagation_every
+                        next_change = time.monotonic() + self.propagation_every * self._rng.uniform(0.5, 1.5)
                 except Exception as e:  # our own bug: logged (harness.log); reconnect, go on
                     internal_error(self.name, "observation round failed; reconnecting", e)
                     self._new_process()
-                self.stop_event.wait(self.interval)
+                    next_snapshot = time.monotonic() + self.interval
+                wake = min(next_snapshot, next_change) if self.propagation_every else next_snapshot
+                self.stop_event.wait(max(0.0, wake - time.monotonic()))
         finally:
             self.close()
 
     def _new_process(self) -> None:
         self.process = f"observer-{next(self._generations)}"
         self.close()
+        self._admin = None
 
     def close(self) -> None:
         for conn in self._connections.values():
@@ -149,51 +166,71 @@ class Observer(Worker):
 
     # -- KIP-1166 propagation ------------------------------------------------------------
     def _change_cycle(self):
-        """create topic -> alter its config -> delete it, forever, with fresh names."""
+        """create topic -> alter its config ALTERS_PER_TOPIC times -> delete it, forever, with fresh names."""
         for n in itertools.count():
             topic = f"kipcheck-propagation-{n}"
             yield ("create_topic", topic, None)
-            yield ("alter_config", topic, str(3_600_000 + n))
+            for k in range(ALTERS_PER_TOPIC):
+                yield ("alter_config", topic, str(3_600_000 + n * ALTERS_PER_TOPIC + k))
             yield ("delete_topic", topic, None)
 
     def propagate(self, change: tuple) -> dict | None:
-        """Make `change` through the Admin API and time when each broker first shows it."""
+        """Make `change` through the Admin API and time when each broker first shows it.
+
+        Every broker is watched by its own thread from the moment the change starts, so the
+        first broker to show it (the committed change, as soon as it is applied) is seen
+        within one request of that, often before the Admin call returns."""
         kind, topic, setting = change
         brokers = self.brokers()
         description = f"{kind} {topic}" + (f" {PROBE_CONFIG}={setting}" if setting else "")
         op = self.history.invoke(self.process, "metadata_propagation",
-                                 {"change": description, "brokers": sorted(brokers)})
+                                 {"change": description, "brokers": sorted(brokers), **self.kraft})
         started = time.monotonic_ns()
-        try:
-            self._apply(kind, topic, setting)
-        except Exception as e:  # the admin call may or may not have reached the controller
-            op.info(error=str(e)[:200])
+        # watchers wait out the Admin call (its own timeout: `Admin` waits up to timeout + 5 s), then propagation_timeout
+        deadline = time.monotonic() + self.timeout + 5 + self.propagation_timeout
+        abort, failure = threading.Event(), None
+        with ThreadPoolExecutor(max_workers=max(1, len(brokers)), thread_name_prefix="observer-watch") as pool:
+            watches = {b: pool.submit(self._watch, b, change, started, deadline, abort) for b in brokers}
+            try:
+                self._apply(kind, topic, setting)
+            except Exception as e:  # the admin call may or may not have reached the controller
+                failure = str(e)[:200]
+                abort.set()
+            acknowledged = time.monotonic_ns() - started
+            timings = {str(b): w.result() for b, w in watches.items()}
+        if failure is not None:
+            op.info(error=failure)
             self._new_process()
             return None
-        acknowledged = time.monotonic_ns() - started
-        seen: dict[str, int | None] = {str(b): None for b in brokers}
+        seen = {b: t[0] for b, t in timings.items()}
         # the latest moment each broker *answered* without the change: a lower bound on its lag,
         # where `seen` (first answer with it) is only an upper bound, inflated by our own polling
-        unseen: dict[str, int | None] = {str(b): None for b in brokers}
-        deadline = time.monotonic() + self.propagation_timeout
-        while any(t is None for t in seen.values()) and time.monotonic() < deadline and not self.stop_event.is_set():
-            for b in brokers:
-                if seen[str(b)] is not None:
-                    continue
-                asked = time.monotonic_ns()
-                shows = self._shows(b, kind, topic, setting)
-                if shows:
-                    seen[str(b)] = time.monotonic_ns() - started
-                elif shows is not None:
-                    unseen[str(b)] = asked - started
-            time.sleep(0.002)
+        unseen = {b: t[1] for b, t in timings.items()}
         result = op.ok(seen_by=seen, unseen_until=unseen, acknowledged=acknowledged,
                        complete=all(t is not None for t in seen.values()))["value"]
         self.propagations.append(result)
         return result
 
+    def _watch(self, broker: int, change: tuple, started: int, deadline: float,
+               abort: threading.Event) -> tuple[int | None, int | None]:
+        """Poll one broker until it shows `change`: (first answer with it, last asked without
+        it), in ns from `started`, None where there was none."""
+        seen = unseen = None
+        while seen is None and time.monotonic() < deadline and not (abort.is_set() or self.stop_event.is_set()):
+            asked = time.monotonic_ns()
+            shows = self._shows(broker, *change)
+            if shows:
+                seen = time.monotonic_ns() - started
+            else:
+                if shows is not None:
+                    unseen = asked - started
+                time.sleep(0.005)
+        return seen, unseen
+
     def _apply(self, kind: str, topic: str, setting: str | None) -> None:
-        admin = Admin(self.bootstrap, timeout=self.timeout)
+        if self._admin is None:
+            self._admin = Admin(self.bootstrap, timeout=self.timeout)
+        admin = self._admin
         if kind == "create_topic":
             admin.create_topic(topic, partitions=1, replication_factor=min(3, len(self._brokers)))
         elif kind == "alter_config":

@@ -168,7 +168,8 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
             with ui.step(f"starting {options.brokers} Kafka {version} nodes"):
                 cluster.up(progress=ui.substep)
         save_config(mode=cluster.mode, racks=cluster.racks(), bootstrap=cluster.bootstrap_servers(),
-                    recovery_bound=_recovery_bound(cluster, time.monotonic() - started))
+                    recovery_bound=_recovery_bound(cluster, time.monotonic() - started),
+                    kraft=cluster.kraft_settings())
         if cluster.mode == "loopback":
             ui.note("not root: nodes share loopback; packet-level partitions are unavailable, proxy faults only")
         ctx = RunContext(cluster, w.topic)
@@ -279,9 +280,10 @@ def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str 
     consumers = [ConsumerWorker(bootstrap, w, history, stop, i, rack) for i in range(w.consumers)]
     nemesis = Nemesis(ctx, plan, history, stop)
     prober_skip = frozenset(k.removeprefix("prober.") for k in skip if k.startswith("prober."))
-    propagation_every = 0 if "observer.metadata_propagation" in skip else 10.0
+    no_propagation = {"propagation_every": 0} if "observer.metadata_propagation" in skip else {}
     probes = [Prober(bootstrap, [w.topic], history, stop, seed=options.seed, skip=prober_skip),
-              Observer(bootstrap, [w.topic], history, stop, propagation_every=propagation_every)
+              Observer(bootstrap, [w.topic], history, stop, kraft=cluster.kraft_settings(), seed=options.seed,
+                       **no_propagation),
               ] if options.probes else []
     workers = [*producers, *consumers, *probes]
     for t in [*workers, nemesis]:

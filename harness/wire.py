@@ -12,6 +12,7 @@ import itertools
 import socket
 import struct
 import sys
+import threading
 import weakref
 
 import kafka.errors
@@ -66,6 +67,15 @@ def newest_common(versions: dict[int, tuple[int, int]], message_class, lowest: i
     return top if top >= max(lowest, broker[0]) else None
 
 
+#: kafka-python (3.0.12) compiles each message's codec lazily and not thread-safely:
+#: `StructField.compiled_decode_from` swaps `self._data_class` while it generates code, so a
+#: thread compiling at the same time can cache a codec bound to another class (seen: the
+#: observer's per-broker watcher threads died with "weakly-referenced object no longer
+#: exists" on their first DescribeConfigs). Encoding and decoding take this lock; the network
+#: wait does not.
+_CODEC_LOCK = threading.Lock()
+
+
 class BrokerConnection:
     """One socket to one broker listener; `request` sends one message and returns its answer."""
 
@@ -103,9 +113,10 @@ class BrokerConnection:
         """Send `message` at `version`; return the decoded response."""
         correlation_id = next(self._correlation)
         message.API_VERSION = version
-        message.with_header(correlation_id=correlation_id, client_id=self.client_id)
-        frame = message.encode(header=True, framed=True)
-        response_class = response_class_of(type(message))
+        with _CODEC_LOCK:
+            message.with_header(correlation_id=correlation_id, client_id=self.client_id)
+            frame = message.encode(header=True, framed=True)
+            response_class = response_class_of(type(message))
         try:
             self._sock.settimeout(self.timeout)
             self._sock.sendall(frame)
@@ -114,7 +125,8 @@ class BrokerConnection:
         except OSError as e:
             self.close()
             raise WireError(f"{self.address}: {e or type(e).__name__}") from None
-        response = response_class.decode(body, version=version, header=True)
+        with _CODEC_LOCK:
+            response = response_class.decode(body, version=version, header=True)
         if response.header.correlation_id != correlation_id:
             self.close()
             raise WireError(f"{self.address}: correlation id {response.header.correlation_id}, "

@@ -204,3 +204,9 @@ class Model:
     def _op_propagation(self, state, op):
         ok = kip1166.propagation_within_bound(op["seen_by"], int(op["bound_ms"]) * 1_000_000)
         return [{"within_bound": ok}], state
+
+    def _op_propagation_run(self, state, op):
+        window = kip1166.parking_window_ms(int(op.get("fetch_max_wait_ms", kip1166.KIP_MAX_PARK_MS)),
+                                           int(op.get("max_idle_interval_ms", 0)))
+        outcome = kip1166.propagation_statistic([int(x * 1_000_000) for x in op["lags_ms"]], window)
+        return [{"outcome": outcome, "accepted": kip1166.propagation_accepted(outcome, self.profile)}], state

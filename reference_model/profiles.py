@@ -66,6 +66,13 @@ FOLLOWER_BOOTSTRAP_ABSENT = "follower-bootstrap-absent"
 
 #: Number of fetch session cache shards (`SHARDED_SESSION_CACHE`).
 SESSION_CACHE_SHARDS = 8
+# --- KIP-1166 ------------------------------------------------------------------
+#: No HighWatermark in KRaft FETCH: the leader parks every empty FETCH until the next
+#: append or its 500 ms max wait, even when the fetcher's HWM lags, so a committed
+#: metadata change reaches a broker up to one parking window late. Bounded: the upper
+#: quartile of the post-commit lags stays within one window plus the KIP allowance
+#: (`kip1166.parked_once_bound_ns`).
+KRAFT_FETCH_PARKS_WITHOUT_HWM = "kraft-fetch-parks-without-hwm"
 
 EVIDENCE: dict[str, str] = {
     FETCH_ABOVE_HWM_EMPTY: "Kafka 4.3.1: org.apache.kafka.storage.internals.log.UnifiedLog.read bounds a "
@@ -118,6 +125,13 @@ EVIDENCE: dict[str, str] = {
     FOLLOWER_BOOTSTRAP_ABSENT: "Kafka 4.2.1: kafka.server.AbstractFetcherThread has no "
     "shouldFetchFromLastTieredOffset / fetchEarliestPendingUploadOffset (both present in 4.3.1); "
     "handleOffsetsMovedToTieredStorage always restarts from leader.fetchEarliestLocalOffset.",
+    KRAFT_FETCH_PARKS_WITHOUT_HWM: "Kafka 4.0.1: org.apache.kafka.raft.KafkaRaftClient.handleFetchRequest answers "
+    "at once only for an error, records, maxWaitMs == 0, a diverged or snapshotted partition (no "
+    "isHighWatermarkUpdated), else fetchPurgatory.await(fetchOffset, maxWaitMs) with maxWaitMs = "
+    "MAX_FETCH_WAIT_MS = 500; onUpdateLeaderHighWatermark does not complete the fetch purgatory (4.1.2 and 4.3.1 "
+    "call fetchPurgatory.completeAll there); only updateLeaderEndOffsetAndTimestamp's "
+    "fetchPurgatory.maybeComplete(endOffset) on an append does, and QuorumController.registerWriteNoOpRecord "
+    "appends a NoOpRecord every metadata.max.idle.interval.ms (KRaftConfigs default 500).",
 }
 
 #: How far each deviation reaches: beyond its bound an answer is an anomaly under every
@@ -145,6 +159,9 @@ BOUNDS: dict[str, str] = {
     SHARDED_SESSION_CACHE: "Within one shard of slots / 8.",
     PENDING_UPLOAD_RESOLVED_BY_LEADER: "Never below the log start.",
     FOLLOWER_BOOTSTRAP_ABSENT: "The old fetcher path only.",
+    KRAFT_FETCH_PARKS_WITHOUT_HWM: "One parking window W = min(MAX_FETCH_WAIT_MS 500, metadata.max.idle.interval.ms) "
+    "at most: the upper quartile of the post-commit lags over >= 20 changes <= W + W/2 (kip1166.parked_once_bound_ns); "
+    "beyond is hwm-propagation-delay under this profile too.",
 }
 
 #: What was verified, per release line, and where.
@@ -179,7 +196,8 @@ RELEASE_NOTES: dict[str, str] = {
     "ReplicaManager.createLogReadResult(e) with -1 offsets, kafka.log.UnifiedLog.updateHighWatermark capped at LEO, "
     "lastOffsetForLeaderEpoch fetchOnlyFromLeader, FetchSession.scala isEmpty/touch/tryEvict, 8 shards). Not in "
     "4.0.1: ListOffsets -6 (no EARLIEST_PENDING_UPLOAD_TIMESTAMP) and KIP-1166 (FetchRequest validVersions 4-17, no "
-    "isHighWatermarkUpdated: an empty KRaft FETCH always parks); neither is modelled as a deviation yet.",
+    "isHighWatermarkUpdated: an empty KRaft FETCH always parks, the deviation kraft-fetch-parks-without-hwm); the "
+    "missing -6 is not modelled as a deviation yet.",
 }
 
 @dataclass(frozen=True)
@@ -208,7 +226,7 @@ _KIP392_227 = frozenset({
     EMPTY_SESSION_CLOSED, INCREMENTAL_EXTRA_PARTITIONS, EVICT_SMALLEST, SHARDED_SESSION_CACHE,
 })
 _BY_MINOR = {
-    0: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT},
+    0: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT, KRAFT_FETCH_PARKS_WITHOUT_HWM},
     1: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT},
     2: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT, PENDING_UPLOAD_RESOLVED_BY_LEADER},
     3: _KIP392_227 | {PENDING_UPLOAD_RESOLVED_BY_LEADER},

@@ -3,7 +3,6 @@ near-identical valid one that must pass."""
 from checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
 from checks.rules.session_rules import FetchSessionRule
 from checks.rules.kip1023_rules import TieredOffsetRule
-from checks.rules.kip1166_rules import PropagationRule
 from checks.rules.model_rules import MODEL_RULES
 from checks.verdict import run_rule
 
@@ -170,28 +169,6 @@ def test_tiered_offsets():
     assert names(run(TieredOffsetRule(), history(M1, lo(-5, 80), lo(-6, 80), M1))) == ["tiered-offset-violation"]
     assert names(run(TieredOffsetRule(), history(M1, lo(-5, 80), lo(-6, 81), M1))) == []
     assert names(run(TieredOffsetRule(), history(M1, lo(-1, 79, "read_committed"), lo(-5, 80), M1))) == []  # order matters
-
-
-def prop(spread_ms, t_fault=None, proven=True):
-    """Broker 1 showed the change at 0; broker 2 at spread_ms, and (when `proven`) it
-    still answered without it 1 ms before that."""
-    seen = {"1": 0, "2": spread_ms * 1_000_000}
-    unseen = {"1": None, "2": (spread_ms - 1) * 1_000_000} if proven else {"1": None, "2": None}
-    recs = history(("observer", "metadata_propagation", {"change": "create t"}, {"seen_by": seen, "unseen_until": unseen}))
-    if t_fault:
-        recs.insert(0, {"index": 99, "time": 0, "process": "nemesis", "type": "info", "f": "fault",
-                        "value": {"fault": "partition", "targets": [2], "phase": "start"}})
-    return recs
-
-
-def test_propagation_delay():
-    assert names(run(PropagationRule(500), prop(800))) == ["hwm-propagation-delay"]
-    assert names(run(PropagationRule(500), prop(400))) == []
-    assert names(run(PropagationRule(500), prop(800, t_fault=True))) == []
-    # a late first sighting with no answer *without* the change proves no lag (our polling may be slow)
-    assert names(run(PropagationRule(500), prop(800, proven=False))) == []
-    assert names(run(PropagationRule(), prop(1200))) == ["hwm-propagation-delay"]
-    assert names(run(PropagationRule(), prop(900))) == []
 
 
 def test_model_rules_exported():
