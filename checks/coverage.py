@@ -28,7 +28,7 @@ from checks.rules.base import Anomaly
 #: the verdict key of the coverage table (the summary row's name)
 COVERAGE = "coverage"
 _GROUP = "coverage"
-_SECTION = re.compile(r'^(KIP-\d+) "([^"]+)"')
+_SECTION = re.compile(r'^(KIP-\d+(?: / KIP-\d+)*) "([^"]+)"')
 _NONE = "NONE"
 KIP392_ERRORS = {"NONE", "OFFSET_OUT_OF_RANGE", "OFFSET_NOT_AVAILABLE"}
 
@@ -39,18 +39,17 @@ OBSERVED: dict[str, str] = {
     "kip392.consumer_fetch_outcomes": "consumer fetch answers with NONE, OFFSET_OUT_OF_RANGE or "
                                       "OFFSET_NOT_AVAILABLE and no redirect (cases 1-4)",
     "kip392.hwm_may_go_back": "fetch answers that carried a high watermark",
-    "kip392.preferred_read_replica_outcomes": "consumer fetch answers to a request with a rack, or naming "
-                                              "a preferred read replica",
-    "kip392.offsets_for_leader_epoch": "OffsetsForLeaderEpoch answers to consumers",
+    "kip392.preferred_read_replica_outcomes": "consumer fetch answers naming a preferred read replica",
+    "kip392.epoch_end_offset_possible": "OffsetsForLeaderEpoch answers to consumers",
     "kip227.request_kind": "fetch requests with a session id and epoch",
-    "kip227.handle_request": "fetch answers to requests with a session id and epoch",
+    "kip227.observer_outcomes": "fetch answers to requests with a session id and epoch",
     "kip227.next_epoch": "incremental fetch requests (id > 0, epoch > 0)",
-    "kip227.may_evict": "FETCH_SESSION_ID_NOT_FOUND answers to an existing session id",
-    "kip227.must_include": "partitions of incremental fetch answers",
+    "kip227.may_be_evicted": "FETCH_SESSION_ID_NOT_FOUND answers to an existing session id",
+    "kip227.full_response_partitions": "full session fetch answers (epoch 0) without a top-level error",
+    "kip227.may_omit": "partitions of incremental fetch answers",
     "kip227.top_level_error_view": "fetch answers with a top-level error",
-    "kip1023.list_offsets": "ListOffsets answers",
-    "kip1023.inequality_violations": "ListOffsets answers for -4, -5, -6",
-    "kip1166.propagation_within_bound": "metadata propagation measurements",
+    "kip1023.offset_order": "ListOffsets answers (their order against each other over time)",
+    "kip1166.propagation_statistic": "metadata propagation measurements",
 }
 
 
@@ -86,18 +85,20 @@ def _fetch(v: dict) -> Iterable[str]:
     session_id, epoch = _int(v.get("session_id"), 0), _int(v.get("session_epoch"), -1)
     if "session_id" in v:
         yield "kip227.request_kind"
-        yield "kip227.handle_request"
+        yield "kip227.observer_outcomes"
         if session_id > 0 and epoch > 0:
             yield "kip227.next_epoch"
         if v.get("top_error") == "FETCH_SESSION_ID_NOT_FOUND" and session_id > 0:
-            yield "kip227.may_evict"
+            yield "kip227.may_be_evicted"
     if v.get("top_error", _NONE) not in (_NONE, None):
         yield "kip227.top_level_error_view"
         return
     incremental = session_id > 0 and epoch > 0
+    if epoch == 0 and "partitions" in v:
+        yield "kip227.full_response_partitions"
     for e in _entries(v):
         if incremental:
-            yield "kip227.must_include"
+            yield "kip227.may_omit"
         if e.get("omitted") or "fetch_offset" not in e:
             continue
         err = e.get("error", _NONE)
@@ -108,11 +109,10 @@ def _fetch(v: dict) -> Iterable[str]:
         if err == _NONE and e.get("records"):
             yield "kip392.records_committed"
         redirected = _int(e.get("preferred_read_replica")) >= 0
-        if redirected or v.get("rack"):
+        if redirected:
             yield "kip392.preferred_read_replica_outcomes"
         if err in KIP392_ERRORS and not redirected:
             yield "kip392.consumer_fetch_outcomes"
-            yield "kip392.classify_fetch_offset"
 
 
 def opportunities(record: dict) -> tuple[str, ...]:
@@ -123,12 +123,11 @@ def opportunities(record: dict) -> tuple[str, ...]:
     if f == "fetch":
         return tuple(_fetch(v))
     if f == "list_offsets" and v.get("error", _NONE) == _NONE:
-        return ("kip1023.list_offsets", "kip1023.inequality_violations") if _int(v.get("timestamp"), 0) <= -4 \
-            else ("kip1023.list_offsets",)
+        return ("kip1023.offset_order",)
     if f == "offsets_for_leader_epoch" and v.get("error", _NONE) == _NONE and _int(v.get("replica_id")) < 0:
-        return ("kip392.offsets_for_leader_epoch",)
+        return ("kip392.epoch_end_offset_possible",)
     if f == "metadata_propagation" and v.get("seen_by"):
-        return ("kip1166.propagation_within_bound",)
+        return ("kip1166.propagation_statistic",)
     return ()
 
 

@@ -141,8 +141,8 @@ def parked_once_bound_ns(window_ms: int) -> int:
 
 
 def propagation_statistic(lags_ns: list[int], window_ms: int) -> str:
-    """Judge the post-commit lags of a run's metadata changes (one per change, the
-    slowest broker's; `post_commit_lag_ns`) by their upper quartile: WITHIN the KIP-1166
+    """KIP-1166 "Handling / KRaft", over a run: judge the post-commit lags of its metadata
+    changes (one per change, the slowest broker's; `post_commit_lag_ns`) by their upper quartile: WITHIN the KIP-1166
     bound, PARKED_ONCE (what a broker without KIP-1166 does), BEYOND both, or UNDECIDED
     with fewer than MIN_CHANGES changes."""
     if len(lags_ns) < MIN_CHANGES:

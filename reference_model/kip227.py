@@ -281,7 +281,7 @@ def may_be_evicted(session: Session, now_ms: int, eviction_ms: int, profile: Pro
 def observer_outcomes(
     known: SessionCache, gone: frozenset, req: FetchRequest, profile: Profile | str = "kip", new_id: int | None = None,
 ):
-    """KIP-227 as one client sees it: it knows its own sessions (`known`) and the ids it
+    """KIP-227 "FetchRequest Metadata meaning", as one client sees it: it knows its own sessions (`known`) and the ids it
     saw closed or not found (`gone`); the broker's other sessions are unknown, so:
 
     * every answer `handle_request` allows on the client's own sessions (given room);
