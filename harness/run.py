@@ -204,13 +204,19 @@ def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str,
                     if t.error:
                         raise HarnessError(f"{t.name} failed: {t.error}")
                 tick(elapsed, sent=sum(p.sent for p in producers), read=sum(c.read for c in consumers),
-                     faults=len(nemesis.windows))
+                     faults=len(nemesis.windows), **_crashes(producers, consumers))
                 time.sleep(0.25)
     finally:
         stop.set()
         for t in [nemesis, *workers]:
             t.join(timeout=30)
     return {c.name: {str(p): v for p, v in sorted(c.fetch_sources.items())} for c in consumers}
+
+
+def _crashes(*groups) -> dict:
+    """Clients replaced after a fatal error, for the progress line (shown once there is one)."""
+    n = sum(w.crashes for group in groups for w in group)
+    return {"client crashes": n} if n else {}
 
 
 def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:

@@ -76,7 +76,8 @@ class WorkloadOptions:
         return self.consumer_modes[seq % len(self.consumer_modes)] if self.consumer_modes else "assign"
 
     def consumer_has_rack(self, seq: int) -> bool:
-        return seq < self.consumers - self.rackless_consumers
+        """The last `rackless_consumers` have no rack; a single consumer always has one (KIP-392)."""
+        return seq < max(1, self.consumers - self.rackless_consumers)
 
     def isolation(self, seq: int) -> str:
         levels = self.consumer_isolation or ("read_committed",)
@@ -181,8 +182,12 @@ class ProducerWorker(Worker):
     def _open(self) -> Producer:
         producer = Producer(self.config)
         if self.options.transactional_id:
-            producer.init_transactions(self.options.send_timeout)
-            producer.begin_transaction()
+            try:
+                producer.init_transactions(self.options.send_timeout)
+                producer.begin_transaction()
+            except BaseException:
+                producer.close()  # left open, its pending InitProducerId would fence the next one
+                raise
         return producer
 
     def _client_error(self, err: KafkaError) -> None:
@@ -290,12 +295,7 @@ class ProducerWorker(Worker):
 
     def _close(self) -> None:
         try:
-            if self.options.transactional_id:
-                self.producer.abort_transaction(1)
-        except Exception:
-            pass  # a fenced producer cannot abort; closing is all that is left
-        try:
-            self.producer.close()
+            self.producer.close()  # a transactional producer aborts its open transaction here
         except Exception:
             log.info("%s: close failed", self.name, exc_info=True)
 
@@ -306,6 +306,7 @@ class ProducerWorker(Worker):
         broken client, so that the crash is recorded on the operation it ended."""
         if not self._outstanding() and not self._crash_recorded:
             self._issue(self._free.popleft(), 0)
+        log.warning("%s: client replaced after %s", self.name, self._crash)
         self._finish_outstanding(2.0, self._crash)
         self._close()
         self.crashes += 1
@@ -435,7 +436,8 @@ class ConsumerWorker(Worker):
                     self.assign_all(process)
                 while not self.stop_event.is_set():
                     self.poll_once(process)
-            except _Crashed:
+            except _Crashed as crash:
+                log.warning("%s: client replaced after %s", self.name, crash)
                 consecutive = 0 if self.read > read_before else consecutive + 1
                 self.crashes += 1
                 self._replace(consecutive)
