@@ -15,7 +15,10 @@ from harness.workload import ConsumerWorker, ProducerWorker, WorkloadOptions
 
 class FakeProducer:
     """Delivers produce() calls with scripted outcomes, in order: ("offset", n), a KafkaError
-    (code or instance), "silence" (never reported), "queue-full" or an exception to raise."""
+    (code or instance), "silence" (never reported), "queue-full" or an exception to raise.
+
+    Outcomes are told apart by type first: `KafkaError == str` leaves a TypeError set
+    inside confluent-kafka 2.16 that surfaces later as a SystemError."""
 
     def __init__(self, outcomes, error_cb=None):
         self.outcomes = list(outcomes)
@@ -25,7 +28,7 @@ class FakeProducer:
 
     def produce(self, topic, value, key, partition, on_delivery):
         outcome = self.outcomes.pop(0) if self.outcomes else "silence"
-        if outcome == "queue-full":
+        if isinstance(outcome, str) and outcome == "queue-full":
             raise BufferError("queue full")
         if isinstance(outcome, BaseException):
             raise outcome
@@ -34,9 +37,10 @@ class FakeProducer:
     def poll(self, timeout):
         keep = []
         for outcome, cb in self.pending:
-            if outcome == "silence" and not self.purged:
+            silent = isinstance(outcome, str) and outcome == "silence"
+            if silent and not self.purged:
                 keep.append((outcome, cb))
-            elif outcome == "silence":
+            elif silent:
                 cb(KafkaError(KafkaError._PURGE_INFLIGHT), None)
             elif isinstance(outcome, tuple):
                 cb(None, types.SimpleNamespace(offset=lambda o=outcome[1]: o))
@@ -56,10 +60,10 @@ def run_producer(tmp_path, scripts, sends, **options):
     """Drive a ProducerWorker whose successive clients follow `scripts`; stop after `sends` invokes."""
     history = History(tmp_path / "history.jsonl")
     opts = WorkloadOptions(send_timeout=0.05, rate=0, **{"in_flight": 1, **options})
-    worker = ProducerWorker("127.0.0.1:1", opts, history, threading.Event(), seq=0)
-    worker.producer.close()  # the real client (never connected): the fakes take over
     clients = [FakeProducer(s) for s in scripts]
-    worker.producer = clients[0]
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr("harness.workload.Producer", lambda config, fakes=iter(clients): next(fakes))
+        worker = ProducerWorker("127.0.0.1:1", opts, history, threading.Event(), seq=0)
     worker._open = iter(clients[1:]).__next__
     worker._backoff = lambda consecutive: None
     invoke = history.invoke
@@ -204,10 +208,10 @@ def message(offset, error=None):
 def test_consumer_fatal_error_recorded_and_consumer_replaced(tmp_path, monkeypatch, crash, expected):
     history = History(tmp_path / "history.jsonl")
     stop = threading.Event()
+    first = FakeConsumer([[message(4)], crash])
+    clients = iter([first, FakeConsumer([[message(6)]], on_empty=stop.set)])
+    monkeypatch.setattr("harness.workload.Consumer", lambda config: next(clients))
     worker = ConsumerWorker("127.0.0.1:1", WorkloadOptions(consumers=1), history, stop, seq=0, rack=None)
-    worker.consumer.close()
-    first = worker.consumer = FakeConsumer([[message(4)], crash])
-    monkeypatch.setattr("harness.workload.Consumer", lambda config: FakeConsumer([[message(6)]], on_empty=stop.set))
     monkeypatch.setattr(worker, "_backoff", lambda consecutive: None)
     worker.work()
     history.close()
