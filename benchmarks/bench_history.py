@@ -70,6 +70,7 @@ def producer_rates(bootstrap: str, topic: str, seconds: float, producers: int, i
     options = WorkloadOptions(topic=topic, partitions=3, producers=producers, in_flight=in_flight, rate=0)
     histories = {"recorded": History(run_dir / "history.jsonl"), "unrecorded": NoHistory(run_dir / "none.jsonl")}
     totals = {name: [0, 0.0] for name in histories}
+    cpu = {name: 0.0 for name in histories}
     slice_s = 2.0
     for n in range(int(seconds / slice_s) * 2):
         name = ("recorded", "unrecorded")[n % 2]
@@ -78,10 +79,11 @@ def producer_rates(bootstrap: str, topic: str, seconds: float, producers: int, i
         for w in workers:
             w.start()
         time.sleep(0.5)  # connect and warm up outside the measured window
-        before, t0 = sum(w.sent for w in workers), time.monotonic()
+        before, t0, c0 = sum(w.sent for w in workers), time.monotonic(), time.process_time()
         time.sleep(slice_s)
         totals[name][0] += sum(w.sent for w in workers) - before
         totals[name][1] += time.monotonic() - t0
+        cpu[name] += time.process_time() - c0
         stop.set()
         for w in workers:
             w.join(30)
@@ -90,6 +92,9 @@ def producer_rates(bootstrap: str, topic: str, seconds: float, producers: int, i
     for h in histories.values():
         h.close()
     print(f"history: {(run_dir / 'history.jsonl').stat().st_size / 1e6:,.0f} MB for the recorded slices")
+    for name, (sent, _) in totals.items():
+        print(f"harness CPU per acknowledged send, {name}: {cpu[name] / max(sent, 1) * 1e6:.1f} us "
+              f"(client library included)")
     return {name: sent / elapsed for name, (sent, elapsed) in totals.items()}
 
 
