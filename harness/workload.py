@@ -50,6 +50,12 @@ class WorkloadOptions:
     in_flight: int = 32  # logical sends outstanding per producer, each slot its own process
     rate: float = 2500.0  # sends/s over all producers (0: as fast as the cluster acknowledges)
     linger_ms: int = 5  # librdkafka batches the slots' sends into requests
+    # librdkafka's max.in.flight.requests.per.connection (idempotence allows up to 5). Above 1,
+    # a failed request makes the ones behind it fail with OUT_OF_ORDER_SEQUENCE_NUMBER and
+    # librdkafka bumps the producer epoch, duplicating what they had written (librdkafka
+    # issue #4953, seen here as `duplicate` after a leader isolation): a client bug, so the
+    # default keeps one request in flight per broker, the slots' sends batched into it.
+    max_in_flight_requests: int = 1
     acks: str = "all"
     idempotence: bool = True
     # (acks, idempotence) per producer, cycled; empty: every producer uses `acks`/`idempotence`.
@@ -64,7 +70,10 @@ class WorkloadOptions:
     consumer_modes: tuple[str, ...] = ("assign", "subscribe")  # "assign" or "subscribe" (one shared group), cycled
     rackless_consumers: int = 1  # the last N consumers send no client.rack (they read from leaders)
     consumer_isolation: tuple[str, ...] = ("read_committed", "read_committed", "read_uncommitted")  # cycled
-    send_timeout: float = 10.0
+    # delivery.timeout.ms: longer than a leader failover, because a send that times out makes
+    # librdkafka bump the idempotent producer's epoch, and sends then in flight to other
+    # partitions may be written twice (librdkafka #4953, its maintainers' comment)
+    send_timeout: float = 30.0
     poll_batch: int = 500
 
     def producer_mode(self, seq: int) -> tuple[str, bool]:
@@ -161,11 +170,11 @@ class ProducerWorker(Worker):
         super().__init__(f"producer-{seq}", history, stop)
         self.options = options
         self.acks, self.idempotence = options.producer_mode(seq)
-        in_flight = max(1, options.in_flight)
         self.config = {
             "bootstrap.servers": bootstrap, "acks": self.acks, "enable.idempotence": self.idempotence,
             "delivery.timeout.ms": int(options.send_timeout * 1000), "request.timeout.ms": 5000,
-            "linger.ms": options.linger_ms, "max.in.flight.requests.per.connection": min(5, in_flight),
+            "linger.ms": options.linger_ms,
+            "max.in.flight.requests.per.connection": max(1, min(5, options.max_in_flight_requests)),
             "logger": _quiet_logger(), "error_cb": self._client_error,
         }
         if options.transactional_id:
