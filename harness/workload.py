@@ -47,7 +47,7 @@ class WorkloadOptions:
     topic: str = "kipcheck"
     partitions: int = 3
     producers: int = 2
-    in_flight: int = 32  # logical sends outstanding per producer, each slot its own process
+    in_flight: int = 128  # logical sends outstanding per producer, each slot its own process
     rate: float = 2500.0  # sends/s over all producers (0: as fast as the cluster acknowledges)
     linger_ms: int = 5  # librdkafka batches the slots' sends into requests
     # librdkafka's max.in.flight.requests.per.connection (idempotence allows up to 5). Above 1,
