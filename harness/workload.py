@@ -39,7 +39,9 @@ DEFINITE_SEND_ERRORS = {
     KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.INVALID_REQUIRED_ACKS, KafkaError.RECORD_LIST_TOO_LARGE,
     KafkaError._PURGE_QUEUE,  # purged before it was ever sent
 }
-ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+# After the stop: how long the sends still open may take to be acknowledged before they
+# are purged (`info`); well under the run's 30 s join, even while a fault is still on.
+STOP_WAIT = 5.0
 
 
 @dataclass(frozen=True)
@@ -274,7 +276,7 @@ class ProducerWorker(Worker):
             except Exception as e:  # a callback or the client failed: the client is done for
                 self._crash = self._crash or error_text(e)
                 log.info("%s: poll failed", self.name, exc_info=True)
-        self._finish_outstanding(self.options.send_timeout + 5, None)
+        self._finish_outstanding(STOP_WAIT, None)
         self._close()
 
     def _new_slots(self) -> None:
