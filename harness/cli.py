@@ -22,15 +22,15 @@ def _exit_for(verdict: dict | None) -> int:
     return {True: EXIT_VALID, False: EXIT_ANOMALIES}.get(verdict["valid"], EXIT_UNKNOWN)
 
 
-def _positive(kind):
-    """An argparse type: a number > 0 (a bad value is argparse's one-line error, exit 2)."""
+def _positive(kind, zero: bool = False):
+    """An argparse type: a number > 0 (>= 0 with `zero`); a bad value is argparse's one-line error, exit 2."""
     def parse(text: str):
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        if value < 0 or (value == 0 and not zero):
+            raise argparse.ArgumentTypeError(f"must be {'>=' if zero else '>'} 0, got {text}")
         return value
     parse.__name__ = kind.__name__
     return parse
@@ -52,6 +52,7 @@ def cmd_run(args) -> int:
     from faults.registry import parse_kinds
     from harness.progress import ProgressUI
     from harness.run import RunOptions, run
+    from harness.workload import WorkloadOptions
     from checks.cli_check import liveness_options
     try:
         recovery_bound, crash_loop = liveness_options(args)
@@ -71,7 +72,9 @@ def cmd_run(args) -> int:
                       profile=args.profile, probes=not args.no_probes, tiered=args.tiered,
                       require_coverage=args.require_coverage,
                       recovery_bound=recovery_bound, crash_loop=crash_loop,
-                      broker_jvm_args=tuple(args.broker_jvm_args))
+                      broker_jvm_args=tuple(args.broker_jvm_args),
+                      workload=WorkloadOptions(producers=args.producers, in_flight=args.in_flight, rate=args.rate,
+                                               consumers=args.consumers))
     ui = ProgressUI(quiet=args.quiet)
     run_dir, verdict = run(opts, ui)
     if verdict is not None:
@@ -195,6 +198,7 @@ def cmd_history(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from harness.workload import WorkloadOptions as WorkloadDefaults
     p = argparse.ArgumentParser(prog="kipcheck", description="Chaos and KIP conformance checks for Kafka (KRaft)")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -217,6 +221,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "gives KIP-1023's tiered offsets something to be about")
     r.add_argument("--no-probes", action="store_true",
                    help="no raw-protocol prober or metadata observer (client workload only)")
+    w = WorkloadDefaults()
+    r.add_argument("--producers", type=_positive(int), default=w.producers,
+                   help=f"Kafka producers (default {w.producers})")
+    r.add_argument("--in-flight", type=_positive(int), default=w.in_flight,
+                   help=f"sends outstanding per producer, each its own history process (default {w.in_flight})")
+    r.add_argument("--rate", type=_positive(float, zero=True), default=w.rate,
+                   help=f"sends/s over all producers, 0 for as fast as acknowledged (default {w.rate:g})")
+    r.add_argument("--consumers", type=_positive(int, zero=True), default=w.consumers,
+                   help=f"consumers, cycling assign/subscribe, rack-aware but the last, some read_uncommitted "
+                        f"(default {w.consumers})")
     r.add_argument("--backend", choices=("native", "external"), default="native",
                    help="native: start an embedded cluster (default); external: use --bootstrap")
     r.add_argument("--bootstrap", default=None, help="bootstrap servers of an existing cluster (external backend)")

@@ -294,7 +294,7 @@ def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str 
             while (elapsed := time.monotonic() - t0) < options.duration:
                 _raise_worker_error([*workers, nemesis])
                 tick(elapsed, sent=sum(p.sent for p in producers), read=sum(c.read for c in consumers),
-                     faults=len(nemesis.windows))
+                     faults=len(nemesis.windows), **_crashes(producers, consumers))
                 time.sleep(0.25)
     finally:
         stop.set()
@@ -315,6 +315,12 @@ def _raise_worker_error(threads) -> None:
         if t.error:
             internal_error(t.name, "the thread ended with an exception", t.error)
             raise HarnessError(f"{t.name} failed: {one_line(t.error)}")
+
+
+def _crashes(*groups) -> dict:
+    """Clients replaced after a fatal error, for the progress line (shown once there is one)."""
+    n = sum(w.crashes for group in groups for w in group)
+    return {"client crashes": n} if n else {}
 
 
 def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:

@@ -1,28 +1,47 @@
-"""Client workloads: producers of unique values and rack-aware consumers, recorded as history.
+"""Client workloads: pipelined producers of unique values and consumers in several modes,
+recorded as history (docs/history.md).
 
-Each worker is a thread that behaves like one Jepsen process at a time: one
-operation in flight, and after an indeterminate (`info`) outcome it continues
-under a new process id. Sends are synchronous for that reason.
+Jepsen's process rule holds per *logical* process: a producer worker owns one Kafka
+producer shared by `in_flight` slots, each slot a process with at most one send
+outstanding; after an indeterminate (`info`) outcome the slot continues under a new
+process id. A consumer worker is one process at a time.
+
+Client failures are history, not harness errors: a fatal client error (a fatal
+KafkaError such as PRODUCER_FENCED or OUT_OF_ORDER_SEQUENCE_NUMBER, or any exception
+from the client library) is recorded on the operation it ended with
+`"error": "<name>: <message>", "fatal": true`, the client is closed and replaced under
+new process ids, and the worker goes on. Only a failure to write the history ends it.
 """
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from harness.admin import _quiet_logger
-from harness.history import History
+from harness.history import History, Operation
+
+log = logging.getLogger("kipcheck.workload")
+logging.getLogger("kipcheck").addHandler(logging.NullHandler())  # tracebacks go to the run's log, not the terminal
 
 # Delivery errors after which the record was certainly not written. Anything else
-# (timeouts, lost connections, NOT_LEADER after the request left) is indeterminate.
+# (timeouts, lost connections, NOT_LEADER after the request left, a purge of an
+# in-flight request) is indeterminate.
 DEFINITE_SEND_ERRORS = {
     KafkaError._QUEUE_FULL, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC,
     KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_MSG_SIZE, KafkaError.TOPIC_AUTHORIZATION_FAILED,
     KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.INVALID_REQUIRED_ACKS, KafkaError.RECORD_LIST_TOO_LARGE,
+    KafkaError._PURGE_QUEUE,  # purged before it was ever sent
 }
+# After the stop: how long the sends still open may take to be acknowledged before they
+# are purged (`info`); well under the run's 30 s join, even while a fault is still on.
+STOP_WAIT = 5.0
 
 
 @dataclass(frozen=True)
@@ -30,17 +49,33 @@ class WorkloadOptions:
     topic: str = "kipcheck"
     partitions: int = 3
     producers: int = 2
+    in_flight: int = 128  # logical sends outstanding per producer, each slot its own process
+    rate: float = 2500.0  # sends/s over all producers (0: as fast as the cluster acknowledges)
+    linger_ms: int = 5  # librdkafka batches the slots' sends into requests
+    # librdkafka's max.in.flight.requests.per.connection (idempotence allows up to 5). Above 1,
+    # a failed request makes the ones behind it fail with OUT_OF_ORDER_SEQUENCE_NUMBER and
+    # librdkafka bumps the producer epoch, duplicating what they had written (librdkafka
+    # issue #4953, seen here as `duplicate` after a leader isolation): a client bug, so the
+    # default keeps one request in flight per broker, the slots' sends batched into it.
+    max_in_flight_requests: int = 1
     acks: str = "all"
     idempotence: bool = True
     # (acks, idempotence) per producer, cycled; empty: every producer uses `acks`/`idempotence`.
     # acks=1 may lose acknowledged writes on failover and non-idempotent retries may duplicate:
     # real Kafka behaviour that the checker then reports as lost-write / duplicate.
     producer_modes: tuple[tuple[str, bool], ...] = ()
-    consumers: int = 1
+    # A test hook, not a CLI option: producers get this transactional.id and send inside one
+    # open transaction, so a second producer with the same id can fence them (a real fatal error).
+    transactional_id: str | None = None
+    consumers: int = 4
     consumer_rack: str | None = None  # KIP-392: a follower's rack makes the consumer read from it
-    consumer_modes: tuple[str, ...] = ("assign",)  # "assign" or "subscribe" (one shared group), cycled
-    rackless_consumers: int = 0  # the last N consumers send no client.rack (they read from leaders)
-    send_timeout: float = 10.0
+    consumer_modes: tuple[str, ...] = ("assign", "subscribe")  # "assign" or "subscribe" (one shared group), cycled
+    rackless_consumers: int = 1  # the last N consumers send no client.rack (they read from leaders)
+    consumer_isolation: tuple[str, ...] = ("read_committed", "read_committed", "read_uncommitted")  # cycled
+    # delivery.timeout.ms: longer than a leader failover, because a send that times out makes
+    # librdkafka bump the idempotent producer's epoch, and sends then in flight to other
+    # partitions may be written twice (librdkafka #4953, its maintainers' comment)
+    send_timeout: float = 30.0
     poll_batch: int = 500
 
     def producer_mode(self, seq: int) -> tuple[str, bool]:
@@ -52,82 +87,249 @@ class WorkloadOptions:
         return self.consumer_modes[seq % len(self.consumer_modes)] if self.consumer_modes else "assign"
 
     def consumer_has_rack(self, seq: int) -> bool:
-        return seq < self.consumers - self.rackless_consumers
+        """The last `rackless_consumers` have no rack; a single consumer always has one (KIP-392)."""
+        return seq < max(1, self.consumers - self.rackless_consumers)
+
+    def isolation(self, seq: int) -> str:
+        levels = self.consumer_isolation or ("read_committed",)
+        return levels[seq % len(levels)]
+
+
+def error_text(error) -> str:
+    """"<Kafka error name or exception class>: <message>", the form fatal errors are recorded in."""
+    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
+        error = error.args[0]
+    if isinstance(error, KafkaError):
+        return f"{error.name()}: {error.str()}"
+    return f"{type(error).__name__}: {error}"
+
+
+def _is_fatal(error: BaseException) -> bool:
+    """A client-library exception that leaves the client unusable (anything but a non-fatal KafkaError)."""
+    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
+        return error.args[0].fatal() or error.args[0].code() == KafkaError._FATAL
+    return True
 
 
 class Worker(threading.Thread):
-    """A stoppable workload thread; exceptions are kept to be re-raised by the run."""
+    """A stoppable workload thread. Client failures are recorded in the history and the
+    worker carries on; `error` keeps only what ends it (a history that cannot be written,
+    a harness bug), for the run to report."""
 
     def __init__(self, name: str, history: History, stop: threading.Event):
         super().__init__(name=name, daemon=True)
         self.history, self.stop_event = history, stop
         self.error: BaseException | None = None
+        self.crashes = 0  # clients replaced after a fatal error
 
     def run(self):
         try:
             self.work()
         except BaseException as e:  # reported by the run, with the history kept
+            log.error("%s failed", self.name, exc_info=True)
             self.error = e
 
     def work(self):
         raise NotImplementedError
 
+    def _backoff(self, consecutive: int) -> None:
+        """Wait before replacing a client again: a client that crashes at once must not spin."""
+        self.stop_event.wait(min(5.0, 0.1 * 2 ** max(0, consecutive - 1)))
+
+
+class _Slot:
+    """One logical process of a producer: at most one send outstanding."""
+    __slots__ = ("process", "n", "op")
+
+    def __init__(self, process: int):
+        self.process, self.n, self.op = process, 0, None
+
+
+class _Pacer:
+    """A token bucket: `take()` says whether a send may start now; `wait()` how long until one may."""
+
+    def __init__(self, rate: float):
+        self.interval = 1.0 / rate if rate > 0 else 0.0
+        self.next = time.monotonic()
+
+    def take(self) -> bool:
+        if not self.interval:
+            return True
+        now = time.monotonic()
+        if now < self.next:
+            return False
+        self.next = max(self.next, now - 0.05) + self.interval  # at most 50 ms of catching up
+        return True
+
+    def wait(self) -> float:
+        return max(0.0, self.next - time.monotonic())
+
 
 class ProducerWorker(Worker):
+    """One Kafka producer, `options.in_flight` slots sending through it concurrently."""
+
     def __init__(self, bootstrap: str, options: WorkloadOptions, history: History, stop: threading.Event, seq: int):
         super().__init__(f"producer-{seq}", history, stop)
         self.options = options
         self.acks, self.idempotence = options.producer_mode(seq)
-        self.producer = Producer({
+        self.config = {
             "bootstrap.servers": bootstrap, "acks": self.acks, "enable.idempotence": self.idempotence,
             "delivery.timeout.ms": int(options.send_timeout * 1000), "request.timeout.ms": 5000,
-            "linger.ms": 0, "logger": _quiet_logger(),
-        })
-        self.sent = 0
+            "linger.ms": options.linger_ms,
+            "max.in.flight.requests.per.connection": max(1, min(5, options.max_in_flight_requests)),
+            "logger": _quiet_logger(), "error_cb": self._client_error,
+        }
+        if options.transactional_id:
+            self.config["transactional.id"] = options.transactional_id
+        self.producer = None
+        self.producer = self._open()
+        self.rate = options.rate / max(1, options.producers)
+        self.slots: list[_Slot] = []
+        self._free: deque[_Slot] = deque()
+        self.sent = self._sent_at_open = 0
+        self._crash: str | None = None  # the fatal error of the current client, once known
+        self._crash_recorded = False  # an operation carries it (`"fatal": true`, once per client)
 
-    def work(self):
-        process = self.history.new_process()
-        n = 0
-        while not self.stop_event.is_set():
-            partition = n % self.options.partitions
-            value = f"{process}-{n}"
-            n += 1
-            outcome = self.send(process, partition, value)
-            if outcome == "info":
-                process = self.history.new_process()
-        self.producer.flush(self.options.send_timeout)
+    def _open(self) -> Producer:
+        producer = Producer(self.config)
+        if self.options.transactional_id:
+            try:
+                producer.init_transactions(self.options.send_timeout)
+                producer.begin_transaction()
+            except BaseException:
+                producer.close()  # left open, its pending InitProducerId would fence the next one
+                raise
+        return producer
 
-    def send(self, process: int, partition: int, value: str) -> str:
-        op = self.history.invoke(process, "send", {"topic": self.options.topic, "partition": partition,
-                                                   "key": value, "value": value, "acks": self.acks,
-                                                   "idempotent": self.idempotence})
-        result: dict = {}
+    def _client_error(self, err: KafkaError) -> None:
+        """librdkafka's error callback (served inside poll, on this thread)."""
+        if err.fatal() and self._crash is None:
+            self._crash = error_text(err)
 
-        def delivered(err, msg):
-            result["err"], result["offset"] = err, (msg.offset() if err is None else None)
+    # --- one send -----------------------------------------------------------------------
 
+    def _issue(self, slot: _Slot, partition: int) -> bool:
+        """Invoke and enqueue the slot's next send; False when it completed at once (not enqueued)."""
+        value = f"{slot.process}-{slot.n}"
+        slot.n += 1
+        slot.op = self.history.invoke(slot.process, "send", {
+            "topic": self.options.topic, "partition": partition, "key": value, "value": value,
+            "acks": self.acks, "idempotent": self.idempotence})
         try:
             self.producer.produce(self.options.topic, value=value.encode(), key=value.encode(),
-                                  partition=partition, on_delivery=delivered)
+                                  partition=partition, on_delivery=functools.partial(self._delivered, slot))
+            return True
         except BufferError:
-            op.fail(error="_QUEUE_FULL")
-            return "fail"
-        deadline = time.monotonic() + self.options.send_timeout + 5
-        while "err" not in result and time.monotonic() < deadline:
-            self.producer.poll(0.05)
-        if "err" not in result:
-            op.info(error="no delivery report")
-            return "info"
-        err = result["err"]
+            self._complete(slot, "fail", {"error": "_QUEUE_FULL"})
+        except Exception as e:  # not enqueued: certainly not written
+            if _is_fatal(e):
+                self._crash = self._crash or error_text(e)
+                log.info("%s: produce failed", self.name, exc_info=True)
+            kafka_error = e.args[0] if isinstance(e, KafkaException) and e.args else None
+            self._complete(slot, "fail", {"error": kafka_error.name() if isinstance(kafka_error, KafkaError)
+                                          else type(e).__name__})
+        return False
+
+    def _delivered(self, slot: _Slot, err, msg) -> None:
+        """Delivery report callback (served inside poll, on this thread)."""
+        if slot.op is None:  # already completed (a replaced client's late report)
+            return
         if err is None:
-            op.ok(offset=result["offset"])
             self.sent += 1
-            return "ok"
-        if err.code() in DEFINITE_SEND_ERRORS:
-            op.fail(error=err.name())
-            return "fail"
-        op.info(error=err.name())
-        return "info"
+            self._complete(slot, "ok", {"offset": msg.offset()})
+            return
+        if err.fatal():
+            self._crash = self._crash or error_text(err)
+        self._complete(slot, "fail" if err.code() in DEFINITE_SEND_ERRORS else "info", {"error": err.name()})
+
+    def _complete(self, slot: _Slot, type_: str, extra: dict) -> None:
+        """Record the slot's completion and free the slot; the first completion after a
+        fatal error carries it (once per client). After `info` the slot is a new process."""
+        if self._crash is not None and not self._crash_recorded:
+            extra = {**extra, "error": self._crash, "fatal": True}
+            self._crash_recorded = True
+        getattr(slot.op, type_)(**extra)
+        slot.op = None
+        if type_ == "info":
+            slot.process, slot.n = self.history.new_process(), 0
+        self._free.append(slot)
+
+    # --- the loop -----------------------------------------------------------------------
+
+    def work(self):
+        self._new_slots()
+        pacer, partitions, n, consecutive = _Pacer(self.rate), self.options.partitions, 0, 0
+        while not self.stop_event.is_set():
+            if self._crash is not None:
+                consecutive = consecutive + 1 if self.sent == self._sent_at_open else 1
+                self._replace()
+                self._backoff(consecutive)
+                continue
+            refused = False  # a send completed at once: wait a little rather than spin
+            while self._free and pacer.take():
+                if not self._issue(self._free.popleft(), n % partitions):
+                    refused = True
+                    break
+                n += 1
+            try:
+                self.producer.poll(0.01 if refused else min(0.1, pacer.wait()) if self._free else 0.1)
+            except Exception as e:  # a callback or the client failed: the client is done for
+                self._crash = self._crash or error_text(e)
+                log.info("%s: poll failed", self.name, exc_info=True)
+        self._finish_outstanding(STOP_WAIT, None)
+        self._close()
+
+    def _new_slots(self) -> None:
+        self.slots = [_Slot(self.history.new_process()) for _ in range(max(1, self.options.in_flight))]
+        self._free = deque(self.slots)
+        self._sent_at_open = self.sent
+
+    def _outstanding(self) -> list[_Slot]:
+        return [s for s in self.slots if s.op is not None]
+
+    def _finish_outstanding(self, wait: float, reason: str | None) -> None:
+        """Serve delivery reports for up to `wait` s, then purge (queued sends become `fail`
+        with _PURGE_QUEUE, sent ones `info` with _PURGE_INFLIGHT); any send still open is `info`."""
+        deadline = time.monotonic() + wait
+        try:
+            while self._outstanding() and time.monotonic() < deadline:
+                self.producer.poll(0.05)
+            if self._outstanding():
+                self.producer.purge(in_queue=True, in_flight=True, blocking=False)
+                deadline = time.monotonic() + 2
+                while self._outstanding() and time.monotonic() < deadline:
+                    self.producer.poll(0.05)
+        except Exception:
+            log.info("%s: serving delivery reports failed", self.name, exc_info=True)
+        for slot in self._outstanding():
+            self._complete(slot, "info", {"error": reason or "no delivery report"})
+
+    def _close(self) -> None:
+        try:
+            self.producer.close()  # a transactional producer aborts its open transaction here
+        except Exception:
+            log.info("%s: close failed", self.name, exc_info=True)
+
+    def _replace(self) -> None:
+        """The client hit a fatal error: end its sends, close it, open a new one with new processes.
+
+        When the error ended no send (none was outstanding), one more send is tried on the
+        broken client, so that the crash is recorded on the operation it ended."""
+        if not self._outstanding() and not self._crash_recorded:
+            self._issue(self._free.popleft(), 0)
+        log.warning("%s: client replaced after %s", self.name, self._crash)
+        self._finish_outstanding(2.0, self._crash)
+        self._close()
+        self.crashes += 1
+        while not self.stop_event.is_set():
+            try:
+                self.producer = self._open()
+                break
+            except Exception as e:
+                log.info("%s: reopening failed: %s", self.name, error_text(e))
+                self._backoff(self.crashes)
+        self._new_slots()
+        self._crash, self._crash_recorded = None, False
 
 
 class ConsumerWorker(Worker):
@@ -144,19 +346,25 @@ class ConsumerWorker(Worker):
         self.options = options
         self.mode = options.consumer_mode(seq)
         self.rack = rack if options.consumer_has_rack(seq) else None
+        self.isolation = options.isolation(seq)
         self.group = group or f"kipcheck-subscribers-{options.topic}"
         self.process: int | None = None
-        config = {"bootstrap.servers": bootstrap,
-                  "group.id": self.group if self.mode == "subscribe" else f"kipcheck-{seq}-{time.time_ns()}",
-                  "enable.auto.commit": False, "auto.offset.reset": "earliest", "enable.partition.eof": False,
-                  "isolation.level": "read_committed", "logger": _quiet_logger(),
-                  "topic.metadata.refresh.interval.ms": 2000}
+        self.config = {"bootstrap.servers": bootstrap,
+                       "group.id": self.group if self.mode == "subscribe" else f"kipcheck-{seq}-{time.time_ns()}",
+                       "enable.auto.commit": False, "auto.offset.reset": "earliest", "enable.partition.eof": False,
+                       "isolation.level": self.isolation, "logger": _quiet_logger(),
+                       "topic.metadata.refresh.interval.ms": 2000, "error_cb": self._client_error,
+                       "statistics.interval.ms": 1000, "stats_cb": self._stats}
         if self.rack:
-            config["client.rack"] = self.rack
-        config.update({"statistics.interval.ms": 1000, "stats_cb": self._stats})
-        self.consumer = Consumer(config)
+            self.config["client.rack"] = self.rack
+        self.consumer = Consumer(self.config)
         self.read = 0
         self.fetch_sources: dict[int, dict] = {}
+        self._crash: str | None = None
+
+    def _client_error(self, err: KafkaError) -> None:
+        if err.fatal() and self._crash is None:
+            self._crash = error_text(err)
 
     def _stats(self, text: str) -> None:
         """Which broker librdkafka fetches each partition from, against the leader (KIP-392 in action)."""
@@ -169,25 +377,48 @@ class ConsumerWorker(Worker):
                 self.fetch_sources[int(p)] = {"leader": v.get("leader"), "fetching_from": v.get("broker"),
                                               "rack": self.rack}
 
+    def _client_call(self, op: Operation, call):
+        """Run a client call for `op`; a client failure completes it (`fail`: these calls
+        write nothing) with the error, marked fatal, and raises _Crashed."""
+        try:
+            return call()
+        except Exception as e:
+            if not op.done:
+                op.fail(error=error_text(e), fatal=True)
+            self._crash = None
+            raise _Crashed(error_text(e)) from e
+
     def assign_all(self, process: int) -> None:
         parts = [TopicPartition(self.options.topic, p, OFFSET_BEGINNING) for p in range(self.options.partitions)]
         op = self.history.invoke(process, "assign", {"partitions": [[self.options.topic, p] for p in
                                                                      range(self.options.partitions)],
-                                                     "seek_to_beginning": True})
-        self.consumer.assign(parts)
+                                                     "seek_to_beginning": True, "isolation": self.isolation})
+        self._client_call(op, lambda: self.consumer.assign(parts))
         op.ok()
 
     def poll_once(self, process: int) -> list:
         op = self.history.invoke(process, "poll", {"topic": self.options.topic})
-        msgs = self.consumer.consume(num_messages=self.options.poll_batch, timeout=0.5)
-        records = [[m.topic(), m.partition(), m.offset(), m.value().decode()] for m in msgs if m.error() is None]
+        msgs = self._client_call(op, lambda: self.consumer.consume(num_messages=self.options.poll_batch,
+                                                                   timeout=0.5))
+        records, fatal = [], self._crash
+        for m in msgs:
+            err = m.error()
+            if err is None:
+                records.append([m.topic(), m.partition(), m.offset(), m.value().decode()])
+            elif err.fatal():
+                fatal = fatal or error_text(err)
+        if fatal:  # the records came before the error: real observations, kept (`ok`) when there are any
+            (op.ok if records else op.fail)(records=records, error=fatal, fatal=True)
+            self._crash = None
+            raise _Crashed(fatal)
         op.ok(records=records)
         self.read += len(records)
         return records
 
     def subscribe(self, process: int) -> None:
-        op = self.history.invoke(process, "subscribe", {"topics": [self.options.topic], "group": self.group})
-        self.consumer.subscribe([self.options.topic], on_assign=self._assigned)
+        op = self.history.invoke(process, "subscribe", {"topics": [self.options.topic], "group": self.group,
+                                                        "isolation": self.isolation})
+        self._client_call(op, lambda: self.consumer.subscribe([self.options.topic], on_assign=self._assigned))
         op.ok()
 
     def _assigned(self, consumer, partitions) -> None:
@@ -197,20 +428,52 @@ class ConsumerWorker(Worker):
         op = self.history.invoke(self.process, "assign", {
             "partitions": [[tp.topic, tp.partition] for tp in partitions], "seek_to_beginning": True,
             "rebalance": True})
-        consumer.assign(partitions)
+        try:
+            consumer.assign(partitions)
+        except Exception as e:
+            op.fail(error=error_text(e))
+            raise
         op.ok()
 
     def work(self):
-        self.process = process = self.history.new_process()
+        consecutive = 0
+        while not self.stop_event.is_set():
+            self.process = process = self.history.new_process()
+            read_before = self.read
+            try:
+                if self.mode == "subscribe":
+                    self.subscribe(process)
+                else:
+                    self.assign_all(process)
+                while not self.stop_event.is_set():
+                    self.poll_once(process)
+            except _Crashed as crash:
+                log.warning("%s: client replaced after %s", self.name, crash)
+                consecutive = 0 if self.read > read_before else consecutive + 1
+                self.crashes += 1
+                self._replace(consecutive)
+        self._close()
+
+    def _close(self) -> None:
         try:
-            if self.mode == "subscribe":
-                self.subscribe(process)
-            else:
-                self.assign_all(process)
-            while not self.stop_event.is_set():
-                self.poll_once(process)
-        finally:
             self.consumer.close()
+        except Exception:
+            log.info("%s: close failed", self.name, exc_info=True)
+
+    def _replace(self, consecutive: int) -> None:
+        self._close()
+        self._backoff(consecutive)
+        while not self.stop_event.is_set():
+            try:
+                self.consumer = Consumer(self.config)
+                return
+            except Exception as e:
+                log.info("%s: reopening failed: %s", self.name, error_text(e))
+                self._backoff(self.crashes)
+
+
+class _Crashed(Exception):
+    """A consumer's client failed fatally; its operation is already recorded."""
 
 
 def final_read(bootstrap: str, options: WorkloadOptions, history: History, timeout: float = 60.0) -> bool:

@@ -5,7 +5,7 @@ import threading
 import types
 
 import pytest
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from checks.history import read_history
 from harness.history import History
@@ -14,81 +14,136 @@ from harness.workload import ConsumerWorker, ProducerWorker, WorkloadOptions
 
 
 class FakeProducer:
-    """Delivers each produce() with a scripted outcome: ("offset", n), a KafkaError code, or silence."""
+    """Delivers produce() calls with scripted outcomes, in order: ("offset", n), a KafkaError
+    (code or instance), "silence" (never reported), "queue-full" or an exception to raise.
 
-    def __init__(self, outcomes):
+    Outcomes are told apart by type first: `KafkaError == str` leaves a TypeError set
+    inside confluent-kafka 2.16 that surfaces later as a SystemError."""
+
+    def __init__(self, outcomes, error_cb=None):
         self.outcomes = list(outcomes)
         self.pending = []
+        self.closed = self.purged = False
+        self.error_cb = error_cb
 
     def produce(self, topic, value, key, partition, on_delivery):
-        outcome = self.outcomes.pop(0)
-        if outcome == "queue-full":
+        outcome = self.outcomes.pop(0) if self.outcomes else "silence"
+        if isinstance(outcome, str) and outcome == "queue-full":
             raise BufferError("queue full")
+        if isinstance(outcome, BaseException):
+            raise outcome
         self.pending.append((outcome, on_delivery))
 
     def poll(self, timeout):
-        while self.pending:
-            outcome, cb = self.pending.pop(0)
-            if outcome == "silence":
-                continue
-            if isinstance(outcome, tuple):
+        keep = []
+        for outcome, cb in self.pending:
+            silent = isinstance(outcome, str) and outcome == "silence"
+            if silent and not self.purged:
+                keep.append((outcome, cb))
+            elif silent:
+                cb(KafkaError(KafkaError._PURGE_INFLIGHT), None)
+            elif isinstance(outcome, tuple):
                 cb(None, types.SimpleNamespace(offset=lambda o=outcome[1]: o))
             else:
-                cb(KafkaError(outcome), None)
-
-    def flush(self, timeout=None):
+                cb(outcome if isinstance(outcome, KafkaError) else KafkaError(outcome), None)
+        self.pending = keep
         return 0
 
+    def purge(self, in_queue=True, in_flight=True, blocking=True):
+        self.purged = True
 
-def producer(tmp_path, outcomes, **options):
+    def close(self):
+        self.closed = True
+
+
+def run_producer(tmp_path, scripts, sends, **options):
+    """Drive a ProducerWorker whose successive clients follow `scripts`; stop after `sends` invokes."""
     history = History(tmp_path / "history.jsonl")
-    opts = WorkloadOptions(send_timeout=0.05, **options)
-    worker = ProducerWorker("127.0.0.1:1", opts, history, threading.Event(), seq=0)
-    worker.producer = FakeProducer(outcomes)
-    return worker, history
+    opts = WorkloadOptions(send_timeout=0.05, rate=0, **{"in_flight": 1, **options})
+    clients = [FakeProducer(s) for s in scripts]
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr("harness.workload.Producer", lambda config, fakes=iter(clients): next(fakes))
+        worker = ProducerWorker("127.0.0.1:1", opts, history, threading.Event(), seq=0)
+    worker._open = iter(clients[1:]).__next__
+    worker._backoff = lambda consecutive: None
+    invoke = history.invoke
+
+    def counted(process, f, value):
+        if sum(v for k, v in counted.n.items()) + 1 >= sends:
+            worker.stop_event.set()
+        counted.n[process] = counted.n.get(process, 0) + 1
+        return invoke(process, f, value)
+
+    counted.n = {}
+    history.invoke = counted
+    worker.work()
+    history.close()
+    return worker, clients, read_history(tmp_path / "history.jsonl")
 
 
 def test_send_outcomes_map_to_ok_fail_info(tmp_path):
-    worker, history = producer(tmp_path, [("offset", 7), KafkaError.MSG_SIZE_TOO_LARGE, KafkaError._MSG_TIMED_OUT, "silence",
-                                          "queue-full"])
-    got = [worker.send(0, 0, f"v{i}") for i in range(5)]
-    history.close()
-    assert got == ["ok", "fail", "info", "info", "fail"]
-    done = [r for r in read_history(tmp_path / "history.jsonl") if r["type"] != "invoke"]
-    assert [r["type"] for r in done] == got
+    _, _, records = run_producer(tmp_path, [[("offset", 7), KafkaError.MSG_SIZE_TOO_LARGE, KafkaError._MSG_TIMED_OUT,
+                                             "queue-full", "silence"]], sends=5)
+    done = [r for r in records if r["type"] != "invoke"]
+    assert [r["type"] for r in done] == ["ok", "fail", "info", "fail", "info"]
     assert done[0]["value"]["offset"] == 7
     assert done[2]["value"]["error"] == "_MSG_TIMED_OUT"  # a timeout is indeterminate, never fail
+    assert done[4]["value"]["error"] == "_PURGE_INFLIGHT"  # still open at the end: purged, indeterminate
+    assert not any(r["value"].get("fatal") for r in records)
 
 
 def test_process_continues_under_new_id_after_info(tmp_path):
-    worker, history = producer(tmp_path, [("offset", 1), KafkaError._MSG_TIMED_OUT, ("offset", 2), ("offset", 3)])
-    stop = worker.stop_event
-    sends = []
-    original = worker.send
-
-    def send(process, partition, value):
-        sends.append(process)
-        if len(sends) == 4:
-            stop.set()
-        return original(process, partition, value)
-
-    worker.send = send
-    worker.work()
-    history.close()
+    _, _, records = run_producer(tmp_path, [[("offset", 1), KafkaError._MSG_TIMED_OUT, ("offset", 2), ("offset", 3)]],
+                                 sends=4)
+    sends = [r["process"] for r in records if r["type"] == "invoke"]
     assert sends[0] == sends[1] and sends[2] == sends[3] and sends[2] != sends[1]
-    records = read_history(tmp_path / "history.jsonl")
     info = next(r for r in records if r["type"] == "info")
     assert all(r["process"] != info["process"] for r in records if r["index"] > info["index"])
+
+
+def test_in_flight_slots_are_processes_with_one_send_each(tmp_path):
+    """Eight slots share one client: each process has at most one send outstanding."""
+    _, _, records = run_producer(tmp_path, [[("offset", i) for i in range(64)]], sends=64, in_flight=8)
+    open_by_process: dict = {}
+    for r in records:
+        if r["type"] == "invoke":
+            assert r["process"] not in open_by_process
+            open_by_process[r["process"]] = r
+        else:
+            assert open_by_process.pop(r["process"])["value"]["value"] == r["value"]["value"]
+    assert len({r["process"] for r in records}) == 8
+    assert max(len([1 for r in records[:i] if r["type"] == "invoke"]) - len([1 for r in records[:i]
+               if r["type"] != "invoke"]) for i in range(len(records))) == 8  # really eight in flight
+
+
+@pytest.mark.parametrize("fatal, expected", [
+    (KafkaError(KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER, "seq 5 out of order", fatal=True), "info"),
+    (KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED, "denied", fatal=True), "fail"),
+    (KafkaException(KafkaError(KafkaError._FATAL, "fenced", fatal=True)), "fail"),  # refused by produce()
+    (RuntimeError("library bug"), "fail"),
+])
+def test_fatal_error_is_recorded_client_replaced_and_run_goes_on(tmp_path, fatal, expected):
+    first = [("offset", 0), fatal, "silence"]
+    worker, clients, records = run_producer(tmp_path, [first, [("offset", 1), ("offset", 2)]], sends=5, in_flight=2)
+    crashed = [r for r in records if r["value"].get("fatal")]
+    assert len(crashed) == 1 and crashed[0]["type"] == expected  # one per crash: the op it ended
+    name = fatal.args[0].name() if isinstance(fatal, KafkaException) else \
+        fatal.name() if isinstance(fatal, KafkaError) else "RuntimeError"
+    assert crashed[0]["value"]["error"].startswith(name + ": ")
+    assert clients[0].closed and worker.crashes == 1 and worker.error is None
+    after = [r for r in records if r["index"] > crashed[0]["index"]]
+    old = {r["process"] for r in records if r["index"] <= crashed[0]["index"]}
+    new_sends = [r for r in after if r["type"] == "invoke"]
+    assert new_sends and not old & {r["process"] for r in new_sends}  # the new client: new processes
+    assert [r["value"]["offset"] for r in after if r["type"] == "ok" and r["process"] not in old][:1] == [1]
 
 
 def test_producer_modes_cycle_and_are_recorded(tmp_path):
     opts = WorkloadOptions(producers=3, producer_modes=(("all", True), ("1", False)))
     assert [opts.producer_mode(i) for i in range(3)] == [("all", True), ("1", False), ("all", True)]
     assert WorkloadOptions(acks="1", idempotence=False).producer_mode(5) == ("1", False)
-    worker, history = producer(tmp_path, [("offset", 3)], producer_modes=(("1", False),))
-    worker.send(0, 0, "v")
-    history.close()
-    invoke = read_history(tmp_path / "history.jsonl")[0]["value"]
+    _, _, records = run_producer(tmp_path, [[("offset", 3)]], sends=1, producer_modes=(("1", False),))
+    invoke = records[0]["value"]
     assert (invoke["acks"], invoke["idempotent"]) == ("1", False)
 
 
@@ -100,7 +155,7 @@ def test_consumer_modes_and_racks():
 
 def test_rebalance_inside_a_poll_is_recorded_between_invoke_and_ok(tmp_path):
     history = History(tmp_path / "history.jsonl")
-    opts = WorkloadOptions(consumers=1, consumer_modes=("subscribe",))
+    opts = WorkloadOptions(consumers=1, consumer_modes=("subscribe",), rackless_consumers=0)
     worker = ConsumerWorker("127.0.0.1:1", opts, history, threading.Event(), seq=0, rack="rack-2")
     assert worker.mode == "subscribe" and worker.rack == "rack-2"
     worker.process = 5
@@ -117,6 +172,58 @@ def test_rebalance_inside_a_poll_is_recorded_between_invoke_and_ok(tmp_path):
     fs = [(r["f"], r["type"]) for r in read_history(tmp_path / "history.jsonl")]
     assert fs == [("poll", "invoke"), ("assign", "invoke"), ("assign", "ok"), ("poll", "ok")]
     assert assigned[0][0].offset == -2  # OFFSET_BEGINNING
+
+
+class FakeConsumer:
+    """consume() follows a script: a list of messages, or an exception to raise."""
+
+    def __init__(self, script, on_empty=None):
+        self.script, self.on_empty, self.closed = list(script), on_empty, False
+
+    def assign(self, parts):
+        pass
+
+    def consume(self, num_messages, timeout):
+        if not self.script:
+            self.on_empty()
+            return []
+        step = self.script.pop(0)
+        if isinstance(step, BaseException):
+            raise step
+        return step
+
+    def close(self):
+        self.closed = True
+
+
+def message(offset, error=None):
+    return types.SimpleNamespace(error=lambda: error, topic=lambda: "kipcheck", partition=lambda: 0,
+                                 offset=lambda: offset, value=lambda: f"0-{offset}".encode())
+
+
+@pytest.mark.parametrize("crash, expected", [
+    (KafkaException(KafkaError(KafkaError.FENCED_INSTANCE_ID, "fenced", fatal=True)), "fail"),
+    ([message(5), message(-1, KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED, "denied", fatal=True))], "ok"),
+])
+def test_consumer_fatal_error_recorded_and_consumer_replaced(tmp_path, monkeypatch, crash, expected):
+    history = History(tmp_path / "history.jsonl")
+    stop = threading.Event()
+    first = FakeConsumer([[message(4)], crash])
+    clients = iter([first, FakeConsumer([[message(6)]], on_empty=stop.set)])
+    monkeypatch.setattr("harness.workload.Consumer", lambda config: next(clients))
+    worker = ConsumerWorker("127.0.0.1:1", WorkloadOptions(consumers=1), history, stop, seq=0, rack=None)
+    monkeypatch.setattr(worker, "_backoff", lambda consecutive: None)
+    worker.work()
+    history.close()
+    records = read_history(tmp_path / "history.jsonl")
+    crashed = [r for r in records if r["value"].get("fatal")]
+    assert len(crashed) == 1 and crashed[0]["type"] == expected and crashed[0]["f"] == "poll"
+    assert crashed[0]["value"]["error"].split(":")[0] in ("FENCED_INSTANCE_ID", "GROUP_AUTHORIZATION_FAILED")
+    assert first.closed and worker.crashes == 1 and worker.error is None
+    later = [r for r in records if r["index"] > crashed[0]["index"]]
+    assert later[0]["f"] == "assign" and later[0]["process"] != crashed[0]["process"]  # a new process
+    assert [5, 6][expected == "fail":] == [rec[2] for r in records if r["f"] == "poll" and r["type"] == "ok"
+                                           for rec in r["value"]["records"]][1:]
 
 
 @pytest.mark.parametrize("code,name", [(0, "NONE"), (1, "OFFSET_OUT_OF_RANGE"), (6, "NOT_LEADER_OR_FOLLOWER"),

@@ -1,0 +1,101 @@
+"""The history writer's promise (docs/history.md "Writing"): a harness killed with SIGKILL
+leaves every record made more than a few ms before, complete and in index order."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+from checks.history import read_history
+from harness.history import History, encode_line
+
+CHILD = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from harness.history import History
+    history = History(Path(sys.argv[1]))
+    busy = int(sys.argv[2])
+    value = {"topic": "kipcheck", "partition": 0, "key": "k", "value": "v" * 40}
+    i = 0
+    while True:
+        rec = history.append(i % 7, "invoke", "send", value)
+        i += 1
+        if i % 200 == 0 or (not busy and i == 5000):
+            print(rec["index"], time.monotonic(), flush=True)
+        if not busy and i == 5000:
+            time.sleep(3600)  # goes quiet: only the writer thread can hand the tail to the OS
+""")
+
+
+def _killed_child(tmp_path: Path, busy: bool, until) -> tuple[list[dict], list[tuple[int, float]]]:
+    path = tmp_path / "history.jsonl"
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path), str(int(busy))], stdout=subprocess.PIPE,
+                             text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    reports: list[tuple[int, float]] = []
+    try:
+        for line in child.stdout:
+            index, at = line.split()
+            reports.append((int(index), float(at)))
+            if until(reports):
+                break
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    return read_history(path), reports  # every line parses: none was cut
+
+
+def test_sigkill_under_load_keeps_every_record_older_than_a_few_ms(tmp_path):
+    # kill once the child's own clock is 50 ms past a report: that record was 2 ms old long before
+    target: list = []
+
+    def until(reports):
+        if len(reports) >= 10 and not target:
+            target.append(reports[-1])
+        return bool(target) and reports[-1][1] - target[0][1] >= 0.05
+
+    records, _ = _killed_child(tmp_path, busy=True, until=until)
+    assert [r["index"] for r in records] == list(range(len(records)))
+    assert len(records) > target[0][0]
+
+
+def test_sigkill_when_idle_keeps_everything(tmp_path):
+    def until(reports):
+        if reports[-1][0] == 4999:
+            time.sleep(1.0)  # the writer thread's 10 ms, with room for a loaded machine
+            return True
+        return False
+
+    records, _ = _killed_child(tmp_path, busy=False, until=until)
+    assert [r["index"] for r in records] == list(range(5000))
+
+
+def test_concurrent_appenders_give_one_line_per_record_in_index_order(tmp_path):
+    history = History(tmp_path / "history.jsonl")
+    value = {"topic": "kipcheck", "partition": 1, "key": "k", "value": "v"}
+
+    def append(process):
+        for _ in range(3000):
+            history.append(process, "invoke", "send", value)
+
+    threads = [threading.Thread(target=append, args=(p,)) for p in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    history.close()
+    records = read_history(tmp_path / "history.jsonl")
+    assert [r["index"] for r in records] == list(range(12000))
+    assert sorted(sum(1 for r in records if r["process"] == p) for p in range(4)) == [3000] * 4
+
+
+def test_lines_are_what_json_would_say():
+    odd = {"index": 1, "time": 2, "process": "observer-1", "type": "ok", "f": "metadata",
+           "value": {"seen_by": {1: 5}, "big": 2 ** 70, "text": "r\u00e9plica"}}
+    assert json.loads(encode_line(odd)) == json.loads(json.dumps(odd))  # int keys, huge ints, UTF-8
+    assert encode_line(odd).endswith(b"\n") and encode_line(odd).count(b"\n") == 1
