@@ -18,12 +18,7 @@ SHORT_WINDOW, LONG_WINDOW = 10.0, 30.0
 
 #: (bug, profile kind) pairs today's checker cannot flag, and why. The lead flips them
 #: (strict xfail: a pass fails the suite) once the checker work they wait for is merged.
-BLIND = {
-    ("uncommitted-read", "version"): "the kafka-X.Y profile accepts records at or above the reported HWM "
-    "(response-hwm-sampled-before-read) without bounding them by the HWM known at read time",
-    ("hwm-propagation-delay", "kip"): "one parked KRaft FETCH (<= 500 ms) stays under PropagationRule's 1000 ms bound",
-    ("hwm-propagation-delay", "version"): "one parked KRaft FETCH (<= 500 ms) stays under PropagationRule's 1000 ms bound",
-}
+BLIND: dict[tuple[str, str], str] = {}
 
 
 @pytest.fixture(scope="module", params=[pytest.param(SHORT_WINDOW, id="short"),

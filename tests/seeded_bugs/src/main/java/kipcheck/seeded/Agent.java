@@ -50,7 +50,9 @@ public final class Agent {
             new Target("tiered-offset-violation", "org.apache.kafka.storage.internals.log.UnifiedLog",
                     "fetchEarliestPendingUploadOffset", SLIPS + "PendingUploadOffset"),
             new Target("hwm-propagation-delay", "org.apache.kafka.raft.KafkaRaftClient", "isHighWatermarkUpdated",
-                    SLIPS + "RaftHighWatermarkUpdated"));
+                    SLIPS + "RaftHighWatermarkUpdated"),
+            new Target("hwm-propagation-delay", "org.apache.kafka.raft.internals.ThresholdPurgatory", "completeAll",
+                    SLIPS + "RaftParkedFetchRelease"));
 
     /** Matchers narrowing a method name to the one overload each slip is written for. */
     static ElementMatcher<MethodDescription> methodMatcher(Target t) {
@@ -67,6 +69,7 @@ public final class Agent {
             case "select": return m.and(ElementMatchers.takesArguments(3));
             case "fetchEarliestPendingUploadOffset": return m.and(ElementMatchers.takesArguments(1));
             case "isHighWatermarkUpdated": return m.and(ElementMatchers.takesArguments(2));
+            case "completeAll": return m.and(ElementMatchers.takesArguments(long.class));
             default: return m;
         }
     }

@@ -232,4 +232,22 @@ public final class Slips {
             }
         }
     }
+
+    /**
+     * org.apache.kafka.raft.internals.ThresholdPurgatory.completeAll: hwm-propagation-delay, the other
+     * half of the same regression. KafkaRaftClient.onUpdateLeaderHighWatermark calls it (its only
+     * caller) to release every parked FETCH when the leader's HWM moves; the slip drops that call,
+     * so a parked FETCH waits for the next append or MAX_FETCH_WAIT_MS. Breaks KIP-1166 "Handling /
+     * KRaft": "complete all parked FETCH requests when the leader's HWM changes".
+     */
+    public static final class RaftParkedFetchRelease {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        public static boolean enter() {
+            if (Bugs.on("hwm-propagation-delay")) {
+                Bugs.fired("hwm-propagation-delay");
+                return true;
+            }
+            return false;
+        }
+    }
 }
