@@ -22,10 +22,9 @@ from harness.errors import HarnessError
 from harness.reproduce import reproduce_command
 from harness.history import History
 from harness.kafka_dist import resolve
-from harness.workload import ConsumerWorker, ProducerWorker, WorkloadOptions, final_read
-from harness.observer import Observer
-from harness.prober import Prober
-from faults.nemesis import Nemesis, heal_all
+from harness.service import WorkloadService
+from harness.workload import WorkloadOptions, final_read
+from faults.nemesis import heal_all
 from faults import schedule as schedules
 
 
@@ -188,32 +187,18 @@ def _follower_rack(cluster: NativeCluster, parts) -> str:
 
 def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str, ui) -> dict:
     """Run workers, probes and the nemesis for the run's duration; return where consumers fetched from."""
-    stop = threading.Event()
-    w = options.workload
-    bootstrap = cluster.bootstrap_servers()
-    producers = [ProducerWorker(bootstrap, w, history, stop, i) for i in range(w.producers)]
-    consumers = [ConsumerWorker(bootstrap, w, history, stop, i, rack) for i in range(w.consumers)]
-    nemesis = Nemesis(ctx, plan, history, stop)
-    probes = [Prober(bootstrap, [w.topic], history, stop, seed=options.seed),
-              Observer(bootstrap, [w.topic], history, stop)] if options.probes else []
-    workers = [*producers, *consumers, *probes]
-    for t in [*workers, nemesis]:
-        t.start()
+    service = WorkloadService(cluster, ctx, options.workload, history, rack, plan, options.seed, options.probes)
+    service.start()
     try:
         with ui.timed("workload and faults", options.duration) as tick:
             t0 = time.monotonic()
             while (elapsed := time.monotonic() - t0) < options.duration:
-                for t in [*workers, nemesis]:
-                    if t.error:
-                        raise HarnessError(f"{t.name} failed: {t.error}")
-                tick(elapsed, sent=sum(p.sent for p in producers), read=sum(c.read for c in consumers),
-                     faults=len(nemesis.windows))
+                service.raise_errors()
+                tick(elapsed, **service.progress())
                 time.sleep(0.25)
     finally:
-        stop.set()
-        for t in [nemesis, *workers]:
-            t.join(timeout=30)
-    return {c.name: {str(p): v for p, v in sorted(c.fetch_sources.items())} for c in consumers}
+        service.stop()
+    return service.fetch_sources()
 
 
 def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:
