@@ -55,6 +55,11 @@ class History:
         self.append(process, INVOKE, f, value)
         return Operation(self, process, f, value)
 
+    @property
+    def closed(self) -> bool:
+        """True once `close()` ran (e.g. a test checked its history): nothing more can be recorded."""
+        return self._file.closed
+
     def close(self) -> None:
         with self._lock:
             if not self._file.closed:

@@ -91,7 +91,7 @@ def report_to_current_test(verdict: dict, proofs: dict[int, dict], *, parameters
     """Put a pytest test's verdict on its Allure test (a no-op without allure-pytest recording)."""
     import allure
     for key, value in parameters.items():
-        allure.dynamic.parameter(key, str(value))
+        allure.dynamic.parameter(key, value)  # shown as repr, like allure-pytest's own parameters
     valid = verdict.get("valid")
     allure.dynamic.tag(f"verdict {dict([(True, 'valid'), (False, 'invalid')]).get(valid, 'unknown')}")
     for name, examples in (verdict.get("anomalies") or {}).items():
