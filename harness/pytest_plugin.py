@@ -56,8 +56,19 @@ def pytest_generate_tests(metafunc):
                              ids=[f"kafka-{v}" for v in versions])
 
 
+# Deprecations inside dependencies, not the user's business: kafka-python loads its protocol
+# schemas (harness.wire) through importlib.resources' legacy API, 109 warnings at import; the
+# second line is the same calls as seen from inside importlib. A user's own calls still warn.
+THIRD_PARTY_WARNINGS = (
+    r"ignore::DeprecationWarning:kafka\..*",
+    r"ignore:open_text is deprecated:DeprecationWarning:importlib\.resources\._legacy",
+)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "cluster: needs a live Kafka cluster (slow)")
+    for line in THIRD_PARTY_WARNINGS:
+        config.addinivalue_line("filterwarnings", line)
 
 
 @pytest.fixture(scope="session")
