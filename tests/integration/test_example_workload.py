@@ -21,3 +21,12 @@ def test_acks_all_survives_isolating_the_leader(workload, nemesis, topic):
     workload.wait(5)
     verdict = workload.verify()  # heal all, final reads, check: fails the test unless valid
     assert workload.progress()["sent"] > 0 and verdict["counts"]["records"] > 0
+
+
+def test_a_fault_plan_runs_with_the_workload(workload, topic):
+    """The same with the fault as a plan: the nemesis isolates the leader 4 s after start, for 8 s."""
+    plan = [FaultSpec("partition", 4, 8, {"topic": topic, "partition": 0, "target": "leader"})]
+    workload.start(faults=plan, producers=2, consumers=1)
+    workload.wait(16)
+    assert workload.progress()["faults"] == 1  # the window opened and closed while the clients ran
+    workload.verify()

@@ -1,4 +1,4 @@
-"""The example test (test_example_workload.py) as a user runs it, under allure-pytest: it passes,
+"""The example tests (test_example_workload.py) as a user runs them, under allure-pytest: it passes,
 its Allure test carries the verdict, the Kafka version and seed, the fault schedule as it ran, a
 history excerpt and every node's log; its teardown, after `verify()` closed the history, heals
 without the `I/O operation on closed file` error it used to raise; no dependency warnings."""
@@ -22,10 +22,12 @@ def test_example_test_under_allure(tmp_path):
                           cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
                           timeout=900)
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 0 and "1 passed in" in out, out[-3000:]
+    assert proc.returncode == 0 and "2 passed in" in out, out[-3000:]
     assert "closed file" not in out and "DeprecationWarning" not in out and " warning" not in out, out[-3000:]
-    (test,) = [json.loads(p.read_text()) for p in results.glob("*-result.json")]
-    assert test["status"] == "passed"
+    tests = {t["name"]: t for t in (json.loads(p.read_text()) for p in results.glob("*-result.json"))}
+    assert set(tests) == {"test_acks_all_survives_isolating_the_leader", "test_a_fault_plan_runs_with_the_workload"}
+    assert all(t["status"] == "passed" for t in tests.values())
+    test = tests["test_acks_all_survives_isolating_the_leader"]
     assert {"name": "tag", "value": "verdict valid"} in test["labels"]
     params = {p["name"]: p["value"] for p in test["parameters"]}
     assert params["seed"] == "5" and params["kafka_version"].strip("'").startswith("4.")
@@ -39,3 +41,8 @@ def test_example_test_under_allure(tmp_path):
     assert ("heal-all", "stop", "ok") in phases  # verify() healed everything before its final reads
     verdict = json.loads(attachments["verdict"].read_text())
     assert verdict["valid"] is True and verdict["counts"]["reads"] > 0
+    planned = json.loads(next(results / a["source"] for a in tests["test_a_fault_plan_runs_with_the_workload"]["attachments"]
+                              if a["name"] == "fault schedule").read_text())
+    assert [(r["value"]["fault"], r["value"]["phase"], r["type"]) for r in planned][:4] == [
+        ("partition", "start", "invoke"), ("partition", "start", "ok"), ("partition", "stop", "invoke"),
+        ("partition", "stop", "ok")]
