@@ -116,6 +116,11 @@ class History:
         """Hand everything recorded so far to the OS now (e.g. before reading the file)."""
         self._drain()
 
+    @property
+    def closed(self) -> bool:
+        """True once `close()` ran (e.g. a test checked its history): nothing more can be recorded."""
+        return self._closed
+
     def close(self) -> None:
         with self._lock:
             if self._closed:

@@ -9,14 +9,26 @@ Fixtures
 - `topic` (function): a new RF=3 topic with a full ISR on `cluster`.
 - `history` (function): a History in the test's own directory.
 - `nemesis` (function): injects FaultSpecs on `cluster`; heals everything afterwards.
+- `workload` (function): the run's producers, consumers, prober and observer (and a fault
+  plan's nemesis) on `topic` as one service: `start(**options)`, `wait(s)`, `stop()`, and
+  `verify()`, which heals, reads every partition to its end, checks the history and fails
+  the test with each anomaly and its proof records.
+- `kipcheck_check` (function): `kipcheck_check(history)` checks any history a test recorded
+  and fails the test the same way.
+- `kipcheck_seed` (session): `--kipcheck-seed`, the seed of the workload's random draws.
 
-Node logs of a failed test are attached to its report, and its history and logs
-stay under pytest's base temp directory.
+With allure-pytest recording (`--alluredir DIR`), each test's verdict goes to its Allure
+test (reports.allure.report_to_current_test) and cluster tests carry the Kafka version as
+a parameter. Node logs of a failed test are attached to its report, and its history and
+logs stay under pytest's base temp directory. See docs/pytest.md.
 """
 from __future__ import annotations
 
 import os
+import time
 import uuid
+import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -31,6 +43,8 @@ def pytest_addoption(parser):
     g.addoption("--kafka-matrix", default=os.environ.get("KIPCHECK_KAFKA_MATRIX"),
                 help="comma-separated Kafka versions: every cluster test runs once per version "
                      "(release qualification), e.g. 4.2.1,4.3.1")
+    g.addoption("--kipcheck-seed", type=int, default=int(os.environ.get("KIPCHECK_SEED", "0")),
+                help="seed of the workload fixture's random draws (the prober's choices)")
 
 
 def pytest_generate_tests(metafunc):
@@ -42,8 +56,19 @@ def pytest_generate_tests(metafunc):
                              ids=[f"kafka-{v}" for v in versions])
 
 
+# Deprecations inside dependencies, not the user's business: kafka-python loads its protocol
+# schemas (harness.wire) through importlib.resources' legacy API, 109 warnings at import; the
+# second line is the same calls as seen from inside importlib. A user's own calls still warn.
+THIRD_PARTY_WARNINGS = (
+    r"ignore::DeprecationWarning:kafka\..*",
+    r"ignore:open_text is deprecated:DeprecationWarning:importlib\.resources\._legacy",
+)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "cluster: needs a live Kafka cluster (slow)")
+    for line in THIRD_PARTY_WARNINGS:
+        config.addinivalue_line("filterwarnings", line)
 
 
 @pytest.fixture(scope="session")
@@ -125,8 +150,9 @@ class NemesisHandle:
         op.ok()
 
     def heal_all(self) -> None:
+        """Undo every fault; recorded while the history is open (a test that checked it closed it)."""
         from faults.nemesis import heal_all
-        heal_all(self.ctx, self.history)
+        heal_all(self.ctx, None if self.history.closed else self.history)
 
 
 @pytest.fixture
@@ -136,20 +162,152 @@ def nemesis(cluster, topic, history):
     handle.heal_all()
 
 
+@pytest.fixture(scope="session")
+def kipcheck_seed(pytestconfig) -> int:
+    return pytestconfig.getoption("--kipcheck-seed")
+
+
+def _node_log_tails(cluster, lines: int) -> dict[str, str]:
+    tails = {}
+    for node in getattr(cluster, "nodes", None) or []:
+        for log in node.logs():
+            try:
+                tail = log.read_text(errors="replace").splitlines()[-lines:]
+            except OSError:
+                continue
+            tails[f"{log.parent.name}/{log.name}"] = "\n".join(tail)
+    return tails
+
+
+def _test_cluster(item):
+    funcargs = getattr(item, "funcargs", {})
+    return next((funcargs[n] for n in ("fresh_cluster", "cluster") if funcargs.get(n) is not None), None)
+
+
+def _kafka_version(item) -> str | None:
+    dist = getattr(item, "funcargs", {}).get("kafka_dist")
+    return getattr(dist, "version", None)
+
+
+@pytest.fixture
+def kipcheck_check(request, kipcheck_seed):
+    """`kipcheck_check(history, profile=None)`: close and check the history; fail the test with
+    each anomaly and its proof records unless it is valid; return the verdict."""
+    def check(history, profile: str | None = None) -> dict:
+        from checks.profiles import profile_for_version
+        from harness import verify
+        from reports.allure import report_to_current_test
+        version = _kafka_version(request.node)
+        verdict = verify.check_history(history, profile or (profile_for_version(version) if version else None))
+        cluster = _test_cluster(request.node)
+        request.node.kipcheck_logs_reported = cluster is not None
+        parameters = {"seed": kipcheck_seed, "profile": verdict.get("profile")}
+        report_to_current_test(verdict, verify.records_at(history.path, verify.proof_indices(verdict)),
+                               parameters=parameters, faults=verify.fault_records(history.path),
+                               excerpt=verify.history_excerpt(history.path, verdict),
+                               logs=_node_log_tails(cluster, 200) if cluster is not None else {})
+        message = verify.failure_message(verdict, history.path)
+        if message:
+            pytest.fail(message, pytrace=False)
+        return verdict
+    return check
+
+
+class Workload:
+    """The run's clients on the test's topic as one service (what `kipcheck run` drives),
+    plus an optional fault plan (FaultSpecs, `start` seconds after `start()`)."""
+
+    def __init__(self, cluster, topic: str, history, seed: int, check):
+        from harness.run import RunContext
+        from harness.workload import WorkloadOptions
+        self.cluster, self.topic, self.history, self.seed, self._check = cluster, topic, history, seed, check
+        self.ctx = RunContext(cluster, topic)
+        self.options = WorkloadOptions(topic=topic, partitions=3)
+        self.service = None
+
+    def start(self, faults=(), probes: bool = True, **options) -> "Workload":
+        """Start producers, consumers, probes (and the nemesis of `faults`); `options` are
+        harness.workload.WorkloadOptions fields, e.g. producers=3, acks="1"."""
+        from harness.errors import HarnessError
+        from harness.run import _follower_rack
+        from harness.service import WorkloadService
+        if self.service is not None and not self.service.stopped:
+            raise HarnessError("the workload is already running")
+        self.options = replace(self.options, **options)
+        parts = self.ctx.admin().wait_full_isr(self.topic, 60)
+        rack = self.options.consumer_rack or _follower_rack(self.cluster, parts)
+        self.service = WorkloadService(self.cluster, self.ctx, self.options, self.history, rack,
+                                       faults, self.seed, probes).start()
+        return self
+
+    def wait(self, seconds: float) -> "Workload":
+        """Let it run; a failed client, probe or fault fails the test at once."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.service.raise_errors()
+            time.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
+        return self
+
+    def progress(self) -> dict:
+        """{"sent", "read", "faults"} so far."""
+        return self.service.progress() if self.service else {"sent": 0, "read": 0, "faults": 0}
+
+    def stop(self) -> None:
+        if self.service is not None:
+            self.service.stop()
+            self.service.raise_errors()
+
+    def verify(self, profile: str | None = None) -> dict:
+        """Stop, heal every fault, wait for a full ISR, read every partition to its end, then
+        check the history: the test fails with the anomalies and their proofs unless it is valid."""
+        from faults.nemesis import heal_all
+        from harness.errors import HarnessError
+        from harness.workload import final_read
+        self.stop()
+        heal_all(self.ctx, self.history)
+        try:
+            self.ctx.admin().wait_full_isr(self.topic, 60)
+        except HarnessError as e:
+            warnings.warn(f"kipcheck: {e}", stacklevel=2)
+        if not final_read(self.cluster.bootstrap_servers(), self.options, self.history):
+            warnings.warn("kipcheck: the final reads did not reach every partition's end; lost-write is incomplete",
+                          stacklevel=2)
+        return self._check(self.history, profile)
+
+
+@pytest.fixture
+def workload(cluster, topic, history, kipcheck_seed, kipcheck_check):
+    w = Workload(cluster, topic, history, kipcheck_seed, kipcheck_check)
+    yield w
+    if w.service is not None:
+        w.service.stop()
+    from faults.nemesis import heal_all
+    heal_all(w.ctx, None if history.closed else history)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    """The Kafka version of a cluster test as an Allure parameter (a matrix entry already is one)."""
+    version = _kafka_version(item)
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if version and "kafka_version" not in params:
+        import allure
+        allure.dynamic.parameter("kafka_version", version)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     if report.when != "call" or not report.failed:
         return
-    for name in ("cluster", "fresh_cluster"):
-        c = item.funcargs.get(name) if hasattr(item, "funcargs") else None
-        if c is None:
-            continue
-        for node in c.nodes:
-            for log in node.logs():
-                try:
-                    tail = log.read_text(errors="replace").splitlines()[-40:]
-                except OSError:
-                    continue
-                report.sections.append((f"{log.parent.name}/{log.name} (last 40 lines)", "\n".join(tail)))
+    cluster = _test_cluster(item)
+    if cluster is None:
+        return
+    tails = _node_log_tails(cluster, 40)
+    for name, tail in tails.items():
+        report.sections.append((f"{name} (last 40 lines)", tail))
+    if not getattr(item, "kipcheck_logs_reported", False):
+        import allure
+        for name, tail in tails.items():
+            allure.attach(tail, f"node log {name}", allure.attachment_type.TEXT)

@@ -28,11 +28,10 @@ from harness.errors import HarnessError
 from harness.reproduce import reproduce_command
 from harness.history import History
 from harness.kafka_dist import resolve
-from harness.workload import ConsumerWorker, ProducerWorker, WorkloadOptions, final_read
-from harness.observer import Observer
-from harness.prober import Prober
-from harness.runlog import LOG_NAME, harness_log, internal_error, one_line
-from faults.nemesis import Nemesis, heal_all
+from harness.runlog import LOG_NAME, harness_log, internal_error
+from harness.service import WorkloadService
+from harness.workload import WorkloadOptions, final_read
+from faults.nemesis import heal_all
 from faults import schedule as schedules
 
 
@@ -273,54 +272,25 @@ def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str 
            skip: set[str] = frozenset()) -> dict:
     """Run workers, probes and the nemesis for the run's duration; return where consumers fetched from.
     `skip`: Skipped keys (harness.capabilities) of probes the cluster cannot answer."""
-    stop = threading.Event()
-    w = options.workload
-    bootstrap = cluster.bootstrap_servers()
-    producers = [ProducerWorker(bootstrap, w, history, stop, i) for i in range(w.producers)]
-    consumers = [ConsumerWorker(bootstrap, w, history, stop, i, rack) for i in range(w.consumers)]
-    nemesis = Nemesis(ctx, plan, history, stop)
-    prober_skip = frozenset(k.removeprefix("prober.") for k in skip if k.startswith("prober."))
-    no_propagation = {"propagation_every": 0} if "observer.metadata_propagation" in skip else {}
-    probes = [Prober(bootstrap, [w.topic], history, stop, seed=options.seed, skip=prober_skip),
-              Observer(bootstrap, [w.topic], history, stop, kraft=cluster.kraft_settings(), seed=options.seed,
-                       **no_propagation),
-              ] if options.probes else []
-    workers = [*producers, *consumers, *probes]
-    for t in [*workers, nemesis]:
-        t.start()
+    service = WorkloadService(cluster, ctx, options.workload, history, rack, plan, options.seed, options.probes,
+                              frozenset(skip))
+    service.start()
     try:
         with ui.timed("workload and faults", options.duration) as tick:
             t0 = time.monotonic()
             while (elapsed := time.monotonic() - t0) < options.duration:
-                _raise_worker_error([*workers, nemesis])
-                tick(elapsed, sent=sum(p.sent for p in producers), read=sum(c.read for c in consumers),
-                     faults=len(nemesis.windows), **_crashes(producers, consumers))
+                service.raise_errors()
+                tick(elapsed, **service.progress())
                 time.sleep(0.25)
     finally:
-        stop.set()
-        for t in [nemesis, *workers]:
-            t.join(timeout=30)
-    _raise_worker_error([*workers, nemesis])  # one that died in the last moments counts too
-    for spec, why in nemesis.failed:
+        service.stop()
+    service.raise_errors()  # one that died in the last moments counts too
+    for spec, why in service.nemesis.failed:
         ui.note(f"fault {spec.kind} at {spec.start:.0f} s not injected (recorded as `info`): {why.splitlines()[0][:150]}")
     for who, n in sorted(runlog.COUNTS.items()):
         ui.note(f"{who}: {n} internal error(s) (a request it failed is `info` with `internal: true`); "
                 f"tracebacks in {LOG_NAME}")
-    return {c.name: {str(p): v for p, v in sorted(c.fetch_sources.items())} for c in consumers}
-
-
-def _raise_worker_error(threads) -> None:
-    """A worker thread that died is kipcheck's own failure: its traceback to harness.log, one line up."""
-    for t in threads:
-        if t.error:
-            internal_error(t.name, "the thread ended with an exception", t.error)
-            raise HarnessError(f"{t.name} failed: {one_line(t.error)}")
-
-
-def _crashes(*groups) -> dict:
-    """Clients replaced after a fatal error, for the progress line (shown once there is one)."""
-    n = sum(w.crashes for group in groups for w in group)
-    return {"client crashes": n} if n else {}
+    return service.fetch_sources()
 
 
 def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:

@@ -76,7 +76,7 @@ BUGS: tuple[SeededBug, ...] = (
               "ListOffsets -6 answers the highest remote offset instead of that offset + 1 (the '+ 1' dropped)",
               "KIP-1023: earliest pending upload offset = last tiered offset + 1", tiered=True),
     SeededBug("hwm-propagation-delay", "org.apache.kafka.raft.KafkaRaftClient.isHighWatermarkUpdated "
-              "+ onUpdateLeaderHighWatermark (ThresholdPurgatory.completeAll)",
+              "+ org.apache.kafka.raft.internals.ThresholdPurgatory.completeAll",
               "KIP-1166's two lines reverted: the 'request HWM is behind' check always answers false, and a HWM "
               "change no longer releases parked FETCHes, so an empty KRaft FETCH that only lacks the new HWM "
               "waits for the next append or the fetch max wait (the pre-KIP-1166 behaviour)",

@@ -1,14 +1,17 @@
-"""Toxiproxy: a pinned server on loopback, started for one cluster, and a small HTTP API client.
+"""Toxiproxy: a pinned server on loopback, started for one cluster, driven by toxiproxy-python.
 
 Clients reach brokers through one proxy per broker (`front_client_listener`), so link
 faults (latency, bandwidth, resets, ...) are toxics on those proxies. The server is a
 helper process recorded in the cluster state, so `teardown()` and the reaper kill it
-like a node.
+like a node. Its lifecycle (build, start, readiness, stop) is ours; the HTTP API is
+spoken by toxiproxy-python (PyPI `toxiproxy-python` 0.1.1), which works against server
+2.5.0 for everything kipcheck does: create a proxy, list proxies and toxics, add and
+remove a toxic, reset, destroy a proxy.
 
-The client speaks the HTTP API directly rather than through toxiproxy-python 0.1.1:
-that package keeps the server's host and port in class attributes (one server per
-Python process, while a pytest session may run two clusters with a server each),
-needs the Python 2 `future` shim, and has not been released since 2019.
+toxiproxy-python keeps the server's host and port in class attributes of its
+`APIConsumer` (one server per Python process), while a pytest session may run two
+clusters with a server each: `Toxiproxy` points the library at its own server under a
+process-wide lock for the length of each call.
 """
 from __future__ import annotations
 
@@ -16,11 +19,17 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import requests
+import toxiproxy as toxiproxy_python
+from toxiproxy.api import APIConsumer
+from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists
 
 from harness.errors import HarnessError
 from harness.state import ClusterState, process_start_time
@@ -28,6 +37,7 @@ from harness.state import ClusterState, process_start_time
 VERSION = "v2.5.0"  # the newest github.com/Shopify/toxiproxy/v2 the Go module proxy serves here
 MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
 HELPER = "toxiproxy"
+_LIBRARY_TARGET = threading.Lock()  # guards toxiproxy-python's process-wide server address
 
 
 def binary_path(version: str = VERSION) -> Path:
@@ -60,57 +70,76 @@ def ensure_installed(version: str = VERSION) -> Path:
 
 
 class Toxiproxy:
-    """HTTP API client of one toxiproxy server (https://github.com/Shopify/toxiproxy#http-api)."""
+    """One toxiproxy server, through toxiproxy-python; API errors become one-line HarnessErrors."""
 
-    def __init__(self, api: str, timeout: float = 10.0):
+    def __init__(self, api: str):
         self.api = api.rstrip("/")
-        self.timeout = timeout
-        self.session = requests.Session()
+        where = urlsplit(self.api)
+        self.host, self.port = where.hostname, where.port
+        self.server = toxiproxy_python.Toxiproxy()
 
-    def _call(self, method: str, path: str, **kw):
-        try:
-            r = self.session.request(method, self.api + path, timeout=self.timeout, **kw)
-        except requests.RequestException as e:
-            raise HarnessError(f"toxiproxy at {self.api} unreachable: {e.__class__.__name__}") from None
-        if r.status_code >= 400:
-            raise HarnessError(f"toxiproxy {method} {path} -> {r.status_code}: {r.text.strip()[:200]}")
-        return r.json() if r.content and r.headers.get("content-type", "").startswith("application/json") else None
+    @contextmanager
+    def _call(self, what: str):
+        """Point toxiproxy-python at this server for one call; say what failed in one line."""
+        with _LIBRARY_TARGET:
+            self.server.update_api_consumer(self.host, self.port)
+            try:
+                yield self.server
+            except (NotFound, ProxyExists, InvalidToxic) as e:
+                detail = e.args[0].decode(errors="replace") if e.args and isinstance(e.args[0], bytes) else str(e)
+                raise HarnessError(f"toxiproxy {what}: {e.__class__.__name__}: {detail.strip()[:200]}") from None
+            except requests.RequestException as e:
+                raise HarnessError(f"toxiproxy at {self.api} unreachable: {e.__class__.__name__}") from None
+
+    def _proxy(self, server, name: str):
+        proxy = server.get_proxy(name)
+        if proxy is None:
+            raise NotFound(f"no proxy {name}")
+        return proxy
 
     def version(self) -> str:
-        r = self.session.get(self.api + "/version", timeout=self.timeout)
+        """The server's version; our own GET because it is also the readiness probe of `start_server`,
+        which must time out (toxiproxy-python sets no timeouts) and must not take the library's lock."""
+        r = requests.get(self.api + "/version", timeout=5)
         r.raise_for_status()
         return r.text.strip()
 
     def proxies(self) -> dict[str, dict]:
-        return self._call("GET", "/proxies") or {}
+        """Every proxy by name: {"name", "listen", "upstream", "enabled"}."""
+        with self._call("list proxies") as server:
+            return {name: vars(p) for name, p in server.proxies().items()}
 
     def create_proxy(self, name: str, upstream: str, listen: str = "127.0.0.1:0") -> dict:
         """Create a proxy; with port 0 the server picks a free port and returns the real `listen`."""
-        return self._call("POST", "/proxies", json={"name": name, "upstream": upstream, "listen": listen,
-                                                    "enabled": True})
+        with self._call(f"create proxy {name}") as server:
+            return vars(server.create(upstream=upstream, name=name, listen=listen, enabled=True))
 
     def delete_proxy(self, name: str) -> None:
-        self._call("DELETE", f"/proxies/{name}")
+        with self._call(f"delete proxy {name}") as server:
+            self._proxy(server, name).destroy()
 
     def toxics(self, proxy: str) -> list[dict]:
-        return self._call("GET", f"/proxies/{proxy}/toxics") or []
+        with self._call(f"list toxics of {proxy}") as server:
+            return [vars(t) for t in self._proxy(server, proxy).toxics().values()]
 
     def add_toxic(self, proxy: str, name: str, type_: str, attributes: dict, stream: str = "downstream",
-                  toxicity: float = 1.0) -> dict:
-        return self._call("POST", f"/proxies/{proxy}/toxics", json={
-            "name": name, "type": type_, "stream": stream, "toxicity": toxicity, "attributes": attributes})
+                  toxicity: float = 1.0) -> None:
+        with self._call(f"add {type_} toxic to {proxy}") as server:
+            self._proxy(server, proxy).add_toxic(name=name, type=type_, stream=stream, toxicity=toxicity,
+                                                 attributes=attributes)
 
     def remove_toxic(self, proxy: str, name: str) -> None:
         """Remove one toxic; one that is already gone is fine (heals are idempotent)."""
-        try:
-            self._call("DELETE", f"/proxies/{proxy}/toxics/{name}")
-        except HarnessError as e:
-            if "-> 404" not in str(e):
-                raise
+        with self._call(f"remove toxic {name} of {proxy}") as server:
+            try:
+                self._proxy(server, proxy).destroy_toxic(name)
+            except NotFound:
+                pass
 
     def reset(self) -> None:
         """Remove every toxic and re-enable every proxy."""
-        self._call("POST", "/reset")
+        with self._call("reset") as server:
+            server.reset()
 
 
 def start_server(state: ClusterState, log_dir: Path, seed: int = 1, attempts: int = 3) -> Toxiproxy:

@@ -6,10 +6,20 @@
 # Toxiproxy server (by `go install`).
 # With --test (scripts/test.sh) also what only the tests use: Debian's docker.io, for the
 # test that runs kipcheck beside dockerd (installed without starting its service).
+# With --allure (implied by --test) the Allure command line (npm allure-commandline, into
+# ~/.cache/kipcheck/allure, on PATH as `allure` if none is) and Debian's chromium, which
+# render and show the Allure results of `pytest --alluredir` and `kipcheck run` (docs/pytest.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for_tests=0
-[ "${1:-}" = "--test" ] && for_tests=1
+for_allure=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) for_tests=1; for_allure=1 ;;
+    --allure) for_allure=1 ;;
+    *) echo "usage: $0 [--test] [--allure]" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 command -v iptables >/dev/null || missing+=(iptables)
@@ -21,6 +31,8 @@ command -v go >/dev/null || missing+=(golang-go)
 command -v pgrep >/dev/null || missing+=(procps)
 missing_for_tests=()
 [ $for_tests = 1 ] && ! command -v dockerd >/dev/null && missing_for_tests+=(docker.io)
+[ $for_allure = 1 ] && ! command -v chromium >/dev/null && missing+=(chromium)
+[ $for_allure = 1 ] && ! command -v npm >/dev/null && missing+=(npm)
 
 # Debian starts a package's service on install; dockerd in the host's network namespace would set
 # the FORWARD policy to DROP under every running cluster, and the test starts its own dockerd.
@@ -49,4 +61,15 @@ python3 -m harness.kafka_dist ${KIPCHECK_KAFKA_VERSION:+"$KIPCHECK_KAFKA_VERSION
 python3 -m harness.seeded
 if [ -f scripts/install-toxiproxy.sh ]; then
   bash scripts/install-toxiproxy.sh
+fi
+
+if [ $for_allure = 1 ]; then
+  allure_prefix="${KIPCHECK_CACHE:-$HOME/.cache/kipcheck}/allure"
+  if [ ! -x "$allure_prefix/node_modules/.bin/allure" ]; then
+    echo "installing the Allure command line (npm allure-commandline) into $allure_prefix"
+    npm install --silent --no-audit --no-fund --prefix "$allure_prefix" allure-commandline@2 >/dev/null
+  fi
+  if ! command -v allure >/dev/null && [ -w /usr/local/bin ]; then
+    ln -sf "$allure_prefix/node_modules/.bin/allure" /usr/local/bin/allure
+  fi
 fi

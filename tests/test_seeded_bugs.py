@@ -15,9 +15,12 @@ PROFILES = ["kip", "kafka-4.3"]
 
 
 def java_targets() -> dict[str, str]:
-    """Agent.TARGETS as {bug: "Class.method"}, read from the Java source."""
+    """Agent.TARGETS as {bug: "Class.method[ + Class.method]"}, read from the Java source."""
     found = re.findall(r'new Target\("([^"]+)",\s*"([^"]+)",\s*"([^"]+)"', AGENT.read_text())
-    return {bug: f"{cls}.{method}" for bug, cls, method in found}
+    targets: dict[str, list[str]] = {}
+    for bug, cls, method in found:
+        targets.setdefault(bug, []).append(f"{cls}.{method}")
+    return {bug: " + ".join(methods) for bug, methods in targets.items()}
 
 
 def test_python_table_matches_the_agent():

@@ -1,0 +1,68 @@
+"""The run's clients as one service: producers, consumers, the prober, the observer and,
+when given a fault plan, the nemesis, started and stopped together.
+
+`kipcheck run` drives it for a fixed duration (harness.run); the pytest `workload` fixture
+starts and stops it around a test's own steps (harness.pytest_plugin), like a ducktape service.
+"""
+from __future__ import annotations
+
+import threading
+
+from harness.errors import HarnessError
+from harness.history import History
+from harness.observer import Observer
+from harness.prober import Prober
+from harness.runlog import internal_error, one_line
+from harness.workload import ConsumerWorker, ProducerWorker, WorkloadOptions
+from faults.nemesis import Nemesis
+
+
+class WorkloadService:
+    def __init__(self, cluster, ctx, options: WorkloadOptions, history: History, rack: str | None,
+                 plan=(), seed: int = 0, probes: bool = True, skip: frozenset = frozenset()):
+        """`skip`: Skipped keys (harness.capabilities) of probes the cluster cannot answer."""
+        self.stop_event = threading.Event()
+        bootstrap = cluster.bootstrap_servers()
+        self.producers = [ProducerWorker(bootstrap, options, history, self.stop_event, i)
+                          for i in range(options.producers)]
+        self.consumers = [ConsumerWorker(bootstrap, options, history, self.stop_event, i, rack)
+                          for i in range(options.consumers)]
+        self.nemesis = Nemesis(ctx, list(plan), history, self.stop_event)
+        prober_skip = frozenset(k.removeprefix("prober.") for k in skip if k.startswith("prober."))
+        no_propagation = {"propagation_every": 0} if "observer.metadata_propagation" in skip else {}
+        self.probes = [Prober(bootstrap, [options.topic], history, self.stop_event, seed=seed, skip=prober_skip),
+                       Observer(bootstrap, [options.topic], history, self.stop_event, kraft=cluster.kraft_settings(),
+                                seed=seed, **no_propagation)] if probes else []
+        self.threads = [*self.producers, *self.consumers, *self.probes, self.nemesis]
+        self.started = self.stopped = False
+
+    def start(self) -> "WorkloadService":
+        for t in self.threads:
+            t.start()
+        self.started = True
+        return self
+
+    def raise_errors(self) -> None:
+        """A thread that died is kipcheck's own failure (the history keeps what it recorded):
+        its traceback to harness.log, one line up."""
+        for t in self.threads:
+            if t.error:
+                internal_error(t.name, "the thread ended with an exception", t.error)
+                raise HarnessError(f"{t.name} failed: {one_line(t.error)}")
+
+    def progress(self) -> dict:
+        crashes = sum(w.crashes for w in [*self.producers, *self.consumers])
+        return {"sent": sum(p.sent for p in self.producers), "read": sum(c.read for c in self.consumers),
+                "faults": len(self.nemesis.windows), **({"client crashes": crashes} if crashes else {})}
+
+    def stop(self, timeout: float = 30) -> None:
+        """Stop every thread (the nemesis first, so it heals its open window); idempotent."""
+        self.stop_event.set()
+        if self.started and not self.stopped:
+            for t in [self.nemesis, *self.threads[:-1]]:
+                t.join(timeout=timeout)
+        self.stopped = True
+
+    def fetch_sources(self) -> dict:
+        """Where each consumer fetched each partition from (KIP-392), for config.json."""
+        return {c.name: {str(p): v for p, v in sorted(c.fetch_sources.items())} for c in self.consumers}
