@@ -1,4 +1,4 @@
-"""Reading, validating and converting histories (DESIGN.md, "History format").
+"""Reading, validating and converting histories (docs/history.md).
 
 A history is read as a stream of plain dicts, one per record, so that big histories are
 never held in memory here. Every record is validated on the way; the first bad record
@@ -50,7 +50,7 @@ PARQUET_NAME = "history.parquet"
 
 TYPES = frozenset({"invoke", "ok", "fail", "info"})
 
-#: Operations DESIGN.md names, plus a few a Kafka workload sanely records.
+#: Operations docs/history.md names, plus a few a Kafka workload sanely records.
 KNOWN_F = frozenset({
     "send", "poll", "fetch", "list_offsets", "offsets_for_leader_epoch", "metadata",
     "metadata_propagation", "assign", "fault",

@@ -1,8 +1,8 @@
 """What both engines share: the rule list, running a rule on a group, counting records,
-and turning anomalies into the verdict dict of DESIGN.md. Engines only move data; the
+and turning anomalies into the verdict dict of docs/checker.md. Engines only move data; the
 same code here decides the answer, so the local and Spark engines agree by construction.
 
-Besides the DESIGN.md anomaly names, a rule may return an `Anomaly` named `UNKNOWN`
+Besides the anomaly names of docs/checker.md, a rule may return an `Anomaly` named `UNKNOWN`
 ("unknown"): not a deviation but a reason the history could not be decided (e.g. the
 linearisation budget ran out). It makes the verdict "unknown" unless a real anomaly is
 proven, and is listed under the verdict's extra key "unknown". A rule with a `summary`
@@ -21,7 +21,7 @@ from checks.rules.base import Anomaly
 
 UNKNOWN = "unknown"
 
-#: every anomaly name of DESIGN.md, in its order; each is a key of the verdict
+#: every anomaly name of docs/checker.md, in its order; each is a key of the verdict
 ANOMALY_NAMES = (
     "lost-write", "duplicate", "inconsistent-offset", "nonmonotonic-poll", "poll-skip",
     "uncommitted-read", "hwm-regression", "wrong-fetch-error", "preferred-replica-violation",
@@ -174,7 +174,7 @@ def summaries(rules: Sequence, anomalies: list[Anomaly], profile: str) -> dict:
 
 def build_verdict(anomalies: Iterable[Anomaly], counts: Counts, profile: str,
                   engine: str, rules: Sequence = ()) -> dict:
-    """The verdict dict (DESIGN.md). A proven anomaly makes it false; otherwise no reads
+    """The verdict dict (docs/checker.md). A proven anomaly makes it false; otherwise no reads
     or an undecided search make it "unknown". Summary rows of `rules` (see `summaries`)
     become verdict blocks; the liveness block's crash count joins `counts`."""
     found: dict[str, list[Anomaly]] = {n: [] for n in ANOMALY_NAMES}

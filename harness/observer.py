@@ -1,6 +1,6 @@
 """The observer: what each broker says about the cluster, recorded as history.
 
-Two things, both as process "observer" (DESIGN.md):
+Two things, both as process "observer" (docs/history.md):
 - `metadata` snapshots: every `interval` seconds each broker is asked for each watched
   partition (one Metadata request per partition, so the invoke/ok interval brackets the
   answer honestly): leader, leader epoch, ISR, replicas, offline replicas, racks. The

@@ -9,7 +9,7 @@ It asks the questions the KIPs answer and clients never ask on purpose:
 - KIP-1023: ListOffsets with timestamps -1 to -6 (on a tiered topic -4..-6 mean something).
 - KIP-392: OffsetsForLeaderEpoch with replica id -1, to leaders and followers.
 
-Every request is one history operation (DESIGN.md `fetch`, `list_offsets`,
+Every request is one history operation (docs/history.md `fetch`, `list_offsets`,
 `offsets_for_leader_epoch`): an answered request is `ok` whatever its error code, a lost
 connection or timeout is `info`, after which the prober continues as a new process.
 An exception of the prober itself (a response it cannot decode, a bug) ends that one

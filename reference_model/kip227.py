@@ -185,7 +185,7 @@ def handle_request(cache: SessionCache, req: FetchRequest, profile: Profile | st
     Metadata meaning": every allowed (SessionResponse, next cache).
 
     Wrong epoch: INVALID_FETCH_SESSION_EPOCH, session kept, response id 0 or the
-    session's id (DESIGN.md). Unknown id: FETCH_SESSION_ID_NOT_FOUND, id 0."""
+    session's id (docs/history.md). Unknown id: FETCH_SESSION_ID_NOT_FOUND, id 0."""
     profile = profiles.get(profile)
     kind = request_kind(req.session_id, req.epoch)
     if kind == SESSIONLESS:

@@ -5,7 +5,7 @@ topic-partition, or every fetch of one fetch session) and returns the anomalies 
 proves. Engines (local Python, Spark) only group records and gather results; all
 judgement lives in rules, so both engines give the same answer by construction.
 
-A record is the plain dict of one history line (DESIGN.md, "History format").
+A record is the plain dict of one history line (docs/history.md).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Iterable, Protocol, Sequence
 class Anomaly:
     """One proven deviation. `indices` are the history indices that prove it."""
 
-    name: str  # one of the DESIGN.md anomaly names, e.g. "lost-write"
+    name: str  # one of the anomaly names of docs/checker.md, e.g. "lost-write"
     indices: tuple[int, ...]
     message: str
     known: bool = False  # accepted by the chosen profile: reported under "known"

@@ -193,7 +193,7 @@ class ConsumerFetchRule:
 
 class HighWatermarkRule:
     """The HWM one broker reports for a partition never goes back within one leader
-    epoch (KIP-392 "High watermark propagation"; DESIGN.md). HWM observations: fetch
+    epoch (KIP-392 "High watermark propagation"; docs/history.md). HWM observations: fetch
     responses, and ListOffsets latest for read_uncommitted clients. A request answered
     after another completed must see at least that HWM. State-losing faults on the
     broker start afresh. Under `follower-hwm-follows-leader` a follower may go back once

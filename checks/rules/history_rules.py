@@ -1,9 +1,9 @@
 """Client-visible log anomalies over `send`, `poll`, `assign` and `seek` records.
 
 One rule, grouped by topic-partition, yields `lost-write`, `duplicate`,
-`inconsistent-offset`, `nonmonotonic-poll` and `poll-skip` (DESIGN.md definitions): they
+`inconsistent-offset`, `nonmonotonic-poll` and `poll-skip` (docs/checker.md definitions): they
 all need the same digest of a partition (who wrote and read which value at which offset),
-so one grouping pass serves five checks. Conventions (DESIGN.md):
+so one grouping pass serves five checks. Conventions (docs/history.md):
 
 * offsets, not value positions, measure read continuity; a process's first read, and its
   first read after an `assign` or `seek` of the partition, may start anywhere;

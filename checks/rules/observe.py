@@ -32,7 +32,7 @@ class Op:
 
 def answered(records: Sequence[dict], fs: Iterable[str]) -> list[Op]:
     """The `ok` completions of operations `fs`, paired with their invokes (a process
-    has one operation in flight at a time, DESIGN.md)."""
+    has one operation in flight at a time, docs/history.md)."""
     fs = set(fs)
     pending: dict[tuple, dict] = {}
     out = []
