@@ -17,6 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import releases
 from harness.errors import HarnessError
 
 MAVEN_METADATA = "https://repo1.maven.org/maven2/org/apache/kafka/kafka_2.13/maven-metadata.xml"
@@ -106,11 +107,7 @@ def _resolve_maven(version: str) -> Path:
     mvn = shutil.which("mvn")
     if not mvn:
         raise HarnessError("mvn not found: install Maven (apt-get install maven) or pass --kafka-home")
-    # Kafka 4.x logs through SLF4J 2; older lines used SLF4J 1.
-    # A direct slf4j-api pin: otherwise Maven's nearest-wins picks a 1.7 api from a transitive
-    # dependency and the binding is silently ignored (no broker logs).
-    modern = _version_key(version) >= (3, 7)
-    binding, slf4j = ("log4j-slf4j2-impl", "2.0.17") if modern else ("log4j-slf4j-impl", "1.7.36")
+    binding, slf4j = releases.slf4j_binding(version)
     staging = Path(tempfile.mkdtemp(prefix="kipcheck-mvn-"))
     try:
         (staging / "pom.xml").write_text(_POM.format(v=version, binding=binding, log4j=LOG4J_VERSION, slf4j=slf4j))
@@ -155,6 +152,8 @@ def resolve(version: str | None = None, kafka_home: str | None = None) -> KafkaD
     v = version or default_version()
     if not re.fullmatch(r"\d+\.\d+\.\d+", v):
         raise HarnessError(f"not a Kafka version: {v!r} (expected e.g. 4.3.1)")
+    if not releases.is_kraft(v):
+        raise HarnessError(f"Kafka {v} predates production KRaft: kipcheck runs {'.'.join(map(str, releases.FIRST_KRAFT))}.0 or newer")
     lib = _resolve_maven(v)
     return KafkaDistribution(v, tuple(sorted(lib.glob("*.jar"))), java)
 

@@ -23,6 +23,7 @@ from harness.reproduce import reproduce_command
 from harness.history import History
 from harness.kafka_dist import resolve
 from harness.workload import ConsumerWorker, ProducerWorker, WorkloadOptions, final_read
+from harness import releases
 from harness.observer import Observer
 from harness.prober import Prober
 from faults.nemesis import Nemesis, heal_all
@@ -109,6 +110,8 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         with ui.step("resolving Kafka"):  # first: a bad version or no java leaves nothing behind
             dist = resolve(options.kafka_version, options.kafka_home)
         version = dist.version
+        if options.tiered and not releases.has(version, "tiered-storage"):
+            raise HarnessError(f"Kafka {version} has no tiered storage (KIP-405 ships from 3.6): drop --tiered")
     run_dir = new_run_dir(options.runs_dir, options.seed)
     ui.note(f"run directory {run_dir}")
     w = options.workload
@@ -121,7 +124,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
               "options": {k: v for k, v in asdict(options).items() if k != "workload"},
               "workload": asdict(w), "schedule": [s.as_json() for s in plan],
               "python": platform.python_version(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    config.update(kafka_version=version, reproduce=reproduce_command(options))
+    config.update(kafka_version=version, features=releases.report(version), reproduce=reproduce_command(options))
 
     def save_config(**fields) -> None:
         """config.json grows as the run learns things (racks, where consumers fetched from)."""
@@ -211,7 +214,9 @@ def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str,
     consumers = [ConsumerWorker(bootstrap, w, history, stop, i, rack) for i in range(w.consumers)]
     nemesis = Nemesis(ctx, plan, history, stop)
     probes = [Prober(bootstrap, [w.topic], history, stop, seed=options.seed),
-              Observer(bootstrap, [w.topic], history, stop)] if options.probes else []
+              Observer(bootstrap, [w.topic], history, stop,  # KIP-1166 probes only where it shipped
+                       propagation_every=10.0 if releases.has(_version_of(cluster, options), "kip-1166") else 0)
+              ] if options.probes else []
     workers = [*producers, *consumers, *probes]
     for t in [*workers, nemesis]:
         t.start()
@@ -229,7 +234,15 @@ def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str,
         stop.set()
         for t in [nemesis, *workers]:
             t.join(timeout=30)
+        for what, why in getattr(probes[0], "skipped", {}).items() if probes else ():
+            ui.note(f"prober: not asked ({why}): {what}")
     return {c.name: {str(p): v for p, v in sorted(c.fetch_sources.items())} for c in consumers}
+
+
+def _version_of(cluster, options: RunOptions) -> str | None:
+    """The Kafka version the cluster runs (an external cluster: what --kafka-version said)."""
+    dist = getattr(cluster, "dist", None)
+    return dist.version if dist is not None else options.kafka_version
 
 
 def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:
