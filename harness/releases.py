@@ -30,17 +30,23 @@ NEWEST_PATCH = {
 FEATURES: dict[str, tuple[tuple[int, int], str]] = {
     # ListOffsets v7 (3.3.2: highest 7): timestamp -3, max timestamp (KIP-734)
     "list-offsets-max-timestamp": ((3, 0), "ListOffsets v7, timestamp -3 (KIP-734)"),
-    # KIP-405 early access in 3.6: LocalTieredStorage in the kafka-storage test jar; ListOffsets v8, -4
-    "tiered-storage": ((3, 6), "remote log storage (KIP-405), ListOffsets v8 timestamp -4"),
-    # ListOffsets v9 (3.9.2: highest 9): timestamp -5, latest tiered offset (KIP-1005)
-    "list-offsets-latest-tiered": ((3, 8), "ListOffsets v9, timestamp -5 (KIP-1005)"),
+    # ListOffsets v8 (3.4.1: highest 7; 3.5.2: 8): timestamp -4, earliest local offset (KIP-405)
+    "list-offsets-earliest-local": ((3, 5), "ListOffsets v8, timestamp -4 (KIP-405)"),
+    # KIP-405 early access in 3.6 (release notes); LocalTieredStorage first ships in the
+    # kafka-storage test jar of 3.6 (absent from 3.5.2's)
+    "tiered-storage": ((3, 6), "remote log storage (KIP-405) with LocalTieredStorage"),
+    # ListOffsets v9 (3.8.1: highest 8; 3.9.2: 9): timestamp -5, latest tiered offset (KIP-1005)
+    "list-offsets-latest-tiered": ((3, 9), "ListOffsets v9, timestamp -5 (KIP-1005)"),
     # Fetch v18 with the replica's HighWatermark (4.0.1: highest 17; 4.1.2: 18)
     "kip-1166": ((4, 1), "Fetch v18 carries the fetcher's HWM; KRaft stops parking fetches behind it"),
     # ListOffsets v11, -6 earliest pending upload, and follower.fetch.last.tiered.offset.enable
     # (4.0.1: ListOffsets highest 10; 4.3.1: 11; the config is in 4.3's RemoteLogManagerConfig)
     "kip-1023": ((4, 3), "ListOffsets v11 timestamp -6; followers start at the last tiered offset"),
-    # Kafka moved to SLF4J 2 in 3.7 (its pom's slf4j-api); before, SLF4J 1.7
-    "slf4j2": ((3, 7), "logs through SLF4J 2 (log4j-slf4j2-impl binding)"),
+    # kipcheck's own choice, not a Kafka feature: Kafka's poms declare slf4j-api 1.7.36 up to
+    # 4.0 (and a log4j 1 binding, slf4j-log4j12 / reload4j, which kipcheck leaves out); kipcheck
+    # binds SLF4J to log4j2 for every release, with the SLF4J 2 binding from 3.7 (as before
+    # this table; brokers of 3.7 .. 4.3 log with it), the SLF4J 1.7 binding before.
+    "slf4j2": ((3, 7), "kipcheck binds SLF4J 2 to log4j2 (log4j-slf4j2-impl)"),
 }
 
 #: features a user of the checker cares about (KIP behaviour), reported in config.json
