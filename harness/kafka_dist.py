@@ -94,13 +94,31 @@ _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0
 <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>{v}</version></dependency>
 <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>{binding}</artifactId><version>{log4j}</version></dependency>
 <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-api</artifactId><version>{slf4j}</version></dependency>
-<dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-storage</artifactId><version>{v}</version><classifier>test</classifier></dependency>
+{tests}</dependencies></project>
+"""
+#: the test jars that carry LocalTieredStorage (harness.tiered); some releases do not publish them
+_TEST_JARS = """<dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-storage</artifactId><version>{v}</version><classifier>test</classifier></dependency>
 <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-clients</artifactId><version>{v}</version><classifier>test</classifier></dependency>
-</dependencies></project>
 """
 
 
+def has_test_jars(dist: "KafkaDistribution") -> bool:
+    """Whether `dist` carries Kafka's storage test jar (LocalTieredStorage, for --tiered)."""
+    return any(p.name.startswith("kafka-storage-") and p.name.endswith("-test.jar") for p in dist.classpath)
+
+
 def _resolve_maven(version: str) -> Path:
+    """The classpath with the test jars, or without them when the release did not publish
+    them (seen: 4.2.2's kafka-storage-4.2.2-test.jar is a 404): then only --tiered is lost."""
+    try:
+        return _resolve_maven_once(version, tests=True)
+    except HarnessError as e:
+        if ":jar:test:" not in str(e):
+            raise
+        return _resolve_maven_once(version, tests=False)
+
+
+def _resolve_maven_once(version: str, tests: bool) -> Path:
     lib = cache_root() / "kafka" / version
     if (lib / ".complete").exists():
         return lib
@@ -110,7 +128,8 @@ def _resolve_maven(version: str) -> Path:
     binding, slf4j = releases.slf4j_binding(version)
     staging = Path(tempfile.mkdtemp(prefix="kipcheck-mvn-"))
     try:
-        (staging / "pom.xml").write_text(_POM.format(v=version, binding=binding, log4j=LOG4J_VERSION, slf4j=slf4j))
+        (staging / "pom.xml").write_text(_POM.format(v=version, binding=binding, log4j=LOG4J_VERSION, slf4j=slf4j,
+                                                          tests=_TEST_JARS.format(v=version) if tests else ""))
         out = staging / "lib"
         proc = subprocess.run(
             [mvn, "-q", "-B", "-U", "-f", str(staging / "pom.xml"), "dependency:copy-dependencies",

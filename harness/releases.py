@@ -19,7 +19,8 @@ FIRST_KRAFT = (3, 3)
 
 #: The newest patch of each minor line on Maven Central (maven-metadata.xml of
 #: org.apache.kafka:kafka_2.13, read 2026-11-23). 4.4.0 is listed but only partly
-#: published (kafka-tools-api missing), so 4.3 is the newest usable line.
+#: published (kafka-tools-api missing), so 4.3 is the newest usable line. 4.2.2 publishes
+#: no test jars (kafka-storage-4.2.2-test.jar: HTTP 404), so it runs without --tiered.
 NEWEST_PATCH = {
     "3.3": "3.3.2", "3.4": "3.4.1", "3.5": "3.5.2", "3.6": "3.6.2", "3.7": "3.7.2", "3.8": "3.8.1",
     "3.9": "3.9.2", "4.0": "4.0.2", "4.1": "4.1.2", "4.2": "4.2.2", "4.3": "4.3.1",
