@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaException, TopicCollection
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.errors import HarnessError
@@ -54,13 +54,21 @@ class Admin:
         raise HarnessError(f"cluster not ready within {timeout:.0f} s: {last}")
 
     def create_topic(self, topic: str, partitions: int, replication_factor: int, config: dict | None = None) -> None:
-        fut = self.client.create_topics([NewTopic(topic, partitions, replication_factor, config=config or {})],
-                                        request_timeout=self.timeout)[topic]
-        try:
-            fut.result(timeout=self.timeout + 5)
-        except KafkaException as e:
-            if e.args[0].name() != "TOPIC_ALREADY_EXISTS":
-                raise HarnessError(f"cannot create topic {topic}: {e.args[0].str()}") from e
+        for attempt in (1, 2):
+            fut = self.client.create_topics([NewTopic(topic, partitions, replication_factor, config=config or {})],
+                                            request_timeout=self.timeout)[topic]
+            try:
+                fut.result(timeout=self.timeout + 5)
+                return
+            except KafkaException as e:
+                if e.args[0].code() == KafkaError._DESTROY_BROKER and attempt == 1:
+                    # librdkafka drops the bootstrap broker's handle once it learns the real
+                    # brokers, failing a request in flight on it ("Broker handle destroyed
+                    # without termination", seen starting Kafka 3.6.2): nothing was decided, ask again
+                    continue
+                if e.args[0].name() != "TOPIC_ALREADY_EXISTS":
+                    raise HarnessError(f"cannot create topic {topic}: {e.args[0].str()}") from e
+                return
 
     def partitions(self, topic: str) -> list[PartitionView]:
         fut = self.client.describe_topics(TopicCollection([topic]), request_timeout=self.timeout)[topic]

@@ -40,9 +40,12 @@ FEATURES: dict[str, tuple[tuple[int, int], str]] = {
     "list-offsets-latest-tiered": ((3, 9), "ListOffsets v9, timestamp -5 (KIP-1005)"),
     # Fetch v18 with the replica's HighWatermark (4.0.1: highest 17; 4.1.2: 18)
     "kip-1166": ((4, 1), "Fetch v18 carries the fetcher's HWM; KRaft stops parking fetches behind it"),
-    # ListOffsets v11, -6 earliest pending upload, and follower.fetch.last.tiered.offset.enable
-    # (4.0.1: ListOffsets highest 10; 4.3.1: 11; the config is in 4.3's RemoteLogManagerConfig)
-    "kip-1023": ((4, 3), "ListOffsets v11 timestamp -6; followers start at the last tiered offset"),
+    # ListOffsets v11, timestamp -6 earliest pending upload (4.1.2: highest 10; 4.2.0: 11)
+    "list-offsets-pending-upload": ((4, 2), "ListOffsets v11, timestamp -6 (KIP-1023's request side)"),
+    # KIP-1023 itself: an empty follower starts at the last tiered offset, with
+    # follower.fetch.last.tiered.offset.enable; kafka.server.AbstractFetcherThread has no
+    # shouldFetchFromLastTieredOffset in 4.2.1 and has it in 4.3.1 (reference_model.profiles)
+    "kip-1023": ((4, 3), "followers start at the last tiered offset (follower.fetch.last.tiered.offset.enable)"),
     # kipcheck's own choice, not a Kafka feature: Kafka's poms declare slf4j-api 1.7.36 up to
     # 4.0 (and a log4j 1 binding, slf4j-log4j12 / reload4j, which kipcheck leaves out); kipcheck
     # binds SLF4J to log4j2 for every release, with the SLF4J 2 binding from 3.7 (as before
@@ -51,7 +54,7 @@ FEATURES: dict[str, tuple[tuple[int, int], str]] = {
 }
 
 #: features a user of the checker cares about (KIP behaviour), reported in config.json
-REPORTED = ("tiered-storage", "list-offsets-latest-tiered", "kip-1166", "kip-1023")
+REPORTED = ("tiered-storage", "list-offsets-latest-tiered", "list-offsets-pending-upload", "kip-1166", "kip-1023")
 NOT_IN_RELEASE = "not in this release"
 
 

@@ -72,7 +72,7 @@ def test_table_matches_the_request_versions_each_cached_release_ships():
         list_offsets, fetch = _highest(jar, "ListOffsetsRequestData"), _highest(jar, "FetchRequestData")
         assert releases.has(v, "list-offsets-earliest-local") == (list_offsets >= 8), v
         assert releases.has(v, "list-offsets-latest-tiered") == (list_offsets >= 9), v
-        assert releases.has(v, "kip-1023") == (list_offsets >= 11), v
+        assert releases.has(v, "list-offsets-pending-upload") == (list_offsets >= 11), v
         assert releases.has(v, "kip-1166") == (fetch >= 18), v
         storage_test = jar.parent / f"kafka-storage-{v}-test.jar"
         if storage_test.exists():

@@ -39,8 +39,8 @@ def test_old_release_starts_runs_and_is_checked(tmp_path, version, tiered):
     ops = [json.loads(l) for l in (run_dir / "history.jsonl").read_text().splitlines() if l.strip()]
     asked = {op["value"]["timestamp"] for op in ops if op.get("f") == "list_offsets" and op.get("type") == "invoke"}
     assert asked, "the prober asked no ListOffsets at all"
-    # ListOffsets -6 is KIP-1023's v11: never sent to a release without it; -4 needs v8 (3.5), -5 v9 (3.9)
-    assert -6 not in asked
+    # a timestamp is asked only where its ListOffsets version exists: -4 v8 (3.5), -5 v9 (3.9), -6 v11 (4.2)
+    assert (-6 in asked) == releases.has(version, "list-offsets-pending-upload")
     assert (-5 in asked) == releases.has(version, "list-offsets-latest-tiered")
     assert (-4 in asked) == releases.has(version, "list-offsets-earliest-local")
     assert not any(op.get("f") == "metadata_propagation" for op in ops), "KIP-1166 probed where it did not ship"

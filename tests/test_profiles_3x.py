@@ -1,0 +1,52 @@
+"""The kafka-3.3 and kafka-3.9 profiles: the deviations read in their sources are known,
+the 4.x deviations nobody read for 3.x stay anomalies, and unread 3.x lines fall back to kip."""
+import pytest
+
+from checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
+from reference_model import profiles
+from tests.test_model_rules_fetch import fetch, history, names, run
+
+LINES = ["kafka-3.3", "kafka-3.9"]
+
+
+@pytest.mark.parametrize("profile", LINES)
+def test_read_deviations_are_known(profile):
+    stale = history(fetch(8, records=[8, 9, 10]))  # response HWM sampled before the read
+    assert names(run(ConsumerFetchRule(), stale, profile)) == []
+    assert names(run(ConsumerFetchRule(), stale, profile), True) == ["uncommitted-read"]
+    above = history(fetch(12, hwm=10))  # NONE above the HWM (LocalLog.read)
+    assert names(run(ConsumerFetchRule(), above, profile), True) == ["wrong-fetch-error"]
+    bare = history(fetch(11, error="OFFSET_OUT_OF_RANGE", hwm=-1, start=-1))  # createLogReadResult(e)
+    assert names(run(ConsumerFetchRule(), bare, profile), True) == ["wrong-fetch-error"]
+    ofle = (3, "offsets_for_leader_epoch", {"broker": 2, "replica_id": -1, "topic": "t", "partition": 0,
+                                            "leader_epoch": 3, "current_leader_epoch": 3},
+            {"error": "NONE", "end_offset": 12, "leader_epoch": 3})
+    assert names(run(HighWatermarkRule(), history(ofle, fetch(0, hwm=10, current_leader_epoch=3)), profile),
+                 True) == ["wrong-fetch-error"]
+
+
+@pytest.mark.parametrize("profile", LINES)
+def test_just_outside_the_read_deviations_is_still_an_anomaly(profile):
+    assert names(run(ConsumerFetchRule(), history(fetch(2, start=3)), profile)) == ["wrong-fetch-error"]
+    # OUT_OF_RANGE inside [log start, HWM] is no known deviation on any line
+    assert names(run(ConsumerFetchRule(), history(fetch(5, error="OFFSET_OUT_OF_RANGE", hwm=10)), profile)) \
+        == ["wrong-fetch-error"]
+
+
+@pytest.mark.parametrize("profile", LINES)
+def test_unread_4x_deviations_stay_anomalies_on_3x(profile):
+    def meta(leader):
+        return (9, "metadata", {"broker": 2, "topic": "t", "partition": 0},
+                {"leader": leader, "leader_epoch": 5, "isr": [1, 2], "replicas": [1, 2]})
+    follower_back = history(meta(1), fetch(0, hwm=10), fetch(0, hwm=9), meta(1))
+    assert names(run(HighWatermarkRule(), follower_back, "kafka-4.3")) == []  # known on 4.3 ...
+    assert names(run(HighWatermarkRule(), follower_back, profile)) == ["hwm-regression"]  # ... not read for 3.x
+    p = profiles.get(profile)
+    for unread in (profiles.EMPTY_SESSION_CLOSED, profiles.EVICT_SMALLEST, profiles.SHARDED_SESSION_CACHE,
+                   profiles.INCREMENTAL_EXTRA_PARTITIONS, profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER):
+        assert not p.allows(unread)
+
+
+def test_versions_map_to_their_line_or_kip():
+    assert profiles.for_version("3.3.2") == "kafka-3.3" and profiles.for_version("3.9.1") == "kafka-3.9"
+    assert profiles.for_version("3.6.2") == "kip" and profiles.for_version("3.4.1") == "kip"
