@@ -38,7 +38,9 @@ FEATURES: dict[str, tuple[tuple[int, int], str]] = {
     "tiered-storage": ((3, 6), "remote log storage (KIP-405) with LocalTieredStorage"),
     # ListOffsets v9 (3.8.1: highest 8; 3.9.2: 9): timestamp -5, latest tiered offset (KIP-1005)
     "list-offsets-latest-tiered": ((3, 9), "ListOffsets v9, timestamp -5 (KIP-1005)"),
-    # Fetch v18 with the replica's HighWatermark (4.0.1: highest 17; 4.1.2: 18)
+    # Fetch v18 with the replica's HighWatermark (4.0.2: highest 17; 4.1.2: 18), and
+    # org.apache.kafka.raft.KafkaRaftClient.isHighWatermarkUpdated (absent in 4.0.2's kafka-raft
+    # jar, present in 4.1.2's); a live 4.1.2 broker answers Fetch v18
     "kip-1166": ((4, 1), "Fetch v18 carries the fetcher's HWM; KRaft stops parking fetches behind it"),
     # ListOffsets v11, timestamp -6 earliest pending upload (4.1.2: highest 10; 4.2.0: 11)
     "list-offsets-pending-upload": ((4, 2), "ListOffsets v11, timestamp -6 (KIP-1023's request side)"),

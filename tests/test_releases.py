@@ -74,6 +74,11 @@ def test_table_matches_the_request_versions_each_cached_release_ships():
         assert releases.has(v, "list-offsets-latest-tiered") == (list_offsets >= 9), v
         assert releases.has(v, "list-offsets-pending-upload") == (list_offsets >= 11), v
         assert releases.has(v, "kip-1166") == (fetch >= 18), v
+        raft = jar.parent / f"kafka-raft-{v}.jar"
+        if raft.exists():
+            methods = subprocess.run(["javap", "-p", "-cp", str(raft), "org.apache.kafka.raft.KafkaRaftClient"],
+                                     capture_output=True, text=True).stdout
+            assert releases.has(v, "kip-1166") == ("isHighWatermarkUpdated" in methods), v
         storage_test = jar.parent / f"kafka-storage-{v}-test.jar"
         if storage_test.exists():
             names = subprocess.run(["unzip", "-l", str(storage_test)], capture_output=True, text=True).stdout
