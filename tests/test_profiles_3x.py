@@ -1,12 +1,12 @@
-"""The kafka-3.3 and kafka-3.9 profiles: the deviations read in their sources are known,
-the 4.x deviations nobody read for 3.x stay anomalies, and unread 3.x lines fall back to kip."""
+"""The kafka-3.3 ... kafka-3.9 profiles: the deviations read in their sources are known, the
+4.x deviations nobody read for 3.x stay anomalies, and older lines fall back to kip."""
 import pytest
 
 from checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
 from reference_model import profiles
 from tests.test_model_rules_fetch import fetch, history, names, run
 
-LINES = ["kafka-3.3", "kafka-3.9"]
+LINES = [f"kafka-3.{m}" for m in range(3, 10)]
 
 
 @pytest.mark.parametrize("profile", LINES)
@@ -49,4 +49,5 @@ def test_unread_4x_deviations_stay_anomalies_on_3x(profile):
 
 def test_versions_map_to_their_line_or_kip():
     assert profiles.for_version("3.3.2") == "kafka-3.3" and profiles.for_version("3.9.1") == "kafka-3.9"
-    assert profiles.for_version("3.6.2") == "kip" and profiles.for_version("3.4.1") == "kip"
+    assert profiles.for_version("3.6.2") == "kafka-3.6"
+    assert profiles.for_version("3.2.3") == "kip" and profiles.for_version("2.8.0") == "kip"  # no KRaft profile
