@@ -148,7 +148,7 @@ def test_profiles_per_release_line():
     assert not p["kafka-4.3"].allows(profiles.FOLLOWER_BOOTSTRAP_ABSENT)
     assert p["kafka-4.2"].allows(profiles.FOLLOWER_BOOTSTRAP_ABSENT) and p["kafka-4.2"].allows(profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER)
     assert not p["kafka-4.0"].allows(profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER)
-    assert profiles.for_version("4.3.1") == "kafka-4.3" and profiles.for_version("3.9.0") == "kip"
+    assert profiles.for_version("4.3.1") == "kafka-4.3" and profiles.for_version("3.2.3") == "kip"
     assert profiles.for_version(None) == "kip" and profiles.for_version("4") == "kip"
     assert all(prof.description for prof in p.values())
 
