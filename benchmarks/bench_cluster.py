@@ -1,6 +1,11 @@
 """Cluster figures: Kafka resolution cold and warm, 3-node start to ready, teardown.
 
     python benchmarks/bench_cluster.py [--kafka-version 4.3.1] [--repeat 3]
+    python benchmarks/bench_cluster.py --versions all-kraft [--repeat 1]   # start time per release
+
+With `--versions` (a comma-separated list, or `all-kraft`: the newest patch of every KRaft
+minor line from harness.releases) it prints, per version, the warm resolution and the
+start-to-ready time, and each version's ratio against the first one, measured in this process.
 
 Prints figures; asserts nothing (targets live in the issue: ready in <= 20 s warm).
 "Cold" resolves into an empty Maven repository and cache, so it downloads every jar.
@@ -17,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness import kafka_dist  # noqa: E402
+from harness import kafka_dist, releases  # noqa: E402
 from harness.cluster import NativeCluster  # noqa: E402
 
 
@@ -32,7 +37,11 @@ def main() -> None:
     ap.add_argument("--kafka-version", default="4.3.1")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-cold", action="store_true")
+    ap.add_argument("--versions", help="comma-separated versions or `all-kraft`: start time per release")
     args = ap.parse_args()
+    if args.versions:
+        per_version(args.versions, args.repeat)
+        return
 
     if not args.skip_cold:
         with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as repo:
@@ -61,6 +70,36 @@ def main() -> None:
           f"target <= 20 s")
     print(f"teardown: median {statistics.median(downs):.1f} s; ready/teardown ratio "
           f"{statistics.median(ups) / statistics.median(downs):.1f}")
+
+
+def start_times(dist, repeat: int) -> list[float]:
+    """Start-to-ready seconds of `repeat` fresh 3-node clusters of `dist`."""
+    ups = []
+    with tempfile.TemporaryDirectory() as root:
+        for i in range(repeat):
+            c = NativeCluster(dist, Path(root) / f"c{i}", owner_pid=os.getpid())
+            try:
+                up, _ = timed(c.up)
+            finally:
+                c.down()
+            ups.append(up)
+    return ups
+
+
+def per_version(versions: str, repeat: int) -> None:
+    """Cluster start time per Kafka release; the first version is the baseline."""
+    names = releases.all_kraft() if versions == "all-kraft" else [v.strip() for v in versions.split(",") if v.strip()]
+    baseline = None
+    print(f"{'version':>8}  {'resolve':>9}  {'ready (median)':>14}  ratio")
+    for v in names:
+        try:
+            warm, dist = timed(lambda: kafka_dist.resolve(v))
+            up = statistics.median(start_times(dist, repeat))
+        except Exception as e:  # one release that cannot start must not hide the others
+            print(f"{v:>8}  failed: {str(e)[:120]}")
+            continue
+        baseline = baseline or up
+        print(f"{v:>8}  {warm:>8.1f}s  {up:>13.1f}s  {up / baseline:.2f}x")
 
 
 if __name__ == "__main__":

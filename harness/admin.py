@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaException, TopicCollection
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.errors import HarnessError
@@ -32,8 +32,12 @@ class Admin:
         pass
 
     def broker_ids(self) -> list[int]:
-        desc = self.client.describe_cluster(request_timeout=self.timeout).result(timeout=self.timeout + 5)
-        return sorted(n.id for n in desc.nodes)
+        """Registered (unfenced) brokers, from a Metadata request.
+
+        Not the admin DescribeCluster call: against Kafka 3.3.2 during start-up, librdkafka
+        2.16's admin response parser aborts the process (`rd_kafka_admin_response_parse:
+        Assertion rko_result failed`, seen in a run); plain Metadata takes another path."""
+        return sorted(self.client.list_topics(timeout=self.timeout).brokers)
 
     def wait_brokers(self, count: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -50,13 +54,21 @@ class Admin:
         raise HarnessError(f"cluster not ready within {timeout:.0f} s: {last}")
 
     def create_topic(self, topic: str, partitions: int, replication_factor: int, config: dict | None = None) -> None:
-        fut = self.client.create_topics([NewTopic(topic, partitions, replication_factor, config=config or {})],
-                                        request_timeout=self.timeout)[topic]
-        try:
-            fut.result(timeout=self.timeout + 5)
-        except KafkaException as e:
-            if e.args[0].name() != "TOPIC_ALREADY_EXISTS":
-                raise HarnessError(f"cannot create topic {topic}: {e.args[0].str()}") from e
+        for attempt in (1, 2):
+            fut = self.client.create_topics([NewTopic(topic, partitions, replication_factor, config=config or {})],
+                                            request_timeout=self.timeout)[topic]
+            try:
+                fut.result(timeout=self.timeout + 5)
+                return
+            except KafkaException as e:
+                if e.args[0].code() == KafkaError._DESTROY_BROKER and attempt == 1:
+                    # librdkafka drops the bootstrap broker's handle once it learns the real
+                    # brokers, failing a request in flight on it ("Broker handle destroyed
+                    # without termination", seen starting Kafka 3.6.2): nothing was decided, ask again
+                    continue
+                if e.args[0].name() != "TOPIC_ALREADY_EXISTS":
+                    raise HarnessError(f"cannot create topic {topic}: {e.args[0].str()}") from e
+                return
 
     def partitions(self, topic: str) -> list[PartitionView]:
         fut = self.client.describe_topics(TopicCollection([topic]), request_timeout=self.timeout)[topic]

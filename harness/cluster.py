@@ -110,6 +110,10 @@ class NativeCluster:
         extra = dict(o.extra_config)
         if o.tiered:
             from harness import tiered
+            from harness.kafka_dist import has_test_jars
+            if not has_test_jars(self.dist):
+                raise HarnessError(f"Kafka {self.dist.version} published no kafka-storage test jar "
+                                   "(LocalTieredStorage): --tiered is unavailable for this release")
             extra = {**tiered.broker_config(self.root / "remote-storage", self.dist.version), **extra}
         specs = []
         for i, r in enumerate(roles, start=1):

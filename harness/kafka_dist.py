@@ -17,6 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import releases
 from harness.errors import HarnessError
 
 MAVEN_METADATA = "https://repo1.maven.org/maven2/org/apache/kafka/kafka_2.13/maven-metadata.xml"
@@ -93,27 +94,42 @@ _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0
 <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>{v}</version></dependency>
 <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>{binding}</artifactId><version>{log4j}</version></dependency>
 <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-api</artifactId><version>{slf4j}</version></dependency>
-<dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-storage</artifactId><version>{v}</version><classifier>test</classifier></dependency>
+{tests}</dependencies></project>
+"""
+#: the test jars that carry LocalTieredStorage (harness.tiered); some releases do not publish them
+_TEST_JARS = """<dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-storage</artifactId><version>{v}</version><classifier>test</classifier></dependency>
 <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-clients</artifactId><version>{v}</version><classifier>test</classifier></dependency>
-</dependencies></project>
 """
 
 
+def has_test_jars(dist: "KafkaDistribution") -> bool:
+    """Whether `dist` carries Kafka's storage test jar (LocalTieredStorage, for --tiered)."""
+    return any(p.name.startswith("kafka-storage-") and p.name.endswith("-test.jar") for p in dist.classpath)
+
+
 def _resolve_maven(version: str) -> Path:
+    """The classpath with the test jars, or without them when the release did not publish
+    them (seen: 4.2.2's kafka-storage-4.2.2-test.jar is a 404): then only --tiered is lost."""
+    try:
+        return _resolve_maven_once(version, tests=True)
+    except HarnessError as e:
+        if ":jar:test:" not in str(e):
+            raise
+        return _resolve_maven_once(version, tests=False)
+
+
+def _resolve_maven_once(version: str, tests: bool) -> Path:
     lib = cache_root() / "kafka" / version
     if (lib / ".complete").exists():
         return lib
     mvn = shutil.which("mvn")
     if not mvn:
         raise HarnessError("mvn not found: install Maven (apt-get install maven) or pass --kafka-home")
-    # Kafka 4.x logs through SLF4J 2; older lines used SLF4J 1.
-    # A direct slf4j-api pin: otherwise Maven's nearest-wins picks a 1.7 api from a transitive
-    # dependency and the binding is silently ignored (no broker logs).
-    modern = _version_key(version) >= (3, 7)
-    binding, slf4j = ("log4j-slf4j2-impl", "2.0.17") if modern else ("log4j-slf4j-impl", "1.7.36")
+    binding, slf4j = releases.slf4j_binding(version)
     staging = Path(tempfile.mkdtemp(prefix="kipcheck-mvn-"))
     try:
-        (staging / "pom.xml").write_text(_POM.format(v=version, binding=binding, log4j=LOG4J_VERSION, slf4j=slf4j))
+        (staging / "pom.xml").write_text(_POM.format(v=version, binding=binding, log4j=LOG4J_VERSION, slf4j=slf4j,
+                                                          tests=_TEST_JARS.format(v=version) if tests else ""))
         out = staging / "lib"
         proc = subprocess.run(
             [mvn, "-q", "-B", "-U", "-f", str(staging / "pom.xml"), "dependency:copy-dependencies",
@@ -155,6 +171,8 @@ def resolve(version: str | None = None, kafka_home: str | None = None) -> KafkaD
     v = version or default_version()
     if not re.fullmatch(r"\d+\.\d+\.\d+", v):
         raise HarnessError(f"not a Kafka version: {v!r} (expected e.g. 4.3.1)")
+    if not releases.is_kraft(v):
+        raise HarnessError(f"Kafka {v} predates production KRaft: kipcheck runs {'.'.join(map(str, releases.FIRST_KRAFT))}.0 or newer")
     lib = _resolve_maven(v)
     return KafkaDistribution(v, tuple(sorted(lib.glob("*.jar"))), java)
 

@@ -63,6 +63,7 @@ class Prober(Worker):
         self._view: MetadataView | None = None
         self._hwm: dict[tuple, int] = {}  # (broker, topic, partition) -> last HWM it reported
         self._log_start: dict[tuple, int] = {}  # (topic, partition) -> last log start offset seen
+        self.skipped: dict[str, str] = {}  # probe -> why no broker was asked it (a release lacks it)
 
     # -- the loop ----------------------------------------------------------------------
     def rounds(self):
@@ -125,6 +126,19 @@ class Prober(Worker):
         for conn in self._connections.values():
             conn.close()
         self._connections.clear()
+
+    def speaks(self, broker: int, message_class, lowest: int, probe: str) -> bool:
+        """Whether `broker` (its ApiVersions) answers `message_class` at version `lowest` or newer.
+
+        A probe of a feature the broker's release lacks (e.g. ListOffsets -6 before KIP-1023's
+        v11) is not made at all, so absence is never recorded as a failed request; it is noted
+        once in `skipped`. A lost connection here raises WireError (nothing was recorded)."""
+        try:
+            self.connection(broker).version_for(message_class, lowest)
+            return True
+        except UnsupportedVersion as e:
+            self.skipped.setdefault(probe, str(e))
+            return False
 
     def rack_of(self, broker: int) -> str | None:
         return self._view.brokers.get(broker, (None, None))[1]
@@ -328,6 +342,8 @@ class Prober(Worker):
     def list_offset(self, broker: int, key, timestamp: int, isolation: int, leader_epoch: int) -> dict | None:
         topic, partition = key
         L = ListOffsetsRequest
+        if not self.speaks(broker, L, _list_offsets_min_version(timestamp), f"ListOffsets timestamp {timestamp}"):
+            return None
         value = {"broker": broker, "replica_id": -1, "isolation_level": ISOLATION[isolation], "topic": topic,
                  "partition": partition, "timestamp": timestamp, "current_leader_epoch": leader_epoch}
         request = L(replica_id=-1, isolation_level=isolation, topics=[L.ListOffsetsTopic(name=topic, partitions=[

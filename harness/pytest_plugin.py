@@ -2,7 +2,9 @@
 
 Fixtures
 - `kafka_version`, `kafka_dist` (session): the Kafka to run (`--kafka-version`, `--kafka-home`,
-  or one entry of `--kafka-matrix 4.2.1,4.3.1`, which runs every cluster test per version).
+  or one entry of `--kafka-matrix 4.2.1,4.3.1`, which runs every cluster test per version;
+  `--kafka-matrix all-kraft` is the newest patch of every KRaft minor line, 3.3 ... 4.3,
+  from harness.releases).
 - `cluster` (session): one native KRaft cluster shared by the session's tests; a test
   that breaks it must heal it (the `nemesis` fixture does that for faults).
 - `fresh_cluster` (function): a private cluster for tests that are destructive.
@@ -42,7 +44,8 @@ def pytest_addoption(parser):
     g.addoption("--kipcheck-brokers", type=int, default=3, help="brokers in the shared test cluster")
     g.addoption("--kafka-matrix", default=os.environ.get("KIPCHECK_KAFKA_MATRIX"),
                 help="comma-separated Kafka versions: every cluster test runs once per version "
-                     "(release qualification), e.g. 4.2.1,4.3.1")
+                     "(release qualification), e.g. 4.2.1,4.3.1; `all-kraft`: the newest patch of "
+                     "every KRaft minor line 3.3 ... 4.3")
     g.addoption("--kipcheck-seed", type=int, default=int(os.environ.get("KIPCHECK_SEED", "0")),
                 help="seed of the workload fixture's random draws (the prober's choices)")
 
@@ -51,7 +54,7 @@ def pytest_generate_tests(metafunc):
     """Release qualification: parametrize every test that needs Kafka by the version matrix."""
     matrix = metafunc.config.getoption("--kafka-matrix")
     if matrix and "kafka_version" in metafunc.fixturenames:
-        versions = [v.strip() for v in matrix.split(",") if v.strip()]
+        versions = matrix_versions(matrix)
         metafunc.parametrize("kafka_version", versions, indirect=True, scope="session",
                              ids=[f"kafka-{v}" for v in versions])
 
@@ -63,6 +66,18 @@ THIRD_PARTY_WARNINGS = (
     r"ignore::DeprecationWarning:kafka\..*",
     r"ignore:open_text is deprecated:DeprecationWarning:importlib\.resources\._legacy",
 )
+
+
+def matrix_versions(matrix: str) -> list[str]:
+    """`--kafka-matrix` as versions: a comma-separated list, where `all-kraft` stands for
+    the newest patch of every KRaft minor line (harness.releases.all_kraft)."""
+    from harness.releases import all_kraft
+    out = []
+    for entry in (v.strip() for v in matrix.split(",")):
+        for v in (all_kraft() if entry == "all-kraft" else [entry] if entry else []):
+            if v not in out:
+                out.append(v)
+    return out
 
 
 def pytest_configure(config):

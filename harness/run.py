@@ -28,6 +28,7 @@ from harness.errors import HarnessError
 from harness.reproduce import reproduce_command
 from harness.history import History
 from harness.kafka_dist import resolve
+from harness import releases
 from harness.runlog import LOG_NAME, harness_log, internal_error
 from harness.service import WorkloadService
 from harness.workload import WorkloadOptions, final_read
@@ -117,6 +118,8 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         with ui.step("resolving Kafka"):  # first: a bad version or no java leaves nothing behind
             dist = resolve(options.kafka_version, options.kafka_home)
         version = dist.version
+        if options.tiered and not releases.has(version, "tiered-storage"):
+            raise HarnessError(f"Kafka {version} has no tiered storage (KIP-405 ships from 3.6): drop --tiered")
     run_dir = new_run_dir(options.runs_dir, options.seed)
     ui.note(f"run directory {run_dir}")
     with harness_log(run_dir):
@@ -141,7 +144,7 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
               "options": {k: v for k, v in asdict(options).items() if k != "workload"},
               "workload": asdict(w), "schedule": [s.as_json() for s in plan],
               "python": platform.python_version(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    config.update(kafka_version=version, reproduce=reproduce_command(options))
+    config.update(kafka_version=version, features=releases.report(version), reproduce=reproduce_command(options))
 
     def save_config(**fields) -> None:
         """config.json grows as the run learns things (racks, where consumers fetched from)."""
@@ -272,9 +275,17 @@ def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str 
            skip: set[str] = frozenset()) -> dict:
     """Run workers, probes and the nemesis for the run's duration; return where consumers fetched from.
     `skip`: Skipped keys (harness.capabilities) of probes the cluster cannot answer."""
+    if not releases.has(_version_of(cluster, options), "kip-1166"):  # KIP-1166 probes only where it shipped
+        skip = {*skip, "observer.metadata_propagation"}
     service = WorkloadService(cluster, ctx, options.workload, history, rack, plan, options.seed, options.probes,
                               frozenset(skip))
     service.start()
+
+
+def _version_of(cluster, options: RunOptions) -> str | None:
+    """The Kafka version the cluster runs (an external cluster: what --kafka-version said)."""
+    dist = getattr(cluster, "dist", None)
+    return dist.version if dist is not None else options.kafka_version
     try:
         with ui.timed("workload and faults", options.duration) as tick:
             t0 = time.monotonic()
@@ -287,10 +298,18 @@ def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str 
     service.raise_errors()  # one that died in the last moments counts too
     for spec, why in service.nemesis.failed:
         ui.note(f"fault {spec.kind} at {spec.start:.0f} s not injected (recorded as `info`): {why.splitlines()[0][:150]}")
+    for what, why in service.prober_skipped().items():
+        ui.note(f"prober: not asked ({why}): {what}")
     for who, n in sorted(runlog.COUNTS.items()):
         ui.note(f"{who}: {n} internal error(s) (a request it failed is `info` with `internal: true`); "
                 f"tracebacks in {LOG_NAME}")
     return service.fetch_sources()
+
+
+def _version_of(cluster, options: RunOptions) -> str | None:
+    """The Kafka version the cluster runs (an external cluster: what --kafka-version said)."""
+    dist = getattr(cluster, "dist", None)
+    return dist.version if dist is not None else options.kafka_version
 
 
 def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:

@@ -63,6 +63,10 @@ class WorkloadService:
                 t.join(timeout=timeout)
         self.stopped = True
 
+    def prober_skipped(self) -> dict:
+        """Probes the prober left out because the broker's ApiVersions lack them: {what: why}."""
+        return dict(getattr(self.probes[0], "skipped", {})) if self.probes else {}
+
     def fetch_sources(self) -> dict:
         """Where each consumer fetched each partition from (KIP-392), for config.json."""
         return {c.name: {str(p): v for p, v in sorted(c.fetch_sources.items())} for c in self.consumers}

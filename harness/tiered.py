@@ -10,14 +10,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness import releases
+from harness.errors import HarnessError
+
 LOCAL_TIERED_STORAGE = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
 #: KIP-1023: an empty follower starts replicating after the last tiered offset (Kafka >= 4.3)
 FOLLOWER_FROM_TIERED = "follower.fetch.last.tiered.offset.enable"
-FOLLOWER_FROM_TIERED_SINCE = (4, 3)
 
 
 def broker_config(storage_dir: Path, kafka_version: str) -> dict[str, str]:
     """server.properties entries that turn on remote storage with quick upload and cleanup."""
+    if not releases.has(kafka_version, "tiered-storage"):
+        raise HarnessError(f"Kafka {kafka_version} has no tiered storage (KIP-405 ships from 3.6): drop --tiered")
     config = {
         "remote.log.storage.system.enable": "true",
         "remote.log.storage.manager.class.name": LOCAL_TIERED_STORAGE,
@@ -33,7 +37,7 @@ def broker_config(storage_dir: Path, kafka_version: str) -> dict[str, str]:
         "log.retention.check.interval.ms": "1000",
         "log.segment.delete.delay.ms": "1000",
     }
-    if _version(kafka_version) >= FOLLOWER_FROM_TIERED_SINCE:
+    if releases.has(kafka_version, "kip-1023"):
         config[FOLLOWER_FROM_TIERED] = "true"
     return config
 
@@ -47,6 +51,3 @@ def topic_config(segment_ms: int = 2000, local_retention_ms: int = 1000) -> dict
         "retention.ms": "-1",
     }
 
-
-def _version(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in v.split(".")[:2] if x.isdigit())

@@ -270,3 +270,46 @@ def profile_for(version: str | None) -> tuple[str, str | None]:
 def for_version(version: str | None) -> str:
     """The profile name for a Kafka version string (see `profile_for`)."""
     return profile_for(version)[0]
+
+
+# --- Kafka 3.x release lines (added by helper "versions"; kept apart from the 4.x tables) ---
+# Only the deviations read in that release's own source jar (kafka_2.13-X:sources); every
+# other 4.x deviation is unread for 3.x and stays an anomaly there until someone reads it.
+# 3.3 and 3.9 were read by hand; 3.4 ... 3.8 by scripts/read_3x_deviations.py, which looks
+# for the same code in the same class and method of each release's kafka_2.13 source jar.
+_READ_IN_3X = frozenset({OUT_OF_RANGE_WITHOUT_OFFSETS, RESPONSE_HWM_SAMPLED_BEFORE_READ, FETCH_ABOVE_HWM_EMPTY,
+                         HWM_CAPPED_AT_LEO, OFFSETS_FOR_LEADER_EPOCH_UNCAPPED})
+_3X_COMMON = (
+    "response-hwm-sampled-before-read: kafka.cluster.Partition.readRecords takes initialHighWatermark = "
+    "localLog.highWatermark before localLog.read, and kafka.log.UnifiedLog.read bounds a high-watermark read by "
+    "fetchHighWatermarkMetadata at read time. fetch-above-hwm-empty: kafka.log.LocalLog.read throws "
+    "OffsetOutOfRangeException only when startOffset > endOffset (the log end) and answers emptyFetchDataInfo "
+    "when startOffset >= maxOffsetMetadata (a consumer read's HWM bound). hwm-capped-at-leo: "
+    "kafka.log.UnifiedLog.updateHighWatermarkMetadata bounds the new HWM by logStartOffset below and the log end "
+    "offset above. offsets-for-leader-epoch-uncapped: kafka.server.ReplicaManager.lastOffsetForLeaderEpoch calls "
+    "Partition.lastOffsetForLeaderEpoch(fetchOnlyFromLeader = true) -> kafka.log.UnifiedLog.endOffsetForEpoch -> "
+    "leader epoch cache endOffsetFor(leaderEpoch, logEndOffset); no replica id or HWM is consulted.")
+_BY_3X_LINE = {
+    "kafka-3.3": "Read in the 3.3.2 source jar (kafka_2.13). out-of-range-without-offsets: "
+    "kafka.server.ReplicaManager.readFromLocalLog's inner read() catches OffsetOutOfRangeException (with "
+    "UnknownTopicOrPartitionException etc.) into LogReadResult(highWatermark = UnifiedLog.UnknownOffset, "
+    "leaderLogStartOffset = UnifiedLog.UnknownOffset). " + _3X_COMMON + " No other deviation read for 3.3. "
+    "Not in 3.3: tiered storage, ListOffsets -4/-5/-6 (v7 is the newest), KIP-1023, KIP-1166.",
+    "kafka-3.9": "Read in the 3.9.2 source jar (kafka_2.13). out-of-range-without-offsets: "
+    "kafka.server.ReplicaManager.readFromLocalLog's read() passes OffsetOutOfRangeException to "
+    "handleOffsetOutOfRangeError, which outside [logStartOffset, localLogStartOffset) of a remote-enabled log "
+    "answers createLogReadResult(e) (highWatermark, leaderLogStartOffset = UnifiedLog.UnknownOffset). "
+    + _3X_COMMON + " No other deviation read for 3.9. Not in 3.9: ListOffsets -6 (v9 is the newest), KIP-1023, "
+    "KIP-1166.",
+}
+for _minor, _patch in ((4, "3.4.1"), (5, "3.5.2"), (6, "3.6.2"), (7, "3.7.2"), (8, "3.8.1")):
+    _BY_3X_LINE[f"kafka-3.{_minor}"] = (
+        f"Read in the {_patch} source jar (kafka_2.13) by scripts/read_3x_deviations.py: the same code as "
+        "3.3.2 and 3.9.2 in the same classes and methods. out-of-range-without-offsets: "
+        "kafka.server.ReplicaManager.readFromLocalLog answers OffsetOutOfRangeException with "
+        "highWatermark = leaderLogStartOffset = UnifiedLog.UnknownOffset (inline catch, or from 3.6 "
+        "handleOffsetOutOfRangeError -> createLogReadResult(e) outside the tiered range). " + _3X_COMMON +
+        f" No other deviation read for 3.{_minor}.")
+for _name, _notes in _BY_3X_LINE.items():
+    RELEASE_NOTES[_name] = _notes
+    PROFILES[_name] = Profile(_name, _READ_IN_3X, _notes)

@@ -149,6 +149,7 @@ def test_profiles_per_release_line():
     assert p["kafka-4.2"].allows(profiles.FOLLOWER_BOOTSTRAP_ABSENT) and p["kafka-4.2"].allows(profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER)
     assert not p["kafka-4.0"].allows(profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER)
     assert profiles.for_version("4.3.1") == "kafka-4.3" and profiles.for_version("4.1.2") == "kafka-4.1"
+    assert profiles.for_version("3.2.3") == "kip"
     assert profiles.for_version(None) == "kip" and profiles.for_version("4") == "kip"
     assert profiles.profile_for("4.3.1") == ("kafka-4.3", None)
     assert all(prof.description for prof in p.values())
@@ -156,7 +157,7 @@ def test_profiles_per_release_line():
 
 def test_a_version_without_a_profile_is_judged_by_the_kip_texts_and_says_so():
     from reference_model import profiles
-    for version in ("4.4.0", "5.1.0", "3.9.0"):
+    for version in ("4.4.0", "5.1.0", "3.2.3"):
         name, note = profiles.profile_for(version)
         assert name == "kip" and version in note and "(kip)" in note
     name, note = profiles.profile_for("unknown")

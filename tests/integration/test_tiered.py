@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from harness import tiered
+from harness import releases, tiered
 from harness.admin import Admin
 from harness.prober import Prober
 from tests.integration.probe_support import Traffic, completions
@@ -74,8 +74,8 @@ def test_list_offsets_on_a_tiered_topic(cluster, tiered_topic, history):
 
 
 def test_wiped_follower_bootstraps_from_the_last_tiered_offset(cluster, kafka_dist, tiered_topic, history):
-    if tuple(int(x) for x in kafka_dist.version.split(".")[:2]) < tiered.FOLLOWER_FROM_TIERED_SINCE:
-        pytest.skip(f"{tiered.FOLLOWER_FROM_TIERED} needs Kafka >= 4.3")
+    if not releases.has(kafka_dist.version, "kip-1023"):
+        pytest.skip(f"{tiered.FOLLOWER_FROM_TIERED} needs Kafka >= 4.3 (KIP-1023)")
     key = (tiered_topic, 0)
     traffic = Traffic(cluster.bootstrap_servers(), tiered_topic, partitions=1)
     traffic.start()

@@ -1,0 +1,46 @@
+"""Old KRaft releases run the main job end to end: the oldest (3.3) and a 3.x with tiered
+storage (3.9). Each run must start, complete and be checked; config.json must say which
+KIP features the release lacks, and the prober must not have asked for them."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from harness import releases
+from tests.integration.run_support import leftovers
+
+pytestmark = pytest.mark.cluster
+
+
+def _run(tmp_path, version: str, *extra: str) -> tuple[subprocess.CompletedProcess, object]:
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--kafka-version", version,
+                           "--duration", "20", "--seed", "1", "--runs-dir", str(tmp_path), "--quiet", *extra],
+                          capture_output=True, text=True, timeout=900)
+    return proc, next(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("version, tiered", [(releases.NEWEST_PATCH["3.3"], False),
+                                             (releases.NEWEST_PATCH["3.9"], True)])
+def test_old_release_starts_runs_and_is_checked(tmp_path, version, tiered):
+    proc, run_dir = _run(tmp_path, version, *(["--tiered"] if tiered else []))
+    assert proc.returncode in (0, 1), f"exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    assert not leftovers(run_dir)
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["counts"]["records"] > 0 and "valid" in verdict and verdict["profile"]
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["kafka_version"] == version
+    features = config["features"]
+    assert features["kip-1023"] == releases.NOT_IN_RELEASE and features["kip-1166"] == releases.NOT_IN_RELEASE
+    assert features["tiered-storage"] == ("present" if tiered else releases.NOT_IN_RELEASE)
+
+    ops = [json.loads(l) for l in (run_dir / "history.jsonl").read_text().splitlines() if l.strip()]
+    asked = {op["value"]["timestamp"] for op in ops if op.get("f") == "list_offsets" and op.get("type") == "invoke"}
+    assert asked, "the prober asked no ListOffsets at all"
+    # a timestamp is asked only where its ListOffsets version exists: -4 v8 (3.5), -5 v9 (3.9), -6 v11 (4.2)
+    assert (-6 in asked) == releases.has(version, "list-offsets-pending-upload")
+    assert (-5 in asked) == releases.has(version, "list-offsets-latest-tiered")
+    assert (-4 in asked) == releases.has(version, "list-offsets-earliest-local")
+    assert not any(op.get("f") == "metadata_propagation" for op in ops), "KIP-1166 probed where it did not ship"

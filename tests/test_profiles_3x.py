@@ -1,0 +1,52 @@
+"""The kafka-3.3 ... kafka-3.9 profiles: the deviations read in their sources are known, the
+4.x deviations nobody read for 3.x stay anomalies, and older lines fall back to kip."""
+import pytest
+
+from checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
+from reference_model import profiles
+from tests.test_model_rules_fetch import fetch, history, names, run
+
+LINES = [f"kafka-3.{m}" for m in range(3, 10)]
+
+
+@pytest.mark.parametrize("profile", LINES)
+def test_read_deviations_are_known(profile):
+    # response HWM sampled before the read, covered by the broker's next HWM (the deviation's bound)
+    stale = history(fetch(8, records=[8, 9, 10], current_leader_epoch=3), fetch(11, hwm=11, current_leader_epoch=3))
+    assert names(run(ConsumerFetchRule(), stale, profile)) == []
+    assert names(run(ConsumerFetchRule(), stale, profile), True) == ["uncommitted-read"]
+    above = history(fetch(12, hwm=10))  # NONE above the HWM (LocalLog.read)
+    assert names(run(ConsumerFetchRule(), above, profile), True) == ["wrong-fetch-error"]
+    bare = history(fetch(11, error="OFFSET_OUT_OF_RANGE", hwm=-1, start=-1))  # createLogReadResult(e)
+    assert names(run(ConsumerFetchRule(), bare, profile), True) == ["wrong-fetch-error"]
+    ofle = (3, "offsets_for_leader_epoch", {"broker": 2, "replica_id": -1, "topic": "t", "partition": 0,
+                                            "leader_epoch": 3, "current_leader_epoch": 3},
+            {"error": "NONE", "end_offset": 12, "leader_epoch": 3})
+    assert names(run(HighWatermarkRule(), history(ofle, fetch(0, hwm=10, current_leader_epoch=3)), profile),
+                 True) == ["wrong-fetch-error"]
+
+
+@pytest.mark.parametrize("profile", LINES)
+def test_just_outside_the_read_deviations_is_still_an_anomaly(profile):
+    assert names(run(ConsumerFetchRule(), history(fetch(2, start=3)), profile)) == ["wrong-fetch-error"]
+    # OUT_OF_RANGE inside [log start, HWM] is no known deviation on any line
+    assert names(run(ConsumerFetchRule(), history(fetch(5, error="OFFSET_OUT_OF_RANGE", hwm=10)), profile)) \
+        == ["wrong-fetch-error"]
+
+
+@pytest.mark.parametrize("profile", LINES)
+def test_unread_4x_deviations_stay_anomalies_on_3x(profile):
+    from tests.test_deviation_bounds import follower_history
+    follower_back = follower_history(10, 10, 9, 9, 11)  # once, after an election: within 4.3's bound
+    assert names(run(HighWatermarkRule(), follower_back, "kafka-4.3")) == []  # known on 4.3 ...
+    assert set(names(run(HighWatermarkRule(), follower_back, profile))) == {"hwm-regression"}  # ... not read for 3.x
+    p = profiles.get(profile)
+    for unread in (profiles.EMPTY_SESSION_CLOSED, profiles.EVICT_SMALLEST, profiles.SHARDED_SESSION_CACHE,
+                   profiles.INCREMENTAL_EXTRA_PARTITIONS, profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER):
+        assert not p.allows(unread)
+
+
+def test_versions_map_to_their_line_or_kip():
+    assert profiles.for_version("3.3.2") == "kafka-3.3" and profiles.for_version("3.9.1") == "kafka-3.9"
+    assert profiles.for_version("3.6.2") == "kafka-3.6"
+    assert profiles.for_version("3.2.3") == "kip" and profiles.for_version("2.8.0") == "kip"  # no KRaft profile
