@@ -342,7 +342,7 @@ class Prober(Worker):
     def list_offset(self, broker: int, key, timestamp: int, isolation: int, leader_epoch: int) -> dict | None:
         topic, partition = key
         L = ListOffsetsRequest
-        if not self.speaks(broker, L, _list_offsets_min_version(timestamp), f"ListOffsets timestamp {timestamp}"):
+        if not self.speaks(broker, L, list_offsets_min_version(timestamp), f"ListOffsets timestamp {timestamp}"):
             return None
         value = {"broker": broker, "replica_id": -1, "isolation_level": ISOLATION[isolation], "topic": topic,
                  "partition": partition, "timestamp": timestamp, "current_leader_epoch": leader_epoch}

@@ -280,12 +280,6 @@ def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str 
     service = WorkloadService(cluster, ctx, options.workload, history, rack, plan, options.seed, options.probes,
                               frozenset(skip))
     service.start()
-
-
-def _version_of(cluster, options: RunOptions) -> str | None:
-    """The Kafka version the cluster runs (an external cluster: what --kafka-version said)."""
-    dist = getattr(cluster, "dist", None)
-    return dist.version if dist is not None else options.kafka_version
     try:
         with ui.timed("workload and faults", options.duration) as tick:
             t0 = time.monotonic()
