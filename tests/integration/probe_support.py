@@ -37,5 +37,5 @@ class Traffic(threading.Thread):
 
 def completions(history, f: str) -> list[dict]:
     """The `ok` values of operation `f` in a (closed or flushed) test history, validated."""
-    history._file.flush()
+    history.flush()
     return [r["value"] for r in read_history(history.path) if r["f"] == f and r["type"] == "ok"]

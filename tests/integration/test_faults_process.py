@@ -50,7 +50,7 @@ def test_restarted_leader_hands_over_and_a_preferred_election_takes_it_back(clus
 
 def history_records(history):
     import json
-    history._file.flush()
+    history.flush()
     return [json.loads(line) for line in history.path.read_text().splitlines()]
 
 

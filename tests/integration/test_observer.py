@@ -63,6 +63,6 @@ def test_kip1166_brokers_meet_the_propagation_bound(cluster, topic, history):
         stop.set()
         observer.join(30)
     assert len(observer.propagations) >= kip1166.MIN_CHANGES
-    history._file.flush()
+    history.flush()
     records = [r for r in read_history(history.path) if list(PropagationRule().group_keys(r))]
     assert PropagationRule().check(records, "kip") == []
