@@ -44,7 +44,7 @@ OBSERVED: dict[str, str] = {
     "kip227.request_kind": "fetch requests with a session id and epoch",
     "kip227.observer_outcomes": "fetch answers to requests with a session id and epoch",
     "kip227.next_epoch": "incremental fetch requests (id > 0, epoch > 0)",
-    "kip227.may_be_evicted": "FETCH_SESSION_ID_NOT_FOUND answers to an existing session id",
+    "kip227.may_be_evicted": "FETCH_SESSION_ID_NOT_FOUND answers to a session id (evicted, or one the prober made up)",
     "kip227.full_response_partitions": "full session fetch answers (epoch 0) without a top-level error",
     "kip227.may_omit": "partitions of incremental fetch answers",
     "kip227.top_level_error_view": "fetch answers with a top-level error",
