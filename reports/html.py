@@ -108,12 +108,28 @@ def _mark_crashes(ax, crashes: list[dict], lane_of: dict) -> None:
         ax.scatter(xs, ys, s=60, color=CRASH_COLOR, marker="X", label="client crash", zorder=3)
 
 
+#: more (operation, process) lanes than this and the timeline shows one lane per operation
+#: kind instead (pipelined producers alone make hundreds of processes); anomalies stay marked
+MAX_PROCESS_LANES = 40
+
+
+def _lanes(ops: list[dict]) -> tuple[dict, list[str]]:
+    """{(f, process): lane} and the lane labels: one lane per process when there are few,
+    else one per operation kind, labelled with how many processes it holds."""
+    keys = sorted({(o["f"], str(o["process"])) for o in ops if o["process"] != "nemesis"},
+                  key=lambda x: (x[0], int(x[1]) if x[1].isdigit() else 0))
+    if len(keys) <= MAX_PROCESS_LANES:
+        return {k: i for i, k in enumerate(keys)}, [f"{f} p{p}" for f, p in keys]
+    kinds = sorted({f for f, _ in keys})
+    count = {f: sum(1 for g, _ in keys if g == f) for f in kinds}
+    lane = {f: i for i, f in enumerate(kinds)}
+    return {k: lane[k[0]] for k in keys}, [f"{f} ({count[f]} processes)" for f in kinds]
+
+
 def timeline_png(ops: list[dict], windows, anomaly_indices: set[int], path: Path,
                  liveness: dict | None = None) -> None:
-    lanes = sorted({(o["f"], str(o["process"])) for o in ops if o["process"] != "nemesis"},
-                   key=lambda x: (x[0], int(x[1]) if x[1].isdigit() else 0))
-    lane_of = {lane: i for i, lane in enumerate(lanes)}
-    fig, ax = plt.subplots(figsize=(12, max(2.5, 0.35 * len(lanes) + 1.5)))
+    lane_of, lane_labels = _lanes(ops)
+    fig, ax = plt.subplots(figsize=(12, max(2.5, 0.35 * len(lane_labels) + 1.5)))
     for type_, color in COLORS.items():
         sel = [o for o in ops if o["type"] == type_ and o["process"] != "nemesis"]
         ax.scatter([o["end"] for o in sel], [lane_of[(o["f"], str(o["process"]))] for o in sel], s=4, color=color,
@@ -123,13 +139,13 @@ def timeline_png(ops: list[dict], windows, anomaly_indices: set[int], path: Path
         ax.scatter([o["end"] for o in bad], [lane_of[(o["f"], str(o["process"]))] for o in bad], s=40,
                    color="black", marker="x", label="anomaly")
     _shade(ax, windows)
-    ticks, labels = list(range(len(lanes))), [f"{f} p{p}" for f, p in lanes]
+    ticks, labels = list(range(len(lane_labels))), lane_labels
     if liveness:
         _mark_crashes(ax, liveness.get("crashes", []), lane_of)
         if liveness.get("faults"):
             _mark_recoveries(ax, liveness, -1)
             ticks, labels = [-1, *ticks], ["recovery after heal", *labels]
-            ax.set_ylim(-1.6, max(len(lanes) - 0.4, 0.6))
+            ax.set_ylim(-1.6, max(len(lane_labels) - 0.4, 0.6))
     ax.set_yticks(ticks, labels, fontsize=7)
     ax.set_xlabel("seconds since run start")
     ax.legend(loc="upper right", fontsize=7, ncols=6)
