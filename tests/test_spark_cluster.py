@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from checks import engine_local
+from checks.api import check
 from checks.history import to_parquet, write_jsonl
 from checks.synthetic import generate
 from checks.verdict import comparable
@@ -61,7 +62,7 @@ def test_cli_check_on_the_cluster_agrees_with_the_local_engine(master, runs):
     assert proc.returncode == 1, proc.stderr[-2000:]  # run 1 is invalid: the worst exit wins
     remote = json.loads(proc.stdout)["runs"]
     for path in runs:
-        local = engine_local.check_path(path)
+        local = check(path, engine="local")  # the same API the CLI uses (profile and its note included)
         assert comparable(remote[str(path)]) == comparable(local)
         assert remote[str(path)]["engine"] == "spark"
     assert [remote[str(p)]["valid"] for p in runs] == [True, False, True]
