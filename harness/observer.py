@@ -29,7 +29,7 @@ from kafka.protocol.admin.configs import DescribeConfigsRequest
 from harness.admin import Admin
 from harness.history import History
 from harness.runlog import internal_error
-from harness.wire import BrokerConnection, UnsupportedVersion, WireError, error_name, metadata
+from harness.wire import BrokerConnection, UnsupportedVersion, WireError, metadata
 from harness.workload import Worker
 
 TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC

@@ -23,7 +23,6 @@ from __future__ import annotations
 import itertools
 import random
 import threading
-import time
 
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest

@@ -31,7 +31,7 @@ from harness.kafka_dist import resolve
 from harness import releases
 from harness.runlog import LOG_NAME, harness_log, internal_error
 from harness.service import WorkloadService
-from harness.workload import WorkloadOptions, final_read
+from harness.workload import PRODUCER_REQUEST_TIMEOUT_MS, WorkloadOptions, final_read
 from faults.nemesis import heal_all
 from faults import schedule as schedules
 
@@ -220,16 +220,13 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
     return run_dir, verdict
 
 
-_CLIENT_REQUEST_TIMEOUT_MS = 5000  # the producers' request.timeout.ms (harness/workload.py ProducerWorker)
-
-
 def _recovery_bound(cluster, node_start_s: float) -> dict:
     """The default liveness bound from this cluster's own timeouts and its measured start
     (checks/recovery.py); an external cluster's settings are unknown: Kafka's defaults."""
     from checks.recovery import derive_bound
     brokers = getattr(cluster, "brokers", None) or []
     props = brokers[0].server_properties() if brokers and hasattr(brokers[0], "server_properties") else None
-    return derive_bound(props, _CLIENT_REQUEST_TIMEOUT_MS, node_start_s if props is not None else None)
+    return derive_bound(props, PRODUCER_REQUEST_TIMEOUT_MS, node_start_s if props is not None else None)
 
 
 def _failure_line(failure: Exception) -> str:

@@ -28,7 +28,6 @@ from urllib.parse import urlsplit
 
 import requests
 import toxiproxy as toxiproxy_python
-from toxiproxy.api import APIConsumer
 from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists
 
 from harness.errors import HarnessError

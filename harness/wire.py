@@ -17,7 +17,7 @@ import weakref
 
 import kafka.errors
 from kafka.protocol.api_header import ResponseClassRegistry
-from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.record import MemoryRecords
 
 

@@ -44,6 +44,9 @@ DEFINITE_SEND_ERRORS = {
 STOP_WAIT = 5.0
 
 
+#: the producers' request.timeout.ms (also a part of the default liveness bound, harness.run)
+PRODUCER_REQUEST_TIMEOUT_MS = 5000
+
 @dataclass(frozen=True)
 class WorkloadOptions:
     topic: str = "kipcheck"
@@ -174,7 +177,7 @@ class ProducerWorker(Worker):
         self.acks, self.idempotence = options.producer_mode(seq)
         self.config = {
             "bootstrap.servers": bootstrap, "acks": self.acks, "enable.idempotence": self.idempotence,
-            "delivery.timeout.ms": int(options.send_timeout * 1000), "request.timeout.ms": 5000,
+            "delivery.timeout.ms": int(options.send_timeout * 1000), "request.timeout.ms": PRODUCER_REQUEST_TIMEOUT_MS,
             "linger.ms": options.linger_ms,
             "max.in.flight.requests.per.connection": max(1, min(5, options.max_in_flight_requests)),
             "logger": _quiet_logger(), "error_cb": self._client_error,
