@@ -36,6 +36,7 @@ KIP392_ERRORS = {"NONE", "OFFSET_OUT_OF_RANGE", "OFFSET_NOT_AVAILABLE"}
 #: every other model rule is part of one of these, or cannot be seen from outside a broker
 OBSERVED: dict[str, str] = {
     "kip392.records_committed": "consumer fetch answers that returned records",
+    "kip392.read_value_committed": "consumer fetch answers that returned records",
     "kip392.consumer_fetch_outcomes": "consumer fetch answers with NONE, OFFSET_OUT_OF_RANGE or "
                                       "OFFSET_NOT_AVAILABLE and no redirect (cases 1-4)",
     "kip392.hwm_may_go_back": "fetch answers that carried a high watermark",
@@ -108,6 +109,7 @@ def _fetch(v: dict) -> Iterable[str]:
             continue
         if err == _NONE and e.get("records"):
             yield "kip392.records_committed"
+            yield "kip392.read_value_committed"
         redirected = _int(e.get("preferred_read_replica")) >= 0
         if redirected:
             yield "kip392.preferred_read_replica_outcomes"

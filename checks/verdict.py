@@ -172,6 +172,17 @@ def summaries(rules: Sequence, anomalies: list[Anomaly], profile: str) -> dict:
     return out
 
 
+def _one_per_proof(anomalies: Iterable[Anomaly]) -> list[Anomaly]:
+    """One anomaly per (name, proof indices): two groups may prove the same read wrong in
+    two ways (e.g. a later HWM and a committed record elsewhere); an unknown one wins."""
+    best: dict[tuple, Anomaly] = {}
+    for n, a in enumerate(anomalies):
+        key = (a.name, tuple(a.indices)) if a.indices else (n,)  # no proof records: nothing to merge
+        if key not in best or (best[key].known and not a.known):
+            best[key] = a
+    return list(best.values())
+
+
 def build_verdict(anomalies: Iterable[Anomaly], counts: Counts, profile: str,
                   engine: str, rules: Sequence = ()) -> dict:
     """The verdict dict (docs/checker.md). A proven anomaly makes it false; otherwise no reads
@@ -180,7 +191,7 @@ def build_verdict(anomalies: Iterable[Anomaly], counts: Counts, profile: str,
     found: dict[str, list[Anomaly]] = {n: [] for n in ANOMALY_NAMES}
     known: dict[str, list[Anomaly]] = {n: [] for n in ANOMALY_NAMES}
     unknown: list[Anomaly] = []
-    anomalies = list(anomalies)
+    anomalies = _one_per_proof(anomalies)
     blocks = summaries(rules, anomalies, profile)
     for a in anomalies:
         if a.name in blocks:

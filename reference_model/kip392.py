@@ -59,11 +59,12 @@ def records_committed(record_offsets, reported_hwm: int | None, profile: Profile
 
     With `response-hwm-sampled-before-read` (Kafka) the reported HWM may predate the
     read, which is bounded by the HWM *at read time*. That HWM is <= every HWM the same
-    replica reports later in the same leader epoch and process life. So a record at or
-    above the reported HWM is explained only if a later HWM of that replica covers it,
-    and none reported strictly after the response contradicts it. `later_hwms` are
-    (hwm, strictly_after) for that replica's HWM answers in the same epoch and life that
-    completed after the response; strictly_after: invoked after it completed."""
+    replica sampled after the response, in the same leader epoch and process life. So a
+    record at or above the reported HWM is explained unless such a later HWM is at or
+    below it; that the record was committed at all is `read_value_committed`'s question.
+    `later_hwms` are (hwm, strictly_after) for that replica's HWM answers in the same epoch
+    and life that completed after the response; strictly_after: invoked after it completed
+    (an answer invoked earlier may have sampled its HWM before this read)."""
     if reported_hwm is None or reported_hwm < 0:
         return True
     above = [o for o in record_offsets if o >= reported_hwm]
@@ -72,9 +73,16 @@ def records_committed(record_offsets, reported_hwm: int | None, profile: Profile
     if not profile.allows(profiles.RESPONSE_HWM_SAMPLED_BEFORE_READ):
         return False
     top = max(above)
-    covered = any(h > top for h, _ in later_hwms)
-    contradicted = any(h <= top for h, strictly_after in later_hwms if strictly_after)
-    return covered and not contradicted
+    return not any(h <= top for h, strictly_after in later_hwms if strictly_after)
+
+
+def read_value_committed(value, committed_values) -> bool:
+    """KIP-392 "Follower Fetching": a record a replica returns is committed, and a
+    committed offset holds one record for good (no replica truncates below the HWM). So
+    a record read at an offset where the history shows another committed record (read
+    below some answer's HWM, or acknowledged with acks=all) was never committed, whatever
+    HWM the read reported. `committed_values`: the values proven committed at that offset."""
+    return all(c == value for c in committed_values)
 
 
 def hwm_may_go_back(is_leader: bool | None, profile: Profile, *, after_epoch_change: bool = False,

@@ -147,9 +147,10 @@ BOUNDS: dict[str, str] = {
     OFFSETS_FOR_LEADER_EPOCH_UNCAPPED: "Only up to the LEO at answer time (UnifiedLog.endOffsetForEpoch answers the "
     "LEO for the latest epoch): never above the partition's LEO upper bound (kip392.epoch_end_offset_possible).",
     RESPONSE_HWM_SAMPLED_BEFORE_READ: "Only records committed when read: the read is bounded by the HWM at read time "
-    "(UnifiedLog.read, fetchHighWatermarkMetadata), which is <= every later HWM of that broker for the partition in "
-    "the same leader epoch and life; so a later HWM answer of it must cover the record and none invoked after the "
-    "fetch completed may be at or below it (kip392.records_committed).",
+    "(UnifiedLog.read, fetchHighWatermarkMetadata), which is <= every HWM that broker sampled later for the partition in "
+    "the same leader epoch and life; so no answer of it invoked after the fetch completed may be at or below the record "
+    "(kip392.records_committed), and no other record may be committed at its offset, as another answer below its HWM or "
+    "an acks=all send shows (kip392.read_value_committed).",
     FOLLOWER_HWM_FOLLOWS_LEADER: "Only on a known follower, after a leader-epoch change in the same life, once per "
     "epoch (after the first drop the follower follows the new leader, whose HWM does not go back), and only from the "
     "HWM it carried into the epoch (not after it rose in it) (kip392.hwm_may_go_back).",

@@ -44,21 +44,46 @@ def meta(epoch, leader, broker=2):
 D = profiles.RESPONSE_HWM_SAMPLED_BEFORE_READ
 
 
-def test_records_above_the_reported_hwm_covered_by_a_later_hwm_are_known():
-    inside(history(fetch(8, records=[8, 9, 10], current_leader_epoch=3), fetch(11, hwm=11, current_leader_epoch=3)),
-           "uncommitted-read", D)
+KILL_2 = ("nemesis", "fault", {"fault": "kill", "targets": [2], "phase": "start"}, None)
+
+
+def committed_elsewhere(offset, value, hwm):
+    """Another broker's later answer showing `value` at `offset` below its HWM."""
+    return fetch(offset, hwm=hwm, records=[offset], current_leader_epoch=4, broker=3) if value is None else \
+        (1, "fetch", fetch(offset, broker=3, current_leader_epoch=4)[2],
+         {"top_error": "NONE", "response_session_id": 0, "error": "NONE", "high_watermark": hwm, "log_start_offset": 0,
+          "preferred_read_replica": -1, "records": [[offset, value]]})
 
 
 @pytest.mark.parametrize("later", [
-    [fetch(11, hwm=10, current_leader_epoch=3)],  # a later HWM of the same broker and epoch does not cover 10
-    [],  # never covered by any later HWM
-    [fetch(11, hwm=11, current_leader_epoch=4)],  # covered only in another epoch
-    [fetch(11, hwm=11, current_leader_epoch=3, broker=3)],  # covered only by another broker
-    [("nemesis", "fault", {"fault": "kill", "targets": [2], "phase": "start"}, None),
-     fetch(11, hwm=11, current_leader_epoch=3)],  # covered only in another life of the broker
+    [fetch(11, hwm=11, current_leader_epoch=3)],  # a later HWM of the same broker and epoch covers 10
+    [],  # the broker was never asked again: nothing bounds its HWM at read time
+    [KILL_2, fetch(11, hwm=10, current_leader_epoch=3)],  # the only lower HWM is from the broker's next life
+    [fetch(11, hwm=10, current_leader_epoch=4)],  # ... or from the next epoch
+    [fetch(11, hwm=10, current_leader_epoch=3, broker=3)],  # ... or from another broker
+    [committed_elsewhere(10, None, 11)],  # another broker later shows the same record committed
 ])
-def test_records_above_the_reported_hwm_never_covered_are_uncommitted_reads(later):
+def test_records_above_the_reported_hwm_that_no_later_answer_contradicts_are_known(later):
+    inside(history(fetch(8, records=[8, 9, 10], current_leader_epoch=3), *later), "uncommitted-read", D)
+
+
+@pytest.mark.parametrize("later", [
+    [fetch(11, hwm=10, current_leader_epoch=3)],  # a later HWM of the same broker, epoch and life is not above 10
+    [fetch(11, hwm=12, current_leader_epoch=3), fetch(11, hwm=10, current_leader_epoch=3)],  # covered, then not
+    [committed_elsewhere(10, "other", 11)],  # offset 10 later held another committed record
+    [KILL_2, committed_elsewhere(10, "other", 11)],  # ... even after the reading broker died
+    [(5, "send", {"topic": "t", "partition": 0, "key": "k", "value": "other", "acks": "all", "idempotent": True},
+      {"offset": 10})],  # ... or acknowledged with acks=all
+])
+def test_records_above_the_reported_hwm_contradicted_or_never_committed_are_uncommitted_reads(later):
     outside(history(fetch(8, records=[8, 9, 10], current_leader_epoch=3), *later), "uncommitted-read", D)
+
+
+def test_a_record_read_below_its_hwm_is_judged_by_the_same_committed_evidence():
+    """A read below its own HWM that disagrees with another committed record is
+    inconsistent-offset's business (history_rules), not a read above the HWM: not flagged here."""
+    h = history(fetch(8, hwm=11, records=[8, 9, 10], current_leader_epoch=3), committed_elsewhere(10, "other", 11))
+    assert "uncommitted-read" not in names(both(h, "kip")) + names(both(h, "kafka-4.3"), known=True)
 
 
 # --- follower-hwm-follows-leader ------------------------------------------------------

@@ -211,12 +211,17 @@ def test_records_committed_against_reported_hwm():
     assert not kip392.records_committed([9, 10], 10, kip)
     # Kafka: the reported HWM may predate the read; a later HWM of the replica must cover 10
     assert kip392.records_committed([9, 10], 10, kafka, later_hwms=((11, True),))
-    assert not kip392.records_committed([9, 10], 10, kafka, later_hwms=((11, True),)[:0])  # never covered
+    assert kip392.records_committed([9, 10], 10, kafka, later_hwms=())  # never asked again: nothing bounds it
     assert not kip392.records_committed([9, 10], 10, kafka, later_hwms=((10, True),))  # not above 10
     assert not kip392.records_committed([9, 10], 10, kafka, later_hwms=((12, False), (10, True)))  # contradicted
     assert kip392.records_committed([9, 10], 10, kafka, later_hwms=((12, False), (10, False)))  # overlapping: no proof
     assert not kip392.records_committed([9, 10], 10, kip, later_hwms=((11, True),))
     assert kip392.records_committed([99], -1, kip) and kip392.records_committed([99], None, kip)
+
+
+def test_a_read_value_is_committed_only_if_no_other_record_was_committed_at_its_offset():
+    assert kip392.read_value_committed("a", ()) and kip392.read_value_committed("a", {"a"})
+    assert not kip392.read_value_committed("a", {"b"}) and not kip392.read_value_committed("a", {"a", "b"})
 
 
 def test_hwm_may_go_back_once_on_a_known_follower_after_an_epoch_change_under_kafka():

@@ -44,13 +44,13 @@ def test_uncommitted_read():
     assert names(run(ConsumerFetchRule(), history(fetch(8, records=[8, 9])))) == []
 
 
-def test_records_above_a_stale_reported_hwm_are_known_under_kafka_only_when_a_later_hwm_covers_them():
+def test_records_above_a_stale_reported_hwm_are_known_under_kafka_unless_a_later_hwm_contradicts_them():
     # Kafka samples the response HWM before the read (Partition.readRecords): seen live
     h = history(fetch(8, records=[8, 9, 10], current_leader_epoch=1), fetch(11, hwm=11, current_leader_epoch=1))
     assert names(run(ConsumerFetchRule(), h, "kafka-4.3")) == []
     assert names(run(ConsumerFetchRule(), h, "kafka-4.3"), known=True) == ["uncommitted-read"]
-    never = history(fetch(8, records=[8, 9, 10], current_leader_epoch=1))
-    assert names(run(ConsumerFetchRule(), never, "kafka-4.3")) == ["uncommitted-read"]
+    below = history(fetch(8, records=[8, 9, 10], current_leader_epoch=1), fetch(11, hwm=10, current_leader_epoch=1))
+    assert names(run(ConsumerFetchRule(), below, "kafka-4.3")) == ["uncommitted-read"]
 
 
 def test_wrong_fetch_error_case1_known_under_kafka():

@@ -12,6 +12,7 @@ proves; a deviation the chosen profile accepts is reported with known=True.
 from __future__ import annotations
 
 import bisect
+import json
 from typing import Iterable, Sequence
 
 from reference_model import kip392, profiles
@@ -167,12 +168,12 @@ class ConsumerFetchRule:
                         error=err, fetch_offset=offset, high_watermark=hwm, log_start_offset=start,
                         leo_min=bounds.leo_min, leo_max=bounds.leo_max, log_start_max=bounds.log_start_max)
 
-    # --- one partition: the greatest LEO its sends allow --------------------------------
+    # --- one partition: what every broker's answers and the sends prove ---------------
     def _judge_partition(self, records: Sequence[dict], topic, part, profile: str) -> list[Anomaly]:
+        out = self._never_committed(records, topic, part)
         bound = SendBound(records, topic, part)
         if not bound.known:
-            return []
-        out: list[Anomaly] = []
+            return out
         for op in answered(records, ["fetch", "offsets_for_leader_epoch"]):
             leo_max = bound.leo_max(op.completed)
             if op.f == "offsets_for_leader_epoch":
@@ -184,11 +185,57 @@ class ConsumerFetchRule:
                 continue
             if op.value.get("top_error", NONE) not in (NONE, None):
                 continue
-            for e in partitions_of(op.value):
-                if (e.get("topic"), as_int(e.get("partition"))) == (topic, part) and not e.get("omitted") \
-                        and as_int(e.get("fetch_offset"), -1) > leo_max:  # below it some allowed LEO reaches it
+            for e in _entries(op, topic, part):
+                if as_int(e.get("fetch_offset"), -1) > leo_max:  # below it some allowed LEO reaches it
                     out += self._judge(op, e, profile, kip392.LogBounds(leo_max=leo_max), only_from_bounds=True)
         return out
+
+    @staticmethod
+    def _never_committed(records: Sequence[dict], topic, part) -> list[Anomaly]:
+        """Records read at or above the HWM their answer reported, at an offset where the
+        history shows another committed record (`kip392.read_value_committed`): under
+        every profile, since even a HWM sampled before the read bounds only committed data."""
+        fetches = [op for op in answered(records, ["fetch"])
+                   if _is_consumer(op.value) and op.value.get("top_error", NONE) in (NONE, None)]
+        committed: dict[int, set] = {}
+        for r in records:
+            v = r.get("value") or {}
+            if (r.get("f") == "send" and r.get("type") == "ok" and v.get("acks") == "all"
+                    and (v.get("topic"), as_int(v.get("partition"))) == (topic, part) and as_int(v.get("offset"), -1) >= 0):
+                committed.setdefault(int(v["offset"]), set()).add(_plain(v.get("value")))
+        for op in fetches:
+            for e in _entries(op, topic, part):
+                hwm = as_int(e.get("high_watermark"), -1)
+                for offset, value in e.get("records") or []:
+                    if e.get("error", NONE) == NONE and 0 <= int(offset) < hwm:
+                        committed.setdefault(int(offset), set()).add(_plain(value))
+        out: list[Anomaly] = []
+        for op in fetches:
+            for e in _entries(op, topic, part):
+                hwm = as_int(e.get("high_watermark"), -1)
+                if e.get("error", NONE) != NONE or hwm < 0:
+                    continue
+                wrong = [(int(o), v, sorted(map(str, committed[int(o)] - {_plain(v)}))) for o, v in e.get("records") or []
+                         if int(o) >= hwm and not kip392.read_value_committed(_plain(v), committed.get(int(o), ()))]
+                if wrong:
+                    o, v, others = wrong[0]
+                    out += _anomaly("anomaly", "uncommitted-read", op.indices,
+                                    f"fetch of {topic}/{part} on broker {op.value.get('broker')} returned {v!r} at "
+                                    f"offset {o}, above its reported HWM {hwm}, where the history shows the committed "
+                                    f"record(s) {others[:3]}: it was never committed",
+                                    offsets=[w[0] for w in wrong][:20], high_watermark=hwm, committed_instead=others[:3])
+        return out
+
+
+def _plain(value):
+    """A record value as a hashable, comparable key (values are strings; anything else as JSON)."""
+    return value if value is None or isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def _entries(op: Op, topic, part) -> list[dict]:
+    """`op`'s answered entries for one partition (not omitted, with a fetch offset)."""
+    return [e for e in partitions_of(op.value) if (e.get("topic"), as_int(e.get("partition"))) == (topic, part)
+            and not e.get("omitted") and "fetch_offset" in e]
 
 
 class HighWatermarkRule:
