@@ -111,6 +111,11 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
         row.update(kafka_method=b.kafka_method, rule=b.rule, slip=b.slip, anomaly=b.anomaly,
                    fires=report["fired"].get(name, 0) - before, installed=name in report["installed"],
                    missing=report["missing"].get(name))
+    from checks.history import iter_history
+    from checks.rules.kip1166_rules import propagation_summary
+    # the KIP-1166 figures whatever the verdict: a miss then says why (too few changes, short lags)
+    row["kip1166"] = propagation_summary([r for r in iter_history(wdir / "history.jsonl")
+                                          if r.get("f") in ("metadata_propagation", "fault")])
     for p in profiles:
         verdict = check(wdir, engine="local", profile=p)
         write_verdict(verdict, wdir / f"verdict-{p}.json")

@@ -31,28 +31,9 @@ class PropagationRule:
             yield "kip1166-propagation"
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
-        windows = fault_windows(records)
-        probes, started = [], {}
-        for r in records:
-            if r.get("f") != "metadata_propagation":
-                continue
-            if r.get("type") == "invoke":
-                started[r.get("process")] = r.get("time", 0)
-                continue
-            begin = started.pop(r.get("process"), None)
-            v = r.get("value") or {}
-            if r.get("type") != "ok" or begin is None or v.get("acknowledged") is None:
-                continue
-            if touched(windows, begin, r.get("time", 0), depends_on(v)):
-                continue
-            seen = {b: int(t) for b, t in (v.get("seen_by") or {}).items() if t is not None}
-            unseen = {b: int(t) for b, t in (v.get("unseen_until") or {}).items() if t is not None}
-            probes.append((r["index"], kip1166.post_commit_lag_ns(seen, unseen, int(v["acknowledged"])), v))
+        probes, window_ms = counted_probes(records)
         if not probes:
             return []
-        first = probes[0][2]
-        window_ms = kip1166.parking_window_ms(int(first.get("fetch_max_wait_ms", kip1166.KIP_MAX_PARK_MS)),
-                                              int(first.get("max_idle_interval_ms", 0)))
         lags = [lag for _, lag, _ in probes]
         outcome = kip1166.propagation_statistic(lags, window_ms)
         if kip1166.propagation_accepted(outcome, "kip"):
@@ -74,6 +55,42 @@ class PropagationRule:
                                  "bound_ms": kip_ms, "parked_once_ms": parked_ms,
                                  "window_ms": window_ms, "changes": len(lags),
                                  "slowest_ms": [round(lag / 1e6, 1) for _, lag, _ in slowest]})]
+
+
+def counted_probes(records: Sequence[dict]) -> tuple[list[tuple[int, int, dict]], int]:
+    """The probes `PropagationRule` counts, as (index, post-commit lag ns, value), and the
+    parking window (ms) of the cluster they measured."""
+    windows = fault_windows(records)
+    probes, started = [], {}
+    for r in records:
+        if r.get("f") != "metadata_propagation":
+            continue
+        if r.get("type") == "invoke":
+            started[r.get("process")] = r.get("time", 0)
+            continue
+        begin = started.pop(r.get("process"), None)
+        v = r.get("value") or {}
+        if r.get("type") != "ok" or begin is None or v.get("acknowledged") is None:
+            continue
+        if touched(windows, begin, r.get("time", 0), depends_on(v)):
+            continue
+        seen = {b: int(t) for b, t in (v.get("seen_by") or {}).items() if t is not None}
+        unseen = {b: int(t) for b, t in (v.get("unseen_until") or {}).items() if t is not None}
+        probes.append((r["index"], kip1166.post_commit_lag_ns(seen, unseen, int(v["acknowledged"])), v))
+    first = probes[0][2] if probes else {}
+    return probes, kip1166.parking_window_ms(int(first.get("fetch_max_wait_ms", kip1166.KIP_MAX_PARK_MS)),
+                                             int(first.get("max_idle_interval_ms", 0)))
+
+
+def propagation_summary(records: Sequence[dict]) -> dict:
+    """The run's KIP-1166 figures, whatever the verdict: counted changes, median and upper
+    quartile of their post-commit lags (ms), the bound and the outcome."""
+    probes, window_ms = counted_probes(records)
+    lags = [lag for _, lag, _ in probes]
+    return {"changes": len(lags), "window_ms": window_ms, "bound_ms": kip1166.kip_bound_ns(window_ms) / 1e6,
+            "median_ms": round(kip1166.median_ns(lags) / 1e6, 1) if lags else None,
+            "upper_quartile_ms": round(kip1166.upper_quartile_ns(lags) / 1e6, 1) if lags else None,
+            "outcome": kip1166.propagation_statistic(lags, window_ms)}
 
 
 def depends_on(value: dict) -> set[str] | None:

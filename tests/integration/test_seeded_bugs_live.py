@@ -30,7 +30,7 @@ def matrix(request, kafka_version, tmp_path_factory):
 
 def describe(row: dict) -> str:
     return (f"{row['bug']}: status {row['status']}, fires {row['fires']}, flagged {row['flagged']}, "
-            f"valid {row['valid']}, window {row['window_dir']}")
+            f"valid {row['valid']}, KIP-1166 figures {row.get('kip1166')}, window {row['window_dir']}")
 
 
 @pytest.mark.cluster
