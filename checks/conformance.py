@@ -138,7 +138,9 @@ def release_summary(columns: dict[str, list[dict]]) -> dict:
         kip = kip_of(rule)
         rules.setdefault(kip, {})[rule] = {label: (table.get(kip) or {}).get(rule) for label, table in merged.items()}
     runs = {label: len([v for v in verdicts if v]) for label, verdicts in columns.items()}
-    return {"releases": list(columns), "runs": runs, "rules": rules}
+    judged_by = {label: sorted({v.get("profile") for v in verdicts if v and v.get("profile")})
+                 for label, verdicts in columns.items()}
+    return {"releases": list(columns), "runs": runs, "profiles": judged_by, "rules": rules}
 
 
 def summary_markdown(summary: dict) -> str:
@@ -150,7 +152,8 @@ def summary_markdown(summary: dict) -> str:
              "Statuses: holds (observed, no anomaly), fails (anomalies named), known deviation "
              "(only deviations the release's profile accepts), not asked (nothing observed), "
              "not in this release (the release lacks the KIP's feature).", "",
-             head, "|" + " --- |" * (2 + len(releases))]
+             "Profiles: " + "; ".join(f"{r}: {', '.join(summary['profiles'].get(r) or ['none'])}" for r in releases)
+             + ".", "", head, "|" + " --- |" * (2 + len(releases))]
     for kip, rows in summary["rules"].items():
         for rule, cells in rows.items():
             shown = [_cell(cells.get(r)) for r in releases]
