@@ -24,6 +24,8 @@ from checks.coverage import OBSERVED, model_rules
 
 #: the verdict key of the table
 CONFORMANCE = "conformance"
+#: NOT_IN_RELEASE is also config.json's `features` value for a feature the release lacks
+#: (harness.releases.NOT_IN_RELEASE, the same words)
 FAILS, NOT_IN_RELEASE, KNOWN, NOT_ASKED, HOLDS = "fails", "not in this release", "known deviation", "not asked", "holds"
 STATUSES = (HOLDS, FAILS, KNOWN, NOT_ASKED, NOT_IN_RELEASE)
 
@@ -39,7 +41,6 @@ SKIPPED_RULES = {
     "observer.metadata_propagation": ("kip1166.propagation_statistic",),
     "consumer.follower_fetching": ("kip392.preferred_read_replica_outcomes",),
 }
-_NOT_IN_RELEASE = "not in this release"  # config.json `features` value (harness.releases.NOT_IN_RELEASE)
 
 
 def run_context(path: str | Path) -> dict | None:
@@ -69,7 +70,7 @@ def conformance_table(verdict: dict, context: dict | None = None) -> dict[str, d
     coverage = verdict.get("coverage") or {}
     by_rule = (verdict.get("counts") or {}).get("by_rule") or {}
     lacking = {f"KIP-{name[len('kip-'):]}": name for name, state in (context.get("features") or {}).items()
-               if name.startswith("kip-") and state == _NOT_IN_RELEASE}
+               if name.startswith("kip-") and state == NOT_IN_RELEASE}
     version = context.get("kafka_version")
     meta = model_rules()
     table: dict[str, dict[str, dict]] = {}
