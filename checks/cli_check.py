@@ -14,6 +14,7 @@ import json
 import sys
 
 from checks.api import ENGINES, check_many, write_verdict
+from checks.conformance import CONFORMANCE, table_lines
 from checks.history import HistoryError
 
 EXIT_VALID, EXIT_ANOMALIES, EXIT_ERROR, EXIT_UNKNOWN = 0, 1, 2, 3
@@ -99,7 +100,14 @@ def summary(verdict: dict) -> str:
         never = sorted(rid for rid, row in judged.items() if row["observations"] == 0)
         lines.append(f"  coverage: {len(judged) - len(never)} of {len(judged)} judged KIP rules exercised"
                      + (f"; never: {', '.join(never)}" if never else ""))
+    lines += conformance_lines(verdict)
     return "\n".join(lines)
+
+
+def conformance_lines(verdict: dict) -> list[str]:
+    """The verdict's per-KIP conformance table as terminal lines (none for an older verdict)."""
+    table = verdict.get(CONFORMANCE)
+    return ["  conformance (per KIP rule):", *table_lines(table)] if table else []
 
 
 def exit_code(verdict: dict) -> int:

@@ -31,6 +31,9 @@ _GROUP = "coverage"
 _SECTION = re.compile(r'^(KIP-\d+(?: / KIP-\d+)*) "([^"]+)"')
 _NONE = "NONE"
 KIP392_ERRORS = {"NONE", "OFFSET_OUT_OF_RANGE", "OFFSET_NOT_AVAILABLE"}
+#: ListOffsets timestamps of the tiered offsets KIP-1023 orders (earliest local, last tiered,
+#: earliest pending upload); answers to -1/-2 alone say nothing about tiering
+KIP1023_TIMESTAMPS = (-4, -5, -6)
 
 #: the model rules the checker judges histories by, and which answered records count for each;
 #: every other model rule is part of one of these, or cannot be seen from outside a broker
@@ -46,10 +49,12 @@ OBSERVED: dict[str, str] = {
     "kip227.observer_outcomes": "fetch answers to requests with a session id and epoch",
     "kip227.next_epoch": "incremental fetch requests (id > 0, epoch > 0)",
     "kip227.may_be_evicted": "FETCH_SESSION_ID_NOT_FOUND answers to a session id (evicted, or one the prober made up)",
-    "kip227.full_response_partitions": "full session fetch answers (epoch 0) without a top-level error",
+    "kip227.full_response_partitions": "full fetch answers (sessionless, new or closing session) without a "
+                                       "top-level error",
     "kip227.may_omit": "partitions of incremental fetch answers",
     "kip227.top_level_error_view": "fetch answers with a top-level error",
-    "kip1023.offset_order": "ListOffsets answers (their order against each other over time)",
+    "kip1023.offset_order": "ListOffsets answers with an offset for KIP-1023's timestamps -4, -5 or -6 "
+                            "(their order against the other answers over time)",
     "kip1166.propagation_statistic": "metadata propagation measurements",
 }
 
@@ -95,13 +100,14 @@ def _fetch(v: dict) -> Iterable[str]:
         yield "kip227.top_level_error_view"
         return
     incremental = session_id > 0 and epoch > 0
-    if epoch == 0 and "partitions" in v:
+    entries = _entries(v)
+    if "session_id" in v and not incremental and entries:
         yield "kip227.full_response_partitions"
-    for e in _entries(v):
+    for e in entries:
         if incremental:
             yield "kip227.may_omit"
-        if e.get("omitted") or "fetch_offset" not in e:
-            continue
+        if e.get("omitted") or e.get("missing") or "fetch_offset" not in e:
+            continue  # left out of the answer: nothing of KIP-392 to judge (docs/checker.md)
         err = e.get("error", _NONE)
         if err == _NONE and _int(e.get("high_watermark")) >= 0:
             yield "kip392.hwm_may_go_back"
@@ -124,7 +130,8 @@ def opportunities(record: dict) -> tuple[str, ...]:
     f, v = record.get("f"), record.get("value") or {}
     if f == "fetch":
         return tuple(_fetch(v))
-    if f == "list_offsets" and v.get("error", _NONE) == _NONE:
+    if (f == "list_offsets" and v.get("error", _NONE) == _NONE and _int(v.get("timestamp"), 0) in KIP1023_TIMESTAMPS
+            and _int(v.get("offset")) >= 0):
         return ("kip1023.offset_order",)
     if f == "offsets_for_leader_epoch" and v.get("error", _NONE) == _NONE and _int(v.get("replica_id")) < 0:
         return ("kip392.epoch_end_offset_possible",)

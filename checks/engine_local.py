@@ -24,6 +24,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+from checks.conformance import run_context
 from checks.history import iter_history
 from checks.verdict import (Counts, as_row, build_verdict, default_rules, from_row, keyed,
                             no_cyclic_gc, run_rule, starter)
@@ -128,9 +129,10 @@ class _Groups:
 
 def check_records(records: Iterable[dict], rules: Sequence | None = None,
                   profile: str = "kip", max_bytes: int | None = None,
-                  spill_dir: str | None = None) -> dict:
+                  spill_dir: str | None = None, context: dict | None = None) -> dict:
     """Verdict for records in index order (already validated).
 
+    `context`: the run's skips and release features (`checks.conformance.run_context`);
     `max_bytes`: pickled bytes of held groups kept in memory before spilling to disk
     (None: `DEFAULT_MAX_BYTES`); `spill_dir`: where the spill file goes (default: the
     system temporary directory)."""
@@ -168,10 +170,10 @@ def check_records(records: Iterable[dict], rules: Sequence | None = None,
         held.close()
     counts = Counts()
     counts.add_pairs(pairs)
-    return build_verdict(anomalies, counts, profile, engine="local", rules=rules)
+    return build_verdict(anomalies, counts, profile, engine="local", rules=rules, context=context)
 
 
 def check_path(path: str | Path, rules: Sequence | None = None, profile: str = "kip",
                max_bytes: int | None = None, spill_dir: str | None = None) -> dict:
     """Verdict for a run directory, JSONL or Parquet history."""
-    return check_records(iter_history(path), rules, profile, max_bytes, spill_dir)
+    return check_records(iter_history(path), rules, profile, max_bytes, spill_dir, run_context(path))

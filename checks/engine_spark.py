@@ -31,6 +31,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Iterator, Sequence
 
+from checks.conformance import run_context
 from checks.history import HistoryError, decode_row, is_parquet, resolve, to_parquet, validate
 from checks.verdict import (Counts, anomaly_from_row, anomaly_to_row, as_row, build_verdict, default_rules,
                             from_row, keyed, no_cyclic_gc, run_rule, starter)
@@ -198,7 +199,7 @@ def check_paths(paths: Sequence[str | Path], rules: Sequence[Sequence] | None = 
             sources.append(str(source))
         spark = spark or spark_session(master)
         try:
-            return _run(spark, sources, run_rules, profiles, all(trusted))
+            return _run(spark, sources, run_rules, profiles, all(trusted), [run_context(p) for p in paths])
         except Exception as e:  # executor errors arrive wrapped; surface ours as one line
             m = re.search(r"HistoryError: ([^\n]*)", str(e))
             if m:
@@ -207,7 +208,7 @@ def check_paths(paths: Sequence[str | Path], rules: Sequence[Sequence] | None = 
 
 
 def _run(spark, sources: Sequence[str], run_rules: Sequence[Sequence], profiles: Sequence[str],
-         trusted: bool = False) -> list[dict]:
+         trusted: bool = False, contexts: Sequence[dict | None] = ()) -> list[dict]:
     from functools import reduce
 
     from pyspark.sql import functions as F
@@ -227,5 +228,6 @@ def _run(spark, sources: Sequence[str], run_rules: Sequence[Sequence], profiles:
     for r in found.collect():
         row = r.asDict()
         anomalies[row.pop("run")].append(anomaly_from_row(row))
-    return [build_verdict(anomalies[n], counts[n], profiles[n], engine="spark", rules=run_rules[n])
-            for n in range(len(sources))]
+    contexts = list(contexts) or [None] * len(sources)
+    return [build_verdict(anomalies[n], counts[n], profiles[n], engine="spark", rules=run_rules[n],
+                          context=contexts[n]) for n in range(len(sources))]

@@ -17,7 +17,7 @@ import json
 from collections import Counter
 from typing import Iterable, Sequence
 
-from checks.rules.base import Anomaly
+from checks.rules.base import RULE, Anomaly
 
 UNKNOWN = "unknown"
 
@@ -183,11 +183,27 @@ def _one_per_proof(anomalies: Iterable[Anomaly]) -> list[Anomaly]:
     return list(best.values())
 
 
+def by_model_rule(found: dict[str, list[Anomaly]], known: dict[str, list[Anomaly]]) -> dict:
+    """{model rule: {"anomalies": {name: n}, "known": {name: n}}} over every anomaly (not
+    only the examples kept), from the model rule each names (`checks.rules.base.RULE`)."""
+    out: dict[str, dict] = {}
+    for section, items in (("anomalies", found), ("known", known)):
+        for name, found_here in items.items():
+            for a in found_here:
+                rule = a.details.get(RULE)
+                if rule:
+                    row = out.setdefault(rule, {"anomalies": {}, "known": {}})[section]
+                    row[name] = row.get(name, 0) + 1
+    return dict(sorted(out.items()))
+
+
 def build_verdict(anomalies: Iterable[Anomaly], counts: Counts, profile: str,
-                  engine: str, rules: Sequence = ()) -> dict:
+                  engine: str, rules: Sequence = (), context: dict | None = None) -> dict:
     """The verdict dict (docs/checker.md). A proven anomaly makes it false; otherwise no reads
     or an undecided search make it "unknown". Summary rows of `rules` (see `summaries`)
-    become verdict blocks; the liveness block's crash count joins `counts`."""
+    become verdict blocks; the liveness block's crash count joins `counts`. `context` is
+    what the run's config.json says the broker could not be asked and which features its
+    release lacks (`checks.conformance.run_context`): it shapes the conformance table."""
     found: dict[str, list[Anomaly]] = {n: [] for n in ANOMALY_NAMES}
     known: dict[str, list[Anomaly]] = {n: [] for n in ANOMALY_NAMES}
     unknown: list[Anomaly] = []
@@ -230,12 +246,16 @@ def build_verdict(anomalies: Iterable[Anomaly], counts: Counts, profile: str,
             "anomalies": {n: len(v) for n, v in found.items()},
             "known": {n: len(v) for n, v in known.items()},
             "unknown": len(unknown),
+            "by_rule": by_model_rule(found, known),
         },
     }
     for name, block in sorted(blocks.items()):
         verdict[name] = json.loads(json.dumps(block, default=str))  # plain values, as the examples
     if "liveness" in blocks:
         verdict["counts"]["client_crashes"] = blocks["liveness"].get("client_crashes", 0)
+    if "coverage" in verdict:
+        from checks.conformance import CONFORMANCE, conformance_table
+        verdict[CONFORMANCE] = conformance_table(verdict, context)
     return verdict
 
 

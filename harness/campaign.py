@@ -7,7 +7,8 @@ marked done are kept, a run that was under way when the campaign died is done ag
 run that errors is recorded and the campaign goes on. At the end ONE check judges every
 history (with `--engine spark` one Spark job over all of them, keyed by run), its verdicts
 are written back into the run directories, and `reports.summary` writes summary.html,
-summary.json and junit.xml.
+summary.json, junit.xml and summary.md: the per-KIP conformance tables of each Kafka
+release side by side (checks.conformance.release_summary), also printed at the end.
 """
 from __future__ import annotations
 
@@ -195,7 +196,9 @@ def cmd_campaign(args) -> int:
     summary = run_campaign(directory, planned, base, settings, ProgressUI(quiet=args.quiet))
     totals = summary["totals"]
     print(f"campaign {directory}: " + ", ".join(f"{k.lower()} {n}" for k, n in sorted(totals.items())))
-    print(f"summary: {directory / 'summary.html'}")
+    from checks.conformance import summary_markdown
+    print(summary_markdown(summary["conformance"]))
+    print(f"summary: {directory / 'summary.html'} (and summary.md, summary.json)")
     for code, outcome in ((2, "ERROR"), (1, "INVALID"), (3, "UNKNOWN"), (3, "NOT RUN")):
         if totals.get(outcome):
             return code

@@ -28,6 +28,10 @@ PROBER_NEEDS = {
 }
 #: the Admin calls of the observer's KIP-1166 propagation changes, by API key
 PROPAGATION_APIS = {19: "CreateTopics", 20: "DeleteTopics", 44: "IncrementalAlterConfigs"}
+#: DescribeQuorum: every KRaft broker answers it (kafka-clients' DescribeQuorumRequest.json has
+#: "listeners": ["broker", "controller"] from 3.3.2 to 4.3.1). KIP-1166 is about how brokers
+#: fetch the KRaft metadata log; a broker without a KRaft quorum cannot be asked about it.
+KRAFT_QUORUM_API = (55, "DescribeQuorum")
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,11 @@ def api_gaps(versions: dict[int, tuple[int, int]], address: str = "the cluster")
     missing = [name for key, name in PROPAGATION_APIS.items() if key not in versions]
     if newest_common(versions, DescribeConfigsRequest, 1) is None:
         missing.append("DescribeConfigs v1+")
-    if missing:
+    if KRAFT_QUORUM_API[0] not in versions:
+        out.append(Skipped("observer.metadata_propagation", "KIP-1166 metadata propagation timing",
+                           f"{address} does not answer {KRAFT_QUORUM_API[1]} (API key {KRAFT_QUORUM_API[0]}): "
+                           f"no KRaft metadata quorum, which KIP-1166 is about"))
+    elif missing:
         out.append(Skipped("observer.metadata_propagation", "KIP-1166 metadata propagation timing",
                            f"{address} does not answer {', '.join(missing)}"))
     return out

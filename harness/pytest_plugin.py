@@ -214,6 +214,7 @@ def kipcheck_check(request, kipcheck_seed):
         from reports.allure import report_to_current_test
         version = _kafka_version(request.node)
         verdict = verify.check_history(history, profile or (profile_for_version(version) if version else None))
+        _remember_for_matrix(request.config, version, verdict)
         cluster = _test_cluster(request.node)
         request.node.kipcheck_logs_reported = cluster is not None
         parameters = {"seed": kipcheck_seed, "profile": verdict.get("profile")}
@@ -226,6 +227,39 @@ def kipcheck_check(request, kipcheck_seed):
             pytest.fail(message, pytrace=False)
         return verdict
     return check
+
+
+_MATRIX_VERDICTS = pytest.StashKey[dict]()
+
+
+def _remember_for_matrix(config, version: str | None, verdict: dict) -> None:
+    """Keep each checked verdict under its release for the matrix summary. A test's history
+    has no config.json, so its conformance table learns the release's features here
+    (harness.releases), from the one function that builds tables."""
+    if version and verdict.get("conformance"):
+        from checks.conformance import conformance_table
+        from harness import releases
+        verdict["conformance"] = conformance_table(verdict, {"kafka_version": version, "skipped": [],
+                                                             "features": releases.report(version)})
+    config.stash.setdefault(_MATRIX_VERDICTS, {}).setdefault(version or "default", []).append(verdict)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """With --kafka-matrix: which KIP rules each release conforms to, over the verdicts its
+    tests checked (summary.md and summary.json in <basetemp>/kipcheck-matrix/)."""
+    columns = config.stash.get(_MATRIX_VERDICTS, None)
+    if not config.getoption("--kafka-matrix") or not columns:
+        return
+    import json
+    from reports.summary import write_release_summary
+    factory = getattr(config, "_tmp_path_factory", None)
+    directory = (factory.getbasetemp() if factory else Path.cwd()) / "kipcheck-matrix"
+    directory.mkdir(parents=True, exist_ok=True)
+    release = write_release_summary(directory, columns)
+    (directory / "summary.json").write_text(json.dumps({"conformance": release}, indent=2))
+    terminalreporter.section("kipcheck: KIP conformance per release")
+    terminalreporter.write((directory / "summary.md").read_text())
+    terminalreporter.write_line(f"written: {directory / 'summary.md'}, {directory / 'summary.json'}")
 
 
 class Workload:

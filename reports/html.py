@@ -17,6 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from checks.history import iter_history  # noqa: E402
+from reports.conformance_view import conformance_html  # noqa: E402
 from reports.coverage_view import coverage_html  # noqa: E402
 
 COLORS = {"ok": "#2a9d3f", "fail": "#d62728", "info": "#f0a030"}
@@ -311,6 +312,7 @@ profile {html.escape(str((verdict or {}).get('profile', '?')))} · consumer rack
 <h2>Anomalies</h2>{_examples_table((verdict or {}).get('anomalies', {}))}
 <h2>Known deviations (accepted by the profile)</h2>{_examples_table((verdict or {}).get('known', {}))}
 <h2>Liveness: recovery after each heal</h2>{_liveness(verdict)}
+<h2>KIP conformance (per rule the checker judges)</h2>{conformance_html(verdict)}
 <h2>Rule coverage (observations that could have violated each KIP rule)</h2>{coverage_html(verdict)}
 <h2>Where consumers fetched from (KIP-392)</h2>{_fetch_sources(config)}
 <h2>Faults</h2><table><tr><th>kind</th><th>start (s)</th><th>duration (s)</th><th>params</th></tr>{schedule}</table>

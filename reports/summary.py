@@ -10,6 +10,9 @@ import os
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from checks.conformance import release_summary, summary_markdown
+from reports.conformance_view import release_summary_html
+
 COLORS = {"VALID": "#2a9d3f", "INVALID": "#d62728", "UNKNOWN": "#888", "ERROR": "#7b3fa0", "NOT RUN": "#ccc"}
 
 
@@ -38,10 +41,27 @@ def write_summary(directory: Path, rows: list[dict], engine: str) -> dict:
     for r in summary["runs"]:
         totals[r["outcome"]] = totals.get(r["outcome"], 0) + 1
     summary["totals"] = totals
+    summary["conformance"] = write_release_summary(directory, release_columns(rows))
     (directory / "summary.json").write_text(json.dumps(summary, indent=2))
     (directory / "summary.html").write_text(_html(directory, summary))
     _junit(directory / "junit.xml", summary)
     return summary
+
+
+def release_columns(rows: list[dict]) -> dict[str, list[dict]]:
+    """The checked runs' verdicts per Kafka release (column label: the version, or "default")."""
+    columns: dict[str, list[dict]] = {}
+    for r in rows:
+        columns.setdefault(str(r.get("kafka_version") or "default"), []).append(r.get("verdict"))
+    return columns
+
+
+def write_release_summary(directory: Path, columns: dict[str, list[dict]], name: str = "summary") -> dict:
+    """Which KIP rules each release conforms to (checks.conformance.release_summary): written
+    as `name`.md beside the other summary files; returned for `name`.json."""
+    release = release_summary(columns)
+    (directory / f"{name}.md").write_text(summary_markdown(release))
+    return release
 
 
 def _link(directory: Path, run_dir: str | None) -> str:
@@ -87,6 +107,9 @@ td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
 </head><body><h1>kipcheck campaign <code>{html.escape(directory.name)}</code></h1>
 <p>{len(runs)} runs, checked in one {html.escape(summary["engine"])} job. {legend}</p>
 <h2>Verdicts</h2>{_grid(runs)}
+<h2>KIP conformance per release</h2>{release_summary_html(summary["conformance"])}
+<p style="font-size:13px">Each release's runs together: fails (an anomaly of that rule), known deviation, holds
+(observed, no anomaly), not asked (no observation), not in this release. Also <a href="summary.md">summary.md</a>.</p>
 <h2>Runs</h2><table><tr><th>verdict</th><th>Kafka</th><th>faults</th><th>seed</th><th>anomalies (or error)</th>
 <th>known deviations</th><th>liveness</th><th></th><th>reproduce</th></tr>{rows}</table>
 <p><a href="summary.json">summary.json</a> · <a href="junit.xml">junit.xml</a> · <a href="campaign.json">campaign.json</a></p>

@@ -141,3 +141,21 @@ def test_same_verdict_on_the_model_rules(spark, tmp_path):
     assert comparable(local) == comparable(remote)
     assert {n for n, ex in local["anomalies"].items() if ex} == {
         "inconsistent-offset", "preferred-replica-violation", "fetch-session-violation", "tiered-offset-violation"}
+
+
+def test_same_conformance_table(spark, tmp_path):
+    """The per-KIP table (anomalies per model rule, the run's skips and missing features from
+    its config.json) is the same from both engines, and shows each status it can."""
+    from checks import engine_spark
+    from tests.test_conformance import full_fetch_leaving_out, run_dir, sends
+    from tests.test_model_rules_fetch import fetch, history
+    records = history(*sends(3), fetch(1, hwm=3, records=[1, 2]), fetch(2, hwm=2, records=[2, 3]),
+                      fetch(12, hwm=10), full_fetch_leaving_out(1))
+    d = run_dir(tmp_path, records, kafka_version="4.2.2", features={"kip-1023": "not in this release"},
+                skipped=[{"key": "prober.offsets_for_leader_epoch", "feature": "OffsetsForLeaderEpoch",
+                          "reason": "not answered"}])
+    local = engine_local.check_path(d, profile="kafka-4.3")
+    remote = engine_spark.check_path(d, profile="kafka-4.3", spark=spark)
+    assert comparable(local) == comparable(remote)
+    shown = {row["status"] for kip in local["conformance"].values() for row in kip.values()}
+    assert shown == {"holds", "fails", "known deviation", "not asked", "not in this release"}

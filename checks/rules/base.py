@@ -13,6 +13,13 @@ from dataclasses import dataclass, field
 from typing import Iterable, Protocol, Sequence
 
 
+#: the key of an anomaly's `details` that names the model rule (`module.function` of
+#: `reference_model`, one of checks.coverage.OBSERVED) the observation broke. The rule that
+#: raises the anomaly names it, and nothing else maps anomalies to model rules: the verdict
+#: counts them per model rule (checks.verdict) and the conformance table reads those counts.
+RULE = "rule"
+
+
 @dataclass(frozen=True)
 class Anomaly:
     """One proven deviation. `indices` are the history indices that prove it."""

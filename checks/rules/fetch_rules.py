@@ -18,7 +18,7 @@ from typing import Iterable, Sequence
 from reference_model import kip392, profiles
 from reference_model.state import NONE, Replica
 
-from checks.rules.base import Anomaly
+from checks.rules.base import RULE, Anomaly
 from checks.rules.log_bounds import Extremes, Lives, SendBound, fault_brokers, hwm_series, hwm_values
 from checks.rules.observe import EpochIndex, Op, answered, as_int, partitions_of, proven_epoch, verdict
 
@@ -33,10 +33,12 @@ def _offsets(entry: dict) -> list[int]:
     return [int(r[0]) for r in entry.get("records") or []]
 
 
-def _anomaly(kind: str | None, name: str, indices, message: str, **details) -> list[Anomaly]:
+def _anomaly(kind: str | None, name: str, rule: str, indices, message: str, **details) -> list[Anomaly]:
+    """`rule`: the model rule (`module.function`, checks.coverage.OBSERVED) that said no."""
     if kind is None:
         return []
-    return [Anomaly(name, tuple(sorted(set(indices))), message, known=(kind == "known"), details=details)]
+    return [Anomaly(name, tuple(sorted(set(indices))), message, known=(kind == "known"),
+                    details={**details, RULE: rule})]
 
 
 class ConsumerFetchRule:
@@ -91,7 +93,7 @@ class ConsumerFetchRule:
             if op.f != "fetch" or op.value.get("top_error", NONE) not in (NONE, None):
                 continue
             for entry in partitions_of(op.value):
-                if entry.get("omitted") or "fetch_offset" not in entry:
+                if not _answered(entry):
                     continue
                 tp = (entry.get("topic"), entry.get("partition"))
                 epoch, life = proven_epoch(op, entry, epochs), lives.of(op.completed)
@@ -138,7 +140,7 @@ class ConsumerFetchRule:
                       if o.op.completed > op.completed and o.op is not op)
         kind = verdict(lambda p: kip392.records_committed(above, hwm, p, later), profile)
         where = f"{e.get('topic')}/{e.get('partition')} on broker {op.value.get('broker')} at offset {e['fetch_offset']}"
-        return _anomaly(kind, "uncommitted-read", op.indices,
+        return _anomaly(kind, "uncommitted-read", "kip392.records_committed", op.indices,
                         f"fetch of {where} returned offsets {above[:5]} at or above the reported HWM {hwm}"
                         + ("" if kind == "known" else
                            f"; later HWMs of that broker in that epoch: {sorted({h for h, _ in later})[:5] or 'none'}"),
@@ -161,7 +163,7 @@ class ConsumerFetchRule:
         where = f"{e.get('topic')}/{e.get('partition')} on broker {op.value.get('broker')} at offset {offset}"
         bound_text = ", ".join(f"{k} {v}" for k, v in (("LEO >=", bounds.leo_min), ("LEO <=", bounds.leo_max),
                                                         ("log start <=", bounds.log_start_max)) if v is not None)
-        return _anomaly(kind, "wrong-fetch-error", op.indices,
+        return _anomaly(kind, "wrong-fetch-error", "kip392.consumer_fetch_outcomes", op.indices,
                         f"fetch of {where} answered {err} with HWM {hwm} and log start {start}, "
                         f"which no replica state allows (KIP-392 cases 1-4)"
                         + (f" with {bound_text} (proven by other answers)" if bound_text else ""),
@@ -179,7 +181,7 @@ class ConsumerFetchRule:
             if op.f == "offsets_for_leader_epoch":
                 end = as_int(op.value.get("end_offset"), -1)
                 if op.value.get("error", NONE) == NONE and not kip392.epoch_end_offset_possible(end, leo_max):
-                    out += _anomaly("anomaly", "wrong-fetch-error", op.indices,
+                    out += _anomaly("anomaly", "wrong-fetch-error", "kip392.epoch_end_offset_possible", op.indices,
                                     f"OffsetsForLeaderEpoch answered end offset {end} for {topic}/{part}, above any "
                                     f"LEO the partition's sends allow ({leo_max})", end_offset=end, leo_max=leo_max)
                 continue
@@ -219,7 +221,7 @@ class ConsumerFetchRule:
                          if int(o) >= hwm and not kip392.read_value_committed(_plain(v), committed.get(int(o), ()))]
                 if wrong:
                     o, v, others = wrong[0]
-                    out += _anomaly("anomaly", "uncommitted-read", op.indices,
+                    out += _anomaly("anomaly", "uncommitted-read", "kip392.read_value_committed", op.indices,
                                     f"fetch of {topic}/{part} on broker {op.value.get('broker')} returned {v!r} at "
                                     f"offset {o}, above its reported HWM {hwm}, where the history shows the committed "
                                     f"record(s) {others[:3]}: it was never committed",
@@ -235,7 +237,15 @@ def _plain(value):
 def _entries(op: Op, topic, part) -> list[dict]:
     """`op`'s answered entries for one partition (not omitted, with a fetch offset)."""
     return [e for e in partitions_of(op.value) if (e.get("topic"), as_int(e.get("partition"))) == (topic, part)
-            and not e.get("omitted") and "fetch_offset" in e]
+            and _answered(e)]
+
+
+def _answered(entry: dict) -> bool:
+    """Whether a fetch entry is the broker's answer for a requested partition. Not when the
+    answer left the partition out: `omitted` (incremental: KIP-227 allows it) or `missing`
+    (a full response: `fetch-session-violation`, checks/rules/session_rules.py); such an
+    entry carries no HWM or log start, so KIP-392 has nothing to judge in it."""
+    return not (entry.get("omitted") or entry.get("missing")) and "fetch_offset" in entry
 
 
 class HighWatermarkRule:
@@ -297,7 +307,7 @@ class HighWatermarkRule:
                                   ("its HWM had already risen in this epoch", rose),
                                   ("it had already gone back in this epoch", back_again)) if c]
             note = f" (a follower of {leader}" + (f": {'; '.join(why)})" if why and kind == "anomaly" else ")")
-            out += _anomaly(kind, "hwm-regression", a.op.indices + b.op.indices,
+            out += _anomaly(kind, "hwm-regression", "kip392.hwm_may_go_back", a.op.indices + b.op.indices,
                             f"broker {broker} reported HWM {b.hwm} for {topic}/{part} in leader "
                             f"epoch {epoch} after it had reported {a.hwm}" + (note if is_leader is False else ""),
                             topic=topic, partition=part, leader_epoch=epoch, before=a.hwm, after=b.hwm)
@@ -314,7 +324,7 @@ class HighWatermarkRule:
                 continue
             proof = min(later, key=lambda o: o.hwm)
             kind = verdict(lambda p: p.allows(profiles.OFFSETS_FOR_LEADER_EPOCH_UNCAPPED), profile)
-            out += _anomaly(kind, "wrong-fetch-error", op.indices + proof.op.indices,
+            out += _anomaly(kind, "wrong-fetch-error", "kip392.epoch_end_offset_possible", op.indices + proof.op.indices,
                             f"OffsetsForLeaderEpoch told a consumer end offset {end} for {topic}/{part} epoch {epoch}, "
                             f"above the HWM ({proof.hwm} even later): KIP-392 caps it at the HWM",
                             end_offset=end, later_high_watermark=proof.hwm)

@@ -20,7 +20,7 @@ from typing import Iterable, Sequence
 
 from reference_model import kip1023
 
-from checks.rules.base import Anomaly
+from checks.rules.base import RULE, Anomaly
 from checks.rules.log_bounds import STATE_LOSING_FAULTS
 from checks.rules.observe import EpochIndex, Op, answered, as_int, broker_ids, proven_epoch, verdict
 
@@ -108,4 +108,5 @@ class TieredOffsetRule:
             f"answered {a[1]} {a[2]} in leader epoch {epoch}: KIP-1023 allows no such pair ({broke})",
             known=(kind == "known"),
             details={"topic": topic, "partition": partition, "leader_epoch": epoch, "earlier": a[1],
-                     "earlier_value": a[2], "later": b[1], "later_value": b[2]})]
+                     "earlier_value": a[2], "later": b[1], "later_value": b[2],
+                     RULE: "kip1023.offset_order"})]

@@ -5,7 +5,7 @@ from typing import Iterable, Sequence
 
 from reference_model import kip1166
 
-from checks.rules.base import Anomaly
+from checks.rules.base import RULE, Anomaly
 
 #: After a fault heals, a node reconnects and catches up (KRaft retries a lost FETCH after
 #: controller.quorum.request.timeout.ms, 2 s, plus backoff): a probe that starts this soon
@@ -54,7 +54,8 @@ class PropagationRule:
                         details={"upper_quartile_ms": round(quartile_ms, 1), "median_ms": round(median_ms, 1),
                                  "bound_ms": kip_ms, "parked_once_ms": parked_ms,
                                  "window_ms": window_ms, "changes": len(lags),
-                                 "slowest_ms": [round(lag / 1e6, 1) for _, lag, _ in slowest]})]
+                                 "slowest_ms": [round(lag / 1e6, 1) for _, lag, _ in slowest],
+                                 RULE: "kip1166.propagation_statistic"})]
 
 
 def counted_probes(records: Sequence[dict]) -> tuple[list[tuple[int, int, dict]], int]:

@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 from reference_model import kip392
 from reference_model.state import PartitionState, Replica
 
-from checks.rules.base import Anomaly
+from checks.rules.base import RULE, Anomaly
 from checks.rules.observe import as_int, partitions_of
 
 #: The metadata answers that prove a replica out of the ISR must span less than this:
@@ -191,4 +191,5 @@ class _Judge:
                        f"broker {broker} sent preferred read replica {pref} for {topic}/{partition}, which KIP-392 "
                        f"does not allow ({'; '.join(facts)}; allowed: {sorted(allowed)})",
                        details={"topic": topic, "partition": partition, "preferred_read_replica": pref,
-                                "client_rack": client_rack, "leader": leader, "allowed": sorted(allowed)})
+                                "client_rack": client_rack, "leader": leader, "allowed": sorted(allowed),
+                                RULE: "kip392.preferred_read_replica_outcomes"})

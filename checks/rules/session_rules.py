@@ -22,7 +22,7 @@ from reference_model import kip227
 from reference_model.state import FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, NONE, \
     CachedPartition, Session, SessionCache
 
-from checks.rules.base import Anomaly
+from checks.rules.base import RULE, Anomaly
 from checks.rules.observe import as_int, partitions_of, verdict
 
 SESSION_ANSWERS = {NONE, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH}
@@ -77,10 +77,11 @@ class _Walk:
         self.seen: dict = {}  # (session id, partition key) -> highest offset returned in it
         self.out: list[Anomaly] = []
 
-    def flag(self, kind: str | None, indices, message: str, **details) -> None:
+    def flag(self, kind: str | None, rule: str, indices, message: str, **details) -> None:
+        """`rule`: the judged model rule (checks.coverage.OBSERVED) the answer broke."""
         if kind is not None:
             self.out.append(Anomaly(NAME, tuple(sorted(set(indices))), message, known=(kind == "known"),
-                                    details=details))
+                                    details={**details, RULE: rule}))
 
     def step(self, inv: dict, done: dict) -> None:
         v, iv = done.get("value") or {}, inv.get("value") or {}
@@ -97,7 +98,7 @@ class _Walk:
         if top != NONE:
             view = kip227.top_level_error_view(top, tuple(_key(e) for e in entries))
             if any(e.get("records") or e.get("error", top) != view[_key(e)] for e in entries):
-                self.flag("anomaly", indices, f"top-level error {top} but a partition carries records or another "
+                self.flag("anomaly", "kip227.top_level_error_view", indices, f"top-level error {top} but a partition carries records or another "
                                               f"error (KIP-227 \"Top-level error code\")", **where)
         if top not in SESSION_ANSWERS:
             return
@@ -109,8 +110,11 @@ class _Walk:
             answered = {_key(e) for e in entries if not (e.get("omitted") or e.get("missing"))}
             gaps = sorted((kip227.full_response_partitions(req) | {_key(e) for e in entries}) - answered)
             if gaps:
-                self.flag("anomaly", indices, f"a full response left out requested partitions {gaps[:5]} "
-                                              f"(KIP-227 \"Full Fetch Responses\")", **where)
+                self.flag("anomaly", "kip227.full_response_partitions", indices,
+                          f"the response to a full ({kind}) fetch request {sid}/{epoch} left out requested "
+                          f"partitions {gaps[:5]}: only an incremental response may omit partitions (KIP-227 "
+                          f"\"Full Fetch Responses\", \"FetchRequest Metadata meaning\")", **where,
+                          left_out=[list(g) for g in gaps[:20]])
         elif before is not None and rid == sid:
             self._judge_incremental(before, req, entries, indices, where)
         if chosen is not None and rid:
@@ -133,7 +137,7 @@ class _Walk:
         k = verdict(allowed, self.profile)
         if k is not None:
             shown = sorted({(r.error, r.session_id) for r, _, _ in current})
-            self.flag(k, indices, f"{kind} request {req.session_id}/{req.epoch} answered {top} with session id "
+            self.flag(k, "kip227.observer_outcomes", indices, f"{kind} request {req.session_id}/{req.epoch} answered {top} with session id "
                                   f"{rid}; KIP-227 allows {shown}", **where, response_session_id=rid)
         match = [(c, g) for r, c, g in current if (r.error, r.session_id) == observed]
         if match:
@@ -160,14 +164,14 @@ class _Walk:
         present = [e for e in entries if not e.get("omitted")]
         strangers = sorted({_key(e) for e in present} - set(cached))
         if strangers:
-            self.flag("anomaly", indices, f"incremental response carries partitions outside the session: "
+            self.flag("anomaly", "kip227.may_omit", indices, f"incremental response carries partitions outside the session: "
                                           f"{strangers[:5]} (KIP-227 \"Incremental Fetch Responses\")", **where)
         for e in present:
             c = cached.get(_key(e))
             if c is None:
                 continue
             k = verdict(lambda p: kip227.must_include(c, _response(e), p), self.profile)
-            self.flag(k, indices, f"incremental response carries {c.topic}/{c.partition} with nothing new: HWM "
+            self.flag(k, "kip227.may_omit", indices, f"incremental response carries {c.topic}/{c.partition} with nothing new: HWM "
                                   f"{e.get('high_watermark')} and log start {e.get('log_start_offset')} as last sent, "
                                   f"no records, error {e.get('error', NONE)}", **where)
         may_be_full = any(e.get("records") for e in entries)
@@ -177,7 +181,7 @@ class _Walk:
                 continue
             seen = self.seen.get((before.id, c.key), -1) >= c.fetch_offset
             k = verdict(lambda p: kip227.may_omit(c, may_be_full, seen, p), self.profile)
-            self.flag(k, indices,
+            self.flag(k, "kip227.may_omit", indices,
                       f"incremental response left out {c.topic}/{c.partition} although committed data was "
                       f"available at its fetch offset {c.fetch_offset} (HWM {c.hwm})", **where)
 

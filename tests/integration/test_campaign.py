@@ -67,3 +67,10 @@ def test_killed_campaign_resumes_and_one_check_agrees_with_each_run(tmp_path):
     assert suite.get("tests") == "4" and suite.get("errors") == "2" and suite.get("failures") == "0"
     page = (d / "summary.html").read_text()
     assert "VALID" in page and "ERROR" in page and "kipcheck run --seed 2" in page
+    # which KIP rules each release conforms to: one column per release, none for errored runs
+    release = summary["conformance"]
+    assert release["releases"] == ["0.0.0-nope", "default"] and release["runs"] == {"0.0.0-nope": 0, "default": 2}
+    cells = [c for kip in release["rules"].values() for c in kip.values()]
+    assert all(c["0.0.0-nope"] is None and c["default"]["status"] != "fails" for c in cells)  # both VALID
+    assert "| KIP-392 | records_committed | no verdict | " in (d / "summary.md").read_text()
+    assert "KIP conformance per release" in out and "KIP conformance per release" in page

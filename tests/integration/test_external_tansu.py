@@ -44,6 +44,40 @@ def test_external_run_against_tansu_skips_what_it_lacks(tansu_bootstrap, tmp_pat
     assert [r for r in records if r["f"] == "send" and r["type"] == "ok"]
 
 
+def test_tansu_gets_a_per_kip_conformance_table_with_no_false_claim(tansu_bootstrap, tmp_path):
+    """The run ends by its verdict with the conformance table (verdict.json, terminal, report).
+    No row holds without observations; what Tansu cannot be asked is "not asked" with why:
+    KIP-1166 (no KRaft quorum: no DescribeQuorum), KIP-1023 (no tiered-offset answer) and
+    OffsetsForLeaderEpoch. A requested partition Tansu leaves out of a full fetch answer is a
+    KIP-227 full-response violation, never a KIP-392 `wrong-fetch-error` with "HWM -1"."""
+    run = run_to_verdict(tmp_path / "runs", "--backend", "external", "--bootstrap", tansu_bootstrap,
+                         "--duration", "15", "--faults", "none", timeout=240)
+    table = run.verdict["conformance"]
+    assert list(table) == ["KIP-392", "KIP-227", "KIP-1023", "KIP-1166"]
+    rows = {rule: row for kip in table.values() for rule, row in kip.items()}
+    for rule, row in rows.items():
+        assert (row["status"] == "holds") <= (row["observations"] > 0), (rule, row)
+        assert row["status"] != "not in this release", (rule, row)  # not Kafka: no release features
+    kip1166 = rows["kip1166.propagation_statistic"]
+    assert kip1166["status"] == "not asked" and "DescribeQuorum" in kip1166["why"], kip1166
+    assert rows["kip1023.offset_order"]["status"] == "not asked", rows["kip1023.offset_order"]
+    assert rows["kip392.epoch_end_offset_possible"]["status"] == "not asked"
+    assert "OffsetForLeaderEpoch" in rows["kip392.epoch_end_offset_possible"]["why"]
+    assert rows["kip392.preferred_read_replica_outcomes"]["status"] == "not asked"
+    for example in run.verdict["anomalies"]["wrong-fetch-error"]:
+        assert "HWM -1" not in example["message"], example
+    for example in run.verdict["anomalies"]["fetch-session-violation"]:
+        assert example["rule"] in rows, example
+    gaps = [e for e in run.verdict["anomalies"]["fetch-session-violation"]
+            if e["rule"] == "kip227.full_response_partitions"]
+    if gaps:  # Tansu 0.1.2 answers max_wait_ms 0 with no partition: the KIP-392 rows saw nothing
+        assert rows["kip227.full_response_partitions"]["status"] == "fails"
+        assert "left out requested partitions" in gaps[0]["message"]
+    assert "conformance (per KIP rule):" in run.terminal
+    assert "propagation_statistic" in run.terminal and "not asked" in run.terminal
+    assert "KIP conformance" in (run.run_dir / "report" / "index.html").read_text()
+
+
 def test_a_worker_bug_is_history_and_harness_log_not_the_terminal(tansu_bootstrap, tmp_path, monkeypatch, capfd):
     """A prober that raises on every Fetch answer (a bug of ours, provoked): each such request
     ends `info` with the exception, its traceback is in harness.log, the prober reconnects and
