@@ -21,6 +21,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from faults.cluster import Cluster
+from faults.errors import FaultError
 from harness import capabilities, runlog
 from harness.admin import Admin
 from harness.cluster import ClusterOptions, NativeCluster
@@ -63,7 +65,7 @@ class RunOptions:
 class RunContext:
     """What faults may touch during a run (see faults.base.FaultContext)."""
 
-    def __init__(self, cluster: NativeCluster, topic: str):
+    def __init__(self, cluster: Cluster, topic: str):
         self.cluster, self.topic = cluster, topic
 
     def admin(self) -> Admin:
@@ -125,7 +127,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
     with harness_log(run_dir):
         try:
             return _run_in(run_dir, options, version, external, dist, ui)
-        except HarnessError:
+        except FaultError:  # a HarnessError or a fault's own: already one line
             raise
         except Exception as e:  # before the history existed (e.g. a bad schedule): nothing to judge
             raise HarnessError(f"internal error: {internal_error('run', 'the run failed', e)} "
@@ -231,7 +233,7 @@ def _recovery_bound(cluster, node_start_s: float) -> dict:
 
 def _failure_line(failure: Exception) -> str:
     """One line for the terminal; the traceback goes to harness.log."""
-    if isinstance(failure, HarnessError):
+    if isinstance(failure, FaultError):  # a HarnessError or a fault's own
         internal_error("run", "the run failed", failure)
         return str(failure)
     return f"internal error: {internal_error('run', 'the run failed', failure)}"
