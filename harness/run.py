@@ -12,7 +12,6 @@ names the verdict of the history so far; its traceback is in the run's harness.l
 """
 from __future__ import annotations
 
-import json
 import os
 import platform
 import signal
@@ -21,6 +20,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from checks import run_config
 from faults.cluster import Cluster
 from faults.errors import FaultError
 from harness import capabilities, runlog
@@ -142,16 +142,16 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
     else:
         plan = schedules.generate(options.seed, options.faults, options.duration, w.topic, options.intensity,
                                   partitions=w.partitions)
-    config = {"seed": options.seed, "duration": options.duration, "backend": options.backend,
-              "options": {k: v for k, v in asdict(options).items() if k != "workload"},
-              "workload": asdict(w), "schedule": [s.as_json() for s in plan],
-              "python": platform.python_version(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    config = run_config.RunConfig(seed=options.seed, duration=options.duration, backend=options.backend,
+                                  options={k: v for k, v in asdict(options).items() if k != "workload"},
+                                  workload=asdict(w), schedule=[s.as_json() for s in plan],
+                                  python=platform.python_version(), started=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     config.update(kafka_version=version, features=releases.report(version), reproduce=reproduce_command(options))
 
     def save_config(**fields) -> None:
         """config.json grows as the run learns things (racks, where consumers fetched from)."""
         config.update(fields)
-        (run_dir / "config.json").write_text(json.dumps(config, indent=2))
+        run_config.write(run_dir, config)
     save_config()
 
     if options.backend == "external":
