@@ -17,12 +17,16 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness import firewall, network
 from harness.errors import HarnessError
 from harness.kafka_dist import KafkaDistribution
 from harness.node import KafkaNode, NodeSpec, kraft_settings
 from harness.state import ClusterState, all_states, kill_recorded, process_start_time
+
+if TYPE_CHECKING:
+    from harness.toxiproxy import ClientProxy
 
 BROKER_PORT, CONTROLLER_PORT, CLIENT_PORT = 9092, 9093, 9094
 
@@ -93,7 +97,7 @@ class NativeCluster:
     def bootstrap_servers(self) -> str:
         return ",".join(n.spec.advertised_client or n.spec.client_address for n in self.brokers)
 
-    def client_proxy(self, node_id: int):
+    def client_proxy(self, node_id: int) -> ClientProxy | None:
         """The Toxiproxy proxy in front of the broker's client listener (link faults); None unless proxied."""
         if self.toxiproxy is None:
             return None
