@@ -5,10 +5,10 @@ run's `config.json` and validates names.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from checks.history import HistoryError
+from checks import run_config
 from reference_model.profiles import PROFILES, for_version, profile_for
 
 
@@ -23,12 +23,7 @@ def profile_for_version(version: str | None) -> str:
 
 def kafka_version(path: str | Path) -> str | None:
     """The `kafka_version` of the run a history belongs to, when its config.json says."""
-    p = Path(path)
-    config = (p if p.is_dir() else p.parent) / "config.json"
-    try:
-        return json.loads(config.read_text()).get("kafka_version")
-    except (OSError, ValueError, AttributeError):
-        return None
+    return run_config.load(path).get("kafka_version")
 
 
 def choose_profile(path: str | Path, asked: str | None = None) -> str:

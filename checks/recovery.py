@@ -22,10 +22,10 @@ verdict, so a reader sees what the bound is made of:
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from checks.history import HistoryError
+from checks import run_config
 
 #: Kafka's defaults (ms) for the broker and controller parts of the bound
 KAFKA_DEFAULTS_MS = {
@@ -62,12 +62,7 @@ def derive_bound(broker_config: dict | None = None, client_request_timeout_ms: f
 
 def recorded_bound(path: str | Path) -> dict | None:
     """The `recovery_bound` the run recorded in config.json beside the history, if any."""
-    p = Path(path)
-    config = (p if p.is_dir() else p.parent) / "config.json"
-    try:
-        bound = json.loads(config.read_text()).get("recovery_bound")
-    except (OSError, ValueError, AttributeError):
-        return None
+    bound = run_config.load(path).get("recovery_bound")
     if isinstance(bound, dict) and isinstance(bound.get("seconds"), (int, float)) and bound["seconds"] > 0:
         return bound
     return None

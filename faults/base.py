@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from faults.cluster import Admin, Cluster
+
 
 @dataclass(frozen=True)
 class FaultSpec:
@@ -22,12 +24,12 @@ class FaultSpec:
 
 
 class FaultContext(Protocol):
-    """What a fault may touch: the cluster handle, an admin client, the workload topic."""
+    """What a fault may touch: the cluster (faults.cluster), an admin client, the workload topic."""
 
-    cluster: object
+    cluster: Cluster
     topic: str
 
-    def admin(self): ...  # a harness.admin.Admin on the cluster
+    def admin(self) -> Admin: ...
 
     def leader_of(self, topic: str, partition: int) -> int: ...
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 
-from harness.errors import HarnessError
 from faults.base import FaultContext, FaultSpec
+from faults.errors import FaultError
 from faults.process import heal_processes, start_stopped
 from faults.targets import partition_of, resolve_node, wait_full_isr
 
@@ -53,7 +53,7 @@ class WipeMetadata(_DiskFault):
 
     def damage(self, ctx, node, spec):
         if not node.spec.is_controller:
-            raise HarnessError(f"node {node.spec.node_id} is not a controller")
+            raise FaultError(f"node {node.spec.node_id} is not a controller")
         node.clean_node(metadata=True)
         return {"wiped": [str(node.data_dir), str(node.metadata_dir)]}
 
@@ -69,7 +69,7 @@ class Truncate(_DiskFault):
         topic, partition = partition_of(spec, ctx)
         segments = sorted((node.data_dir / f"{topic}-{partition}").glob("*.log"))
         if not segments:
-            raise HarnessError(f"node {node.spec.node_id} has no segment of {topic}-{partition}")
+            raise FaultError(f"node {node.spec.node_id} has no segment of {topic}-{partition}")
         last = segments[-1]
         size = last.stat().st_size
         cut = min(size, int(spec.params.get("bytes", 4096)))

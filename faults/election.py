@@ -11,8 +11,8 @@ import time
 
 from confluent_kafka import ElectionType, KafkaException, TopicPartition
 
-from harness.errors import HarnessError
 from faults.base import FaultContext, FaultSpec
+from faults.errors import FaultError
 from faults.targets import describe, partition_of, view
 
 
@@ -33,7 +33,7 @@ def elect(ctx: FaultContext, partitions: list[tuple[str, int]], election: Electi
     try:
         result = fut.result(timeout=40)
     except KafkaException as e:
-        raise HarnessError(f"{election.name.lower()} election failed: {e.args[0].str()}") from None
+        raise FaultError(f"{election.name.lower()} election failed: {e.args[0].str()}") from None
     out = {}
     for tp, err in result.items():
         if isinstance(err, KafkaException):
@@ -102,7 +102,7 @@ def reassign(ctx: FaultContext, assignments: dict[tuple[str, int], list[int] | N
             if not pending:
                 return
             if time.monotonic() > deadline:
-                raise HarnessError(f"reassignment still in progress after {timeout:.0f} s: {sorted(map(str, pending))}")
+                raise FaultError(f"reassignment still in progress after {timeout:.0f} s: {sorted(map(str, pending))}")
             time.sleep(0.5)
     finally:
         admin.close()

@@ -12,8 +12,8 @@ import logging
 import threading
 import time
 
-from harness.errors import HarnessError
 from faults.base import FaultSpec
+from faults.errors import FaultError
 from faults.registry import healers, kind
 
 
@@ -46,7 +46,7 @@ class Nemesis(threading.Thread):
         op = self.history.invoke("nemesis", "fault", {**base, "phase": "start"})
         try:
             injected = k.inject(self.ctx, spec)
-        except HarnessError as e:
+        except FaultError as e:
             op.info(error=str(e))
             self.failed.append((spec, str(e)))
             heal_all_quietly(k, self.ctx)  # a half-done inject must not outlive its window

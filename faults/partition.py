@@ -2,15 +2,15 @@
 
 A partition is a *grudge* (Jepsen's term): for each node, the peers whose packets it
 drops on arrival. A two-way cut between x and y is x dropping y's packets and y
-dropping x's; a one-way cut is one side only. Rules live in each namespace's KIPCHECK
-chain (see harness.network): heal deletes exactly the rules inject added, heal-all
-flushes the chains, and a deleted namespace takes its rules with it. Clients in the
-root namespace are never cut off: an isolated leader keeps taking requests it can no
-longer replicate, the interesting case for acks=all.
+dropping x's; a one-way cut is one side only. Rules are made by the nodes' packet verbs
+(faults.cluster.Node; the native backend keeps them in each namespace's KIPCHECK chain):
+heal deletes exactly the rules inject added, heal-all flushes them, and a deleted
+namespace takes its rules with it. Clients in the root namespace are never cut off: an
+isolated leader keeps taking requests it can no longer replicate, the interesting case
+for acks=all.
 """
 from __future__ import annotations
 
-from harness.network import CHAIN
 from faults.base import FaultContext, FaultSpec
 from faults.targets import all_node_ids, resolve_node
 
@@ -27,18 +27,21 @@ def cut(a: list[int], b: list[int]) -> Grudge:
     return grudge
 
 
-def _rules(ctx: FaultContext, grudge: Grudge, action: str) -> None:
+def _hold(ctx: FaultContext, grudge: Grudge, drop: bool) -> None:
+    """Make (drop) or drop (not drop) every rule of the grudge."""
     for node_id, peers in grudge.items():
-        host = ctx.cluster.node(int(node_id)).spec.host
+        node = ctx.cluster.node(int(node_id))
         for peer in peers:
-            peer_address = ctx.cluster.node(int(peer)).spec.host.address
-            host.iptables(action, CHAIN, "-s", peer_address, "-j", "DROP", check=(action == "-A"))
+            peer_node = ctx.cluster.node(int(peer))
+            if drop:
+                node.drop_packets_from(peer_node)
+            else:
+                node.allow_packets_from(peer_node)
 
 
 def heal_partitions(ctx: FaultContext) -> None:
     for node in ctx.cluster.nodes:
-        if node.spec.host.netns:
-            node.spec.host.iptables("-F", CHAIN, check=False)
+        node.allow_all_packets()
 
 
 class _Partition:
@@ -54,11 +57,13 @@ class _Partition:
 
     def inject(self, ctx: FaultContext, spec: FaultSpec) -> dict:
         grudge, targets, extra = self.grudge(ctx, spec)
-        _rules(ctx, grudge, "-A")
+        for node_id in targets:  # a backend without node access says so, rather than cut nobody
+            ctx.cluster.node(node_id)
+        _hold(ctx, grudge, drop=True)
         return {"targets": targets, **extra, "grudge": {str(k): v for k, v in grudge.items()}}
 
     def heal(self, ctx: FaultContext, spec: FaultSpec, injected: dict) -> None:
-        _rules(ctx, injected["grudge"], "-D")
+        _hold(ctx, injected["grudge"], drop=False)
 
 
 class IsolateNode(_Partition):

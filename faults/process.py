@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.errors import HarnessError
 from faults.base import FaultContext, FaultSpec
+from faults.errors import FaultError
 from faults.targets import resolve_node, wait_full_isr
 
 START_TIMEOUT = 120.0  # two cores shared by several clusters: a JVM start can be slow
@@ -138,7 +138,7 @@ class RollingRestart:
             done.append(node_id)
             try:
                 wait_healthy(ctx)
-            except HarnessError:
+            except FaultError:
                 if stop is None or not stop.is_set():
                     raise
         return {"targets": done, "order": order}

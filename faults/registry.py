@@ -3,9 +3,9 @@
 `all` in a fault list means the default mix: every kind except the opt-in ones."""
 from __future__ import annotations
 
-from harness.errors import HarnessError
 from faults.disk import DISK_KINDS
 from faults.election import ELECTION_KINDS
+from faults.errors import FaultError
 from faults.partition import PARTITION_KINDS
 from faults.process import PROCESS_KINDS
 from faults.toxics import TOXIC_KINDS
@@ -20,7 +20,7 @@ def kind(name: str):
     try:
         return KINDS[name]
     except KeyError:
-        raise HarnessError(f"unknown fault {name!r}; known faults: {', '.join(sorted(KINDS))} (or 'all')") from None
+        raise FaultError(f"unknown fault {name!r}; known faults: {', '.join(sorted(KINDS))} (or 'all')") from None
 
 
 def parse_kinds(text: str) -> list[str]:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import time
 
-from harness.errors import HarnessError
 from faults.base import FaultContext, FaultSpec
+from faults.errors import FaultError
 
 
 def partition_of(spec: FaultSpec, ctx: FaultContext) -> tuple[str, int]:
@@ -31,7 +31,7 @@ def describe(ctx: FaultContext, topic: str, timeout: float = 30.0, pred=lambda p
         except Exception as e:
             last = str(e)
         if time.monotonic() > deadline:
-            raise HarnessError(f"{topic}: no usable description within {timeout:.0f} s ({last})")
+            raise FaultError(f"{topic}: no usable description within {timeout:.0f} s ({last})")
         time.sleep(0.5)
 
 
@@ -53,9 +53,9 @@ def resolve_node(ctx: FaultContext, spec: FaultSpec, default: str = "leader") ->
     if target == "follower":
         followers = [r for r in p.isr if r != p.leader] or [r for r in p.replicas if r != p.leader]
         if not followers:
-            raise HarnessError(f"{p.topic}-{p.partition} has no follower")
+            raise FaultError(f"{p.topic}-{p.partition} has no follower")
         return followers[int(spec.params.get("index", 0)) % len(followers)]
-    raise HarnessError(f"unknown fault target {target!r} (a node id, 'leader' or 'follower')")
+    raise FaultError(f"unknown fault target {target!r} (a node id, 'leader' or 'follower')")
 
 
 def all_node_ids(ctx: FaultContext) -> list[int]:

@@ -9,23 +9,22 @@ proxy in between would hide (see docs/faults.md).
 """
 from __future__ import annotations
 
-from harness.errors import HarnessError
-from harness.toxiproxy import client_proxy_name
 from faults.base import FaultContext, FaultSpec
+from faults.cluster import ClientProxy
+from faults.errors import FaultError
 from faults.targets import resolve_node
 
 
-def _toxiproxy(ctx: FaultContext):
-    tp = getattr(ctx.cluster, "toxiproxy", None)
-    if tp is None:
-        raise HarnessError("link faults need a cluster with proxied clients (ClusterOptions(proxied_clients=True))")
-    return tp
+def _proxies(ctx: FaultContext, node_ids: list[int]) -> list[ClientProxy]:
+    """The client proxies of these brokers; none at all (e.g. the external backend) is an error."""
+    proxies = [ctx.cluster.client_proxy(n) for n in node_ids]
+    if not proxies or None in proxies:
+        raise FaultError("link faults need a cluster with proxied clients (ClusterOptions(proxied_clients=True))")
+    return proxies
 
 
 def heal_toxics(ctx: FaultContext) -> None:
-    tp = getattr(ctx.cluster, "toxiproxy", None)
-    if tp is not None:
-        tp.reset()
+    ctx.cluster.reset_client_proxies()
 
 
 class LinkToxic:
@@ -43,22 +42,20 @@ class LinkToxic:
         return {k: spec.params.get(k, v) for k, v in self.defaults.items()}
 
     def inject(self, ctx: FaultContext, spec: FaultSpec) -> dict:
-        tp = _toxiproxy(ctx)
         if spec.params.get("target", "leader") == "all":
             targets = [n.spec.node_id for n in ctx.cluster.brokers]
         else:
             targets = [resolve_node(ctx, spec, "leader")]
         attrs, stream = self.attributes(spec), spec.params.get("stream", self.stream)
-        proxies = [client_proxy_name(t) for t in targets]
+        proxies = _proxies(ctx, targets)
         for p in proxies:
-            tp.add_toxic(p, self.toxic_name, self.toxic_type, attrs, stream=stream,
-                         toxicity=float(spec.params.get("toxicity", 1.0)))
-        return {"targets": targets, "proxies": proxies, "stream": stream, "attributes": attrs}
+            p.add_toxic(self.toxic_name, self.toxic_type, attrs, stream=stream,
+                        toxicity=float(spec.params.get("toxicity", 1.0)))
+        return {"targets": targets, "proxies": [p.name for p in proxies], "stream": stream, "attributes": attrs}
 
     def heal(self, ctx: FaultContext, spec: FaultSpec, injected: dict) -> None:
-        tp = _toxiproxy(ctx)
-        for p in injected["proxies"]:
-            tp.remove_toxic(p, self.toxic_name)
+        for p in _proxies(ctx, injected["targets"]):
+            p.remove_toxic(self.toxic_name)
 
 
 # Defaults are mild enough for a whole run; schedules draw their own (faults.schedule).

@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+from faults.errors import FaultError
 from harness.errors import HarnessError
 
 EXIT_VALID, EXIT_ANOMALIES, EXIT_ERROR, EXIT_UNKNOWN = 0, 1, 2, 3
@@ -294,7 +295,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except HarnessError as e:
+    except FaultError as e:  # a HarnessError, or a fault's own (e.g. an unknown --faults name)
         print(f"kipcheck: {e}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:

@@ -17,12 +17,16 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness import firewall, network
 from harness.errors import HarnessError
 from harness.kafka_dist import KafkaDistribution
 from harness.node import KafkaNode, NodeSpec, kraft_settings
 from harness.state import ClusterState, all_states, kill_recorded, process_start_time
+
+if TYPE_CHECKING:
+    from harness.toxiproxy import ClientProxy
 
 BROKER_PORT, CONTROLLER_PORT, CLIENT_PORT = 9092, 9093, 9094
 
@@ -56,6 +60,8 @@ def _kafka_uuid() -> str:
 
 
 class NativeCluster:
+    """A `faults.cluster.Cluster` whose nodes (KafkaNode) this harness starts and stops."""
+
     def __init__(self, dist: KafkaDistribution, root: Path, options: ClusterOptions = ClusterOptions(),
                  owner_pid: int | None = None, cluster_id: str | None = None):
         self.dist = dist
@@ -90,6 +96,17 @@ class NativeCluster:
 
     def bootstrap_servers(self) -> str:
         return ",".join(n.spec.advertised_client or n.spec.client_address for n in self.brokers)
+
+    def client_proxy(self, node_id: int) -> ClientProxy | None:
+        """The Toxiproxy proxy in front of the broker's client listener (link faults); None unless proxied."""
+        if self.toxiproxy is None:
+            return None
+        from harness.toxiproxy import ClientProxy, client_proxy_name
+        return ClientProxy(self.toxiproxy, client_proxy_name(self.node(node_id).spec.node_id))
+
+    def reset_client_proxies(self) -> None:
+        if self.toxiproxy is not None:
+            self.toxiproxy.reset()
 
     def racks(self) -> dict[int, str]:
         return {n.spec.node_id: n.spec.rack for n in self.brokers}

@@ -1,12 +1,14 @@
 """The `external` backend: an existing cluster given by bootstrap servers.
 
 kipcheck starts and stops nothing here, so only faults that need no node access can
-run (Admin-API leader elections, client-side proxies); node faults say so in one line.
+run (Admin-API leader elections); node and link faults say so in one line. It is a
+`faults.cluster.Cluster` with no nodes and no client proxies.
 """
 from __future__ import annotations
 
 from confluent_kafka import KafkaException
 
+from faults.errors import FaultError
 from harness.admin import Admin
 from harness.errors import HarnessError
 from harness.node import kraft_settings
@@ -47,4 +49,11 @@ class ExternalCluster:
         return kraft_settings({}, None)
 
     def node(self, node_id: int):
-        raise HarnessError("this fault needs node access: use the native backend (the external one only elects leaders)")
+        raise FaultError("this fault needs node access: use the native backend (the external one only elects leaders)")
+
+    def client_proxy(self, node_id: int) -> None:
+        """Clients connect to the brokers directly: no proxy to put toxics on."""
+        return None
+
+    def reset_client_proxies(self) -> None:
+        pass

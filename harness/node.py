@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.errors import HarnessError
 from harness.kafka_dist import KafkaDistribution
-from harness.network import Host
+from harness.network import CHAIN, Host
 from harness.state import ClusterState, kill_recorded, process_start_time, same_process_alive
 
 #: How long a KRaft FETCH may be parked: KafkaRaftClient.MAX_FETCH_WAIT_MS, a constant
@@ -224,6 +224,19 @@ class KafkaNode:
 
     def logs(self) -> list[Path]:
         return [p for p in (self.dir / "server.log", self.dir / "stdout.log") if p.exists()]
+
+    # -- packet filter (partitions: faults.partition) ---------------------------------------
+    def drop_packets_from(self, peer: KafkaNode) -> None:
+        """Drop, in this node's namespace, every packet from the peer's address (its KIPCHECK chain)."""
+        self.spec.host.iptables("-A", CHAIN, "-s", peer.spec.host.address, "-j", "DROP")
+
+    def allow_packets_from(self, peer: KafkaNode) -> None:
+        self.spec.host.iptables("-D", CHAIN, "-s", peer.spec.host.address, "-j", "DROP", check=False)
+
+    def allow_all_packets(self) -> None:
+        """Flush the KIPCHECK chain; a node in the root namespace (loopback mode) has none."""
+        if self.spec.host.netns:
+            self.spec.host.iptables("-F", CHAIN, check=False)
 
     def wait_listening(self, timeout: float) -> None:
         """Wait until the node accepts TCP connections on its main port."""

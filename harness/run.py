@@ -12,7 +12,6 @@ names the verdict of the history so far; its traceback is in the run's harness.l
 """
 from __future__ import annotations
 
-import json
 import os
 import platform
 import signal
@@ -21,6 +20,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from checks import run_config
+from faults.cluster import Cluster
+from faults.errors import FaultError
 from harness import capabilities, runlog
 from harness.admin import Admin
 from harness.cluster import ClusterOptions, NativeCluster
@@ -63,7 +65,7 @@ class RunOptions:
 class RunContext:
     """What faults may touch during a run (see faults.base.FaultContext)."""
 
-    def __init__(self, cluster: NativeCluster, topic: str):
+    def __init__(self, cluster: Cluster, topic: str):
         self.cluster, self.topic = cluster, topic
 
     def admin(self) -> Admin:
@@ -125,7 +127,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
     with harness_log(run_dir):
         try:
             return _run_in(run_dir, options, version, external, dist, ui)
-        except HarnessError:
+        except FaultError:  # a HarnessError or a fault's own: already one line
             raise
         except Exception as e:  # before the history existed (e.g. a bad schedule): nothing to judge
             raise HarnessError(f"internal error: {internal_error('run', 'the run failed', e)} "
@@ -140,16 +142,16 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
     else:
         plan = schedules.generate(options.seed, options.faults, options.duration, w.topic, options.intensity,
                                   partitions=w.partitions)
-    config = {"seed": options.seed, "duration": options.duration, "backend": options.backend,
-              "options": {k: v for k, v in asdict(options).items() if k != "workload"},
-              "workload": asdict(w), "schedule": [s.as_json() for s in plan],
-              "python": platform.python_version(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    config = run_config.RunConfig(seed=options.seed, duration=options.duration, backend=options.backend,
+                                  options={k: v for k, v in asdict(options).items() if k != "workload"},
+                                  workload=asdict(w), schedule=[s.as_json() for s in plan],
+                                  python=platform.python_version(), started=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     config.update(kafka_version=version, features=releases.report(version), reproduce=reproduce_command(options))
 
     def save_config(**fields) -> None:
         """config.json grows as the run learns things (racks, where consumers fetched from)."""
         config.update(fields)
-        (run_dir / "config.json").write_text(json.dumps(config, indent=2))
+        run_config.write(run_dir, config)
     save_config()
 
     if options.backend == "external":
@@ -231,7 +233,7 @@ def _recovery_bound(cluster, node_start_s: float) -> dict:
 
 def _failure_line(failure: Exception) -> str:
     """One line for the terminal; the traceback goes to harness.log."""
-    if isinstance(failure, HarnessError):
+    if isinstance(failure, FaultError):  # a HarnessError or a fault's own
         internal_error("run", "the run failed", failure)
         return str(failure)
     return f"internal error: {internal_error('run', 'the run failed', failure)}"

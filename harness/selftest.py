@@ -15,6 +15,7 @@ import os
 import time
 from pathlib import Path
 
+from checks import run_config
 from harness import seeded
 from harness.cluster import ClusterOptions, NativeCluster
 from harness.history import History
@@ -84,9 +85,8 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
     admin.create_topic(topic, w.partitions, 3, config=topic_config() if tiered else None)
     parts = admin.wait_full_isr(topic, 60)
     rack = _follower_rack(cluster, parts)
-    (wdir / "config.json").write_text(json.dumps({"kafka_version": version, "seeded_bug": name, "window": window,
-                                                  "workload": {"topic": topic}, "consumer_rack": rack,
-                                                  "racks": cluster.racks()}, indent=2))
+    run_config.write(wdir, run_config.RunConfig(kafka_version=version, seeded_bug=name, window=window,
+                                                workload={"topic": topic}, consumer_rack=rack, racks=cluster.racks()))
     node_dirs = [n.dir for n in cluster.brokers]
     before = seeded.read_reports(node_dirs)["fired"].get(name, 0) if name else 0
     history = History(wdir / "history.jsonl")

@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -176,6 +176,21 @@ def start_server(state: ClusterState, log_dir: Path, seed: int = 1, attempts: in
 
 def client_proxy_name(node_id: int) -> str:
     return f"client-{node_id}"
+
+
+@dataclass(frozen=True)
+class ClientProxy:
+    """One broker's client proxy on a server (faults.cluster.ClientProxy: what link faults touch)."""
+
+    server: Toxiproxy
+    name: str
+
+    def add_toxic(self, name: str, type_: str, attributes: dict, stream: str = "downstream",
+                  toxicity: float = 1.0) -> None:
+        self.server.add_toxic(self.name, name, type_, attributes, stream=stream, toxicity=toxicity)
+
+    def remove_toxic(self, name: str) -> None:
+        self.server.remove_toxic(self.name, name)
 
 
 def front_client_listener(proxy: Toxiproxy, spec):

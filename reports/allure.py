@@ -22,6 +22,8 @@ from allure_commons.model2 import (Attachment, Label, Parameter, Status, StatusD
                                    TestStepResult)
 from allure_commons.types import AttachmentType
 
+from checks import run_config
+
 # which KIP each anomaly speaks for (Allure "feature" label)
 FEATURE = {
     "lost-write": "durability", "duplicate": "durability", "inconsistent-offset": "durability",
@@ -47,7 +49,7 @@ def write_allure_results(run_dir: Path, verdict: dict, config: dict) -> Path:
     run_dir = Path(run_dir)
     out = run_dir / "allure-results"
     files = AllureFileLogger(out)
-    config_file = run_dir / "config.json"
+    config_file = run_config.path_of(run_dir)
     start = int(config_file.stat().st_mtime * 1000) if config_file.exists() else int(time.time() * 1000)
 
     def attach(body: bytes | None, name: str, kind: AttachmentType, source: Path | None = None) -> Attachment:

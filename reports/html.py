@@ -16,6 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from checks import run_config  # noqa: E402
 from checks.history import iter_history  # noqa: E402
 from reports.conformance_view import conformance_html  # noqa: E402
 from reports.coverage_view import coverage_html  # noqa: E402
@@ -268,7 +269,7 @@ def write_report(run_dir: Path) -> Path:
     run_dir = Path(run_dir)
     out = run_dir / "report"
     out.mkdir(exist_ok=True)
-    config = json.loads((run_dir / "config.json").read_text()) if (run_dir / "config.json").exists() else {}
+    config = run_config.load(run_dir)
     verdict_path = run_dir / "verdict.json"
     verdict = json.loads(verdict_path.read_text()) if verdict_path.exists() else None
     records = list(iter_history(run_dir / "history.jsonl")) if (run_dir / "history.jsonl").exists() else []

@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from faults.errors import FaultError
 from faults.registry import DEFAULT_MIX, KINDS, OPT_IN, parse_kinds
 from faults.schedule import PARAMS, QUIET_TAIL, WINDOWS, generate
-from harness.errors import HarnessError
 
 kinds_st = st.lists(st.sampled_from(sorted(KINDS)), min_size=1, unique=True)
 
@@ -59,7 +59,7 @@ def test_parse_kinds():
     assert parse_kinds("partition, latency,kill") == ["partition", "latency", "kill"]
     assert set(parse_kinds("all")) == set(KINDS) - OPT_IN
     assert "wipe-metadata" in parse_kinds("all,wipe-metadata")
-    with pytest.raises(HarnessError) as e:
+    with pytest.raises(FaultError) as e:
         parse_kinds("partition,nope")
     assert "unknown fault 'nope'" in str(e.value) and "partition-bridge" in str(e.value)
     assert "\n" not in str(e.value)

@@ -1,0 +1,65 @@
+"""config.json, a run directory's description of its run: its one owner, schema and reader.
+
+harness/run.py (and harness/selftest.py) write it with `write`; the checker (profile,
+recovery bound), reports/html.py and reports/allure.py read it with `load`. It lives in
+checks/ because the checker is the lowest layer that reads it and every other user may
+import checks already (harness -> checks, reports -> checks) while checks imports no
+harness; reference_model stays pure. Keys not in `RunConfig` are kept as they are, so a
+field a newer run writes survives an older reader. The fields are listed in README.md
+("Files of a run") and docs/history.md.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TypedDict
+
+FILE_NAME = "config.json"
+
+
+class RunConfig(TypedDict, total=False):
+    """Every field is optional: a run writes config.json first and grows it as it learns."""
+
+    seed: int
+    duration: float  # seconds of workload
+    backend: str  # "native" or "external"
+    options: dict  # harness.run.RunOptions without the workload
+    workload: dict  # harness.workload.WorkloadOptions
+    schedule: list[dict]  # faults.base.FaultSpec.as_json() of each planned fault
+    python: str
+    started: str  # local time, ISO 8601
+    kafka_version: str  # "unknown" for an external cluster without --kafka-version
+    features: dict  # KIP-level feature -> "present" / "not in this release" (harness.releases.report)
+    reproduce: str  # the `kipcheck run` command line that repeats the run
+    mode: str  # "namespaces", "loopback" or "external"
+    racks: dict  # node id (a string in JSON) -> rack
+    bootstrap: str
+    recovery_bound: dict  # {"seconds", "parts", "source"} (checks.recovery)
+    kraft: dict  # the settings the KIP-1166 bound needs (harness.node.kraft_settings)
+    consumer_rack: str | None  # the client.rack of rack-aware consumers
+    skipped: list[dict]  # [{"key", "feature", "reason"}] (harness.capabilities)
+    consumer_fetch_sources: dict  # consumer -> partition -> {"rack", "leader", "fetching_from"}
+    seeded_bug: str | None  # selftest windows only: the bug switched on
+    window: str  # selftest windows only
+
+
+def path_of(run: str | Path) -> Path:
+    """The config.json of a run directory, or of the run a file in it (history.jsonl) belongs to."""
+    p = Path(run)
+    return (p if p.is_dir() else p.parent) / FILE_NAME
+
+
+def load(run: str | Path) -> RunConfig:
+    """The run's config; empty when there is none or it is not a JSON object (readers show '?')."""
+    try:
+        config = json.loads(path_of(run).read_text())
+    except (OSError, ValueError):
+        return RunConfig()
+    return config if isinstance(config, dict) else RunConfig()
+
+
+def write(run_dir: str | Path, config: RunConfig) -> Path:
+    """Write the whole config (callers keep one dict and grow it)."""
+    path = Path(run_dir) / FILE_NAME
+    path.write_text(json.dumps(config, indent=2))
+    return path

@@ -1,0 +1,129 @@
+"""What a fault may touch: the typed `Cluster` and `Node` protocols both backends implement.
+
+harness.cluster.NativeCluster (with harness.node.KafkaNode) and harness.external.ExternalCluster
+satisfy these; faults see nothing else of the harness, so the import runs one way
+(harness -> faults). A node is a ducktape-style service (start_node, stop_node, clean_node,
+logs) plus the packet verbs partitions need; the cluster hands out client proxies for link
+faults. A backend that cannot do a verb raises `faults.errors.FaultError` in one line
+(the external backend has no nodes). tests/test_cluster_protocol.py holds both backends to it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol, Sequence, runtime_checkable
+
+
+@runtime_checkable
+class NodeSpec(Protocol):
+    """A node's identity (harness.node.NodeSpec)."""
+
+    @property
+    def node_id(self) -> int: ...
+
+    @property
+    def is_broker(self) -> bool: ...
+
+    @property
+    def is_controller(self) -> bool: ...
+
+
+@runtime_checkable
+class Node(Protocol):
+    """One Kafka node (harness.node.KafkaNode): its process, its disk and its packet filter."""
+
+    @property
+    def spec(self) -> NodeSpec: ...
+
+    @property
+    def data_dir(self) -> Path: ...  # the log directory (partition replicas)
+
+    @property
+    def metadata_dir(self) -> Path: ...  # the KRaft metadata log
+
+    @property
+    def pid(self) -> int | None: ...  # None when not running
+
+    def alive(self) -> bool: ...
+
+    def format(self) -> None:
+        """Format storage with the cluster's id (a wiped node rejoins the same cluster)."""
+
+    def start_node(self) -> None: ...
+
+    def wait_listening(self, timeout: float) -> None: ...
+
+    def stop_node(self, clean_shutdown: bool = True, timeout: float = 30.0) -> None:
+        """SIGTERM (controlled shutdown), SIGKILL after `timeout` or at once when not clean."""
+
+    def pause(self) -> None: ...  # SIGSTOP
+
+    def resume(self) -> None: ...  # SIGCONT
+
+    def clean_node(self, metadata: bool = False) -> None:
+        """Wipe the stopped node's log directory (and its metadata log) and reformat it."""
+
+    def logs(self) -> list[Path]: ...
+
+    def drop_packets_from(self, peer: Node) -> None:
+        """Drop every packet arriving from `peer` (its inter-node traffic; clients are never cut)."""
+
+    def allow_packets_from(self, peer: Node) -> None:
+        """Undo one `drop_packets_from` (a rule already gone is fine)."""
+
+    def allow_all_packets(self) -> None:
+        """Remove every drop rule of this node (heal-all; a node without rules is fine)."""
+
+
+@runtime_checkable
+class ClientProxy(Protocol):
+    """The Toxiproxy proxy in front of one broker's client listener (harness.toxiproxy.ClientProxy)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def add_toxic(self, name: str, type_: str, attributes: dict, stream: str = "downstream",
+                  toxicity: float = 1.0) -> None: ...
+
+    def remove_toxic(self, name: str) -> None:
+        """Remove one toxic; one already gone is fine (heals are idempotent)."""
+
+
+@runtime_checkable
+class Cluster(Protocol):
+    """A running cluster as faults and the run see it (the lifecycle, up and down, stays the harness's)."""
+
+    @property
+    def mode(self) -> str: ...  # "namespaces", "loopback" or "external"
+
+    @property
+    def nodes(self) -> Sequence[Node]: ...
+
+    @property
+    def brokers(self) -> Sequence[Node]: ...
+
+    def node(self, node_id: int) -> Node:
+        """The node with this id; FaultError when there is none or the backend cannot reach nodes."""
+
+    def bootstrap_servers(self) -> str: ...
+
+    def racks(self) -> dict[int, str]: ...
+
+    def kraft_settings(self) -> dict: ...
+
+    def client_proxy(self, node_id: int) -> ClientProxy | None:
+        """The proxy clients use to reach this broker; None when clients connect directly."""
+
+    def reset_client_proxies(self) -> None:
+        """Remove every toxic from every client proxy (nothing to do without proxies)."""
+
+
+class Admin(Protocol):
+    """The admin calls faults make (harness.admin.Admin)."""
+
+    client: object  # confluent_kafka.admin.AdminClient (elections)
+
+    def partitions(self, topic: str) -> list: ...  # views with topic, partition, leader, replicas, isr
+
+    def wait_brokers(self, count: int, timeout: float) -> None: ...
+
+    def wait_full_isr(self, topic: str, timeout: float) -> list: ...

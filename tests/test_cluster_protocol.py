@@ -1,0 +1,232 @@
+"""Both backends are a `faults.cluster.Cluster`, and faults never import the harness.
+
+The protocol check reads the classes, not instances: every protocol member must exist on
+the implementation (a method, a property, a class attribute, a dataclass field or an
+attribute its __init__ assigns), and every method must accept the protocol's call
+(same parameter names, kinds and defaults; extra parameters only with defaults).
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from faults import cluster as protocols
+from faults.base import FaultSpec
+from faults.errors import FaultError
+from faults.nemesis import Nemesis
+from harness.admin import Admin
+from harness.cluster import NativeCluster
+from harness.errors import HarnessError
+from harness.external import ExternalCluster
+from harness.history import History
+from harness.node import KafkaNode, NodeSpec
+from harness.toxiproxy import ClientProxy
+
+ROOT = Path(__file__).resolve().parent.parent
+
+IMPLEMENTATIONS = [
+    (protocols.Cluster, NativeCluster),
+    (protocols.Cluster, ExternalCluster),
+    (protocols.Node, KafkaNode),
+    (protocols.NodeSpec, NodeSpec),
+    (protocols.ClientProxy, ClientProxy),
+    (protocols.Admin, Admin),
+]
+
+
+def _members(protocol: type) -> dict[str, object]:
+    """Each public member a protocol declares (methods, properties, annotated attributes)."""
+    out: dict[str, object] = {}
+    for base in reversed(protocol.__mro__):
+        if base in (object,) or base.__module__ == "typing":
+            continue
+        for name in base.__dict__.get("__annotations__", {}):
+            out.setdefault(name, None)
+        for name, value in base.__dict__.items():
+            if not name.startswith("_"):
+                out[name] = value
+    return out
+
+
+def _init_assigns(cls: type) -> set[str]:
+    """The `self.X = ...` names of the class's __init__ (instance attributes)."""
+    init = cls.__dict__.get("__init__")
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+    except (OSError, TypeError):  # none, or generated (a dataclass's): its fields are read instead
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AnnAssign, ast.AugAssign)) else []
+        for t in targets:
+            for el in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                if isinstance(el, ast.Attribute) and isinstance(el.value, ast.Name) and el.value.id == "self":
+                    names.add(el.attr)
+    return names
+
+
+def _call_gaps(name: str, wanted: inspect.Signature, got: inspect.Signature) -> list[str]:
+    """Why `got` cannot be called as `wanted` is (both without self)."""
+    gaps = []
+    have = got.parameters
+    for p in wanted.parameters.values():
+        q = have.get(p.name)
+        if q is None:
+            gaps.append(f"{name}: no parameter {p.name!r}")
+        elif q.kind != p.kind:
+            gaps.append(f"{name}: {p.name!r} is {q.kind.description}, the protocol's is {p.kind.description}")
+        elif p.default is not inspect.Parameter.empty and q.default != p.default:
+            gaps.append(f"{name}: {p.name!r} defaults to {q.default!r}, the protocol's to {p.default!r}")
+    wanted_positional = [p.name for p in wanted.parameters.values() if p.kind is p.POSITIONAL_OR_KEYWORD]
+    got_positional = [p.name for p in have.values() if p.kind is p.POSITIONAL_OR_KEYWORD]
+    if got_positional[:len(wanted_positional)] != wanted_positional and not gaps:
+        gaps.append(f"{name}: positional order {got_positional}, the protocol's {wanted_positional}")
+    for q in have.values():
+        if q.name not in wanted.parameters and q.default is inspect.Parameter.empty \
+                and q.kind not in (q.VAR_POSITIONAL, q.VAR_KEYWORD):
+            gaps.append(f"{name}: extra parameter {q.name!r} without a default")
+    return gaps
+
+
+def _without_self(sig: inspect.Signature) -> inspect.Signature:
+    return sig.replace(parameters=list(sig.parameters.values())[1:])
+
+
+def protocol_gaps(protocol: type, cls: type) -> list[str]:
+    """Every way `cls` falls short of `protocol` (empty: it implements it)."""
+    gaps = []
+    fields = set(getattr(cls, "__dataclass_fields__", {}))
+    assigned = _init_assigns(cls)
+    for name, declared in _members(protocol).items():
+        try:
+            found = inspect.getattr_static(cls, name)
+        except AttributeError:
+            found = None
+            if name not in fields and name not in assigned:
+                gaps.append(f"{name}: missing")
+                continue
+        if inspect.isfunction(declared):
+            if isinstance(found, (staticmethod, classmethod)):
+                found = found.__func__
+            if not inspect.isfunction(found):
+                gaps.append(f"{name}: the protocol's is a method, {cls.__name__}'s is not")
+                continue
+            gaps += _call_gaps(name, _without_self(inspect.signature(declared)),
+                               _without_self(inspect.signature(found)))
+        elif inspect.isfunction(found):
+            gaps.append(f"{name}: the protocol's is an attribute, {cls.__name__}'s is a method")
+    return gaps
+
+
+@pytest.mark.parametrize("protocol,cls", IMPLEMENTATIONS, ids=lambda x: x.__name__)
+def test_backends_implement_the_protocols(protocol, cls):
+    assert protocol_gaps(protocol, cls) == []
+
+
+def test_the_protocol_check_flags_a_backend_that_falls_short():
+    """A backend missing a verb, renaming a parameter, requiring one more, or with a method
+    where the protocol has an attribute, is named: the check above can fail."""
+
+    class Short:
+        mode = "short"
+
+        def __init__(self):
+            self.nodes = []
+
+        def brokers(self):
+            return []
+
+        def node(self, ident):
+            raise FaultError("none")
+
+        def bootstrap_servers(self, extra):
+            return ""
+
+        def racks(self):
+            return {}
+
+        def kraft_settings(self):
+            return {}
+
+        def client_proxy(self, node_id):
+            return None
+
+    gaps = protocol_gaps(protocols.Cluster, Short)
+    assert "reset_client_proxies: missing" in gaps
+    assert "node: no parameter 'node_id'" in gaps
+    assert "bootstrap_servers: extra parameter 'extra' without a default" in gaps
+    assert "brokers: the protocol's is an attribute, Short's is a method" in gaps
+    assert "node: extra parameter 'ident' without a default" in gaps
+    assert len(gaps) == 5, gaps
+
+
+def test_faults_import_no_harness():
+    """Layers import one way: faults see the harness only through faults.cluster, checks see
+    only reference_model, reference_model sees nothing of ours."""
+    ours = {"harness", "faults", "checks", "reports", "reference_model"}
+    allowed = {"faults": {"faults"}, "checks": {"checks", "reference_model"}, "reference_model": {"reference_model"}}
+    wrong = []
+    for package, may in allowed.items():
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Import):
+                    modules = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    modules = [node.module]
+                else:
+                    continue
+                wrong += [f"{path.relative_to(ROOT)}:{node.lineno} imports {m}" for m in modules
+                          if m.split(".")[0] in ours - may]
+    assert wrong == []
+
+
+def test_the_import_check_sees_a_harness_import(tmp_path):
+    """The parse above finds imports anywhere in a module, including inside functions."""
+    source = "def f():\n    from harness.network import CHAIN\n    import harness.errors as e\n"
+    found = [n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert [getattr(n, "module", None) or n.names[0].name for n in found] == ["harness.network", "harness.errors"]
+
+
+def test_a_harness_error_is_a_fault_error():
+    """Cluster verbs (harness code) raise HarnessError inside faults: the nemesis must see a known reason."""
+    assert issubclass(HarnessError, FaultError)
+
+
+class _Context:
+    """What harness.run.RunContext gives a fault, on an external cluster nobody needs to reach."""
+
+    def __init__(self, cluster):
+        self.cluster, self.topic = cluster, "t"
+
+    def admin(self):
+        raise AssertionError("a node id target needs no admin call")
+
+    def leader_of(self, topic, partition):
+        raise AssertionError("not asked")
+
+
+@pytest.mark.parametrize("kind,message", [
+    ("kill", "this fault needs node access: use the native backend"),
+    ("partition", "this fault needs node access: use the native backend"),
+    ("latency", "link faults need a cluster with proxied clients"),
+])
+def test_the_external_backend_refuses_node_and_link_faults_in_one_line(tmp_path, kind, message):
+    """The nemesis records the external backend's refusal as a known reason (info, not internal)."""
+    cluster = ExternalCluster("127.0.0.1:1")
+    params = {"target": "all"} if kind == "latency" else {"target": 1}
+    with History(tmp_path / "history.jsonl") as history:
+        nemesis = Nemesis(_Context(cluster), [], history, threading.Event())
+        nemesis.apply(FaultSpec(kind, 0, 1, params))
+    [(spec, error)] = nemesis.failed
+    records = [json.loads(line) for line in (tmp_path / "history.jsonl").read_text().splitlines()]
+    info = [r for r in records if r["type"] == "info"]
+    assert len(info) == 1
+    assert error.startswith(message) and "\n" not in error
+    assert "internal" not in info[0]["value"]
