@@ -168,6 +168,10 @@ class NativeCluster:
         step("starting nodes")
         for n in self.nodes:
             n.start_node()
+        self._wait_ready(timeout, step)
+
+    def _wait_ready(self, timeout: float, step) -> None:
+        """Every node listening, every broker registered, a probe topic with a full ISR."""
         deadline = time.monotonic() + timeout
         for n in self.nodes:
             n.wait_listening(max(1.0, deadline - time.monotonic()))
