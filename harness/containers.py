@@ -11,8 +11,13 @@ default pools are) and clients connect to them directly, as on the native bridge
 needs the Docker host's network (Linux; Docker Desktop's VM does not route to its
 containers). Node faults go through the Docker API: kill (SIGKILL), restart (SIGTERM,
 a controlled shutdown), pause (the cgroup freezer), and disk faults on the bind mount;
-Admin-API elections work on any cluster. Packet-level partitions and proxied link faults
-are not offered here: `SUPPORTED_FAULTS` says which run, the run reports the rest as skipped.
+link faults put Toxiproxy (on the harness's side) in front of each broker's client listener,
+as on the native backend; Admin-API elections work on any cluster. Packet-level partitions
+are not offered: `SUPPORTED_FAULTS` says which run, the run reports the rest as skipped.
+
+The cluster has a state file like a native one (harness.state) with its Docker host, so
+its watchdog, `kipcheck cluster down --id` and the next run's stale sweep remove the
+containers of a harness that was SIGKILLed (`remove_cluster`), with the Toxiproxy server.
 """
 from __future__ import annotations
 
@@ -21,19 +26,21 @@ import os
 import shlex
 from pathlib import Path
 
-from harness.cluster import CLIENT_PORT, CONTROLLER_PORT, BROKER_PORT, ClusterOptions, NativeCluster, _kafka_uuid
+from harness.cluster import (BROKER_PORT, CLIENT_PORT, CONTROLLER_PORT, ClusterOptions, NativeCluster, _kafka_uuid,
+                             reap_stale, teardown)
 from harness.errors import HarnessError
 from harness.kafka_dist import KafkaDistribution
 from harness.network import Host
 from harness.node import KafkaNode
-from harness.state import process_start_time, same_process_alive
+from harness.state import ClusterState, process_start_time, same_process_alive
 
 #: fault kinds a container cluster supports (faults.registry names); the rest are skipped
 SUPPORTED_FAULTS = ("kill", "pause", "restart", "rolling-restart", "wipe", "truncate", "wipe-metadata",
-                    "elect", "elect-unclean", "reassign")
+                    "elect", "elect-unclean", "reassign",
+                    "latency", "bandwidth", "slow-close", "timeout", "reset-peer", "slicer", "limit-data")
 DEFAULT_FAULTS = ("kill", "pause")  # instead of the native default, a packet-level leader isolation
-UNSUPPORTED_WHY = ("packet-level partitions need a network namespace per node and link faults a proxy on the "
-                   "clients' path; the testcontainers backend has neither (use the native backend)")
+UNSUPPORTED_WHY = ("packet-level partitions need iptables in a network namespace per node; containers share "
+                   "Docker's (use the native backend)")
 LABEL = "io.kipcheck.cluster"  # on every container and network: which cluster, whose harness
 SUBNETS = range(201, 255)  # 198.19.<i>.0/24; 198.19.200/24 is the Docker bridge of kipcheck's tests
 
@@ -143,20 +150,12 @@ class ContainerNode(KafkaNode):
         if self.paused():
             self._docker.unpause()
 
-    def remove(self) -> None:
-        if self.container is not None:
-            self.container.stop(force=True)  # testcontainers: remove, killing it first
-            self.container = None
-
 
 class ContainerCluster(NativeCluster):
     """A NativeCluster's topology (nodes, racks, properties, readiness) on Docker containers."""
 
     def __init__(self, dist: KafkaDistribution, root: Path, options: ClusterOptions = ClusterOptions(),
                  owner_pid: int | None = None):
-        if options.proxied_clients:
-            raise HarnessError("link faults (Toxiproxy on the clients' path) are not offered by the "
-                               "testcontainers backend")
         super().__init__(dist, root, dataclasses.replace(options, use_namespaces=False), owner_pid)
         self.client = None
         self.network = None
@@ -170,12 +169,16 @@ class ContainerCluster(NativeCluster):
         from testcontainers.core.config import testcontainers_config
         from harness import container_image
         step = progress or (lambda msg: None)
-        testcontainers_config.ryuk_disabled = True  # Ryuk is pulled from a registry; `down` and the next `up` clean up
+        testcontainers_config.ryuk_disabled = True  # Ryuk is pulled from a registry; our state file does its job
         self.client = docker_client()
-        reap_stale_containers(self.client)
+        reap_stale()  # native and container clusters whose harness died
+        reap_stale_containers(self.client)  # containers whose state file is gone too
         self.image = container_image.ensure_image(self.client, self.dist, step)
         self.root.mkdir(parents=True, exist_ok=True)
-        self.state = self.cluster_id  # from here on there is something to stop (harness.run: `cluster.state`)
+        self.state = ClusterState.create(self.cluster_id, self.owner_pid, root=str(self.root), mode=self.mode,
+                                         kafka_version=self.dist.version, docker_host=os.environ.get("DOCKER_HOST"))
+        if self.owner_pid is not None:
+            self._start_reaper()
         labels = {LABEL: self.cluster_id, f"{LABEL}.owner": _owner(self.owner_pid)}
         subnet = _free_subnet(self.client)
         step(f"creating Docker network {subnet}.0/24")
@@ -183,6 +186,11 @@ class ContainerCluster(NativeCluster):
         specs = [dataclasses.replace(s, host=Host(s.host.name, f"{subnet}.{10 + s.node_id}", None),
                                      internal_port=BROKER_PORT, controller_port=CONTROLLER_PORT, client_port=CLIENT_PORT)
                  for s in self._plan()]
+        if self.options.proxied_clients:
+            from harness import toxiproxy
+            step("starting toxiproxy")
+            self.toxiproxy = toxiproxy.start_server(self.state, self.root)
+            specs = [toxiproxy.front_client_listener(self.toxiproxy, s) if s.is_broker else s for s in specs]
         voters = ",".join(f"{s.node_id}@{s.host.address}:{s.controller_port}" for s in specs if s.is_controller)
         image_dist = container_image.in_image(self.dist)
         uuid_ = _kafka_uuid()
@@ -195,25 +203,24 @@ class ContainerCluster(NativeCluster):
         self._wait_ready(timeout, step)
 
     def down(self, grace: float = 5.0) -> None:
-        """Remove every container (docker rm -f) and the network; the node directories stay."""
+        """Remove every container (docker rm -f), the network and the helpers; the node directories stay."""
         if self.state is None:
             return
-        errors = []
         for n in self.nodes:
-            try:
-                n.remove()
-            except Exception as e:
-                errors.append(f"node {n.spec.node_id}: {e}")
-        if self.network is not None:
-            try:
-                self.network.remove()
-            except Exception as e:
-                errors.append(f"network: {e}")
-        if self.client is not None:
-            reap_stale_containers(self.client, cluster_id=self.cluster_id)  # whatever a half-done up left
+            n.container = None  # teardown removes them by label, with whatever a half-done up left
+        teardown(self.state)  # -> remove_cluster, then the Toxiproxy server and the reaper
         self.state = None
-        if errors:
-            raise HarnessError("stopping the containers failed: " + "; ".join(errors)[:300])
+
+
+def remove_cluster(cluster_id: str, docker_host: str | None) -> None:
+    """Remove a container cluster's containers and network (harness.cluster.teardown)."""
+    import docker
+    try:
+        client = docker.DockerClient(base_url=docker_host) if docker_host else docker.from_env()
+        reap_stale_containers(client, cluster_id=cluster_id)
+    except Exception as e:
+        raise HarnessError(f"removing the containers of cluster {cluster_id} failed: "
+                           f"{str(e).splitlines()[0][:200]}") from None
 
 
 def _owner(pid: int | None) -> str:

@@ -20,7 +20,7 @@ import pytest
 from harness.containers import LABEL
 from harness.network import list_namespaces
 from tests.integration.docker_support import dockerd_namespace
-from tests.integration.run_support import jvms_under, kafka_args, kipcheck, verdict_of
+from tests.integration.run_support import cluster_states, jvms_under, kafka_args, kipcheck, verdict_of
 
 
 def _docker(ns, *args: str) -> str:
@@ -58,14 +58,14 @@ def _root_docker_rules() -> list[str]:
 
 
 @pytest.mark.cluster
-def test_container_cluster_is_valid_under_kill_and_pause_and_leaves_nothing(tmp_path, kafka_version):
+def test_container_cluster_is_valid_under_pause_latency_kill_and_leaves_nothing(tmp_path, kafka_version):
     rules_before = _root_docker_rules()
     with dockerd_namespace("overlay2") as ns:
         since = time.time() - 1
         env = {**os.environ, "DOCKER_HOST": ns.socket}
-        # seed 8 schedules a pause then a kill; partition and latency cannot run on containers
-        proc = kipcheck("run", "--backend", "testcontainers", "--duration", "30", "--seed", "8",
-                        "--faults", "kill,pause,partition,latency", "--runs-dir", str(tmp_path), "--quiet",
+        # seed 3 schedules a pause, a latency toxic and a kill in 40 s; partitions cannot run on containers
+        proc = kipcheck("run", "--backend", "testcontainers", "--duration", "40", "--seed", "3",
+                        "--faults", "kill,pause,latency,partition,partition-oneway", "--runs-dir", str(tmp_path), "--quiet",
                         *kafka_args(kafka_version), prefix=tuple(ns.nsenter()), env=env)
         out, err = proc.communicate(timeout=900)
         assert proc.returncode == 0, f"exit {proc.returncode}\n{out}\n{err[-3000:]}"
@@ -74,14 +74,15 @@ def test_container_cluster_is_valid_under_kill_and_pause_and_leaves_nothing(tmp_
         config = json.loads((run_dir / "config.json").read_text())
         assert config["mode"] == "testcontainers"
         skipped = {s["key"] for s in config["skipped"]}
-        assert {"fault.partition", "fault.latency"} <= skipped, config["skipped"]
-        assert not {"fault.kill", "fault.pause"} & skipped
-        assert "--faults kill,pause" in config["reproduce"], config["reproduce"]
+        assert {"fault.partition", "fault.partition-oneway"} <= skipped, config["skipped"]
+        assert not {"fault.kill", "fault.pause", "fault.latency"} & skipped
+        assert "--faults kill,pause,latency " in config["reproduce"] + " ", config["reproduce"]
+        assert all(b.startswith("127.0.0.1:") for b in config["bootstrap"].split(",")), "clients go through Toxiproxy"
 
         injected = [json.loads(l)["value"] for l in (run_dir / "history.jsonl").open()
                     if '"nemesis"' in l and '"type":"ok"' in l]
         started = {v["fault"]: v["targets"] for v in injected if v.get("phase") == "start"}
-        assert set(started) == {"pause", "kill"}, injected
+        assert set(started) == {"pause", "latency", "kill"}, injected
         # the faults went through the Docker API, to the containers they name
         by_node = _actions_by_node(_events(ns, since))
         pause_target, kill_target = started["pause"][0], started["kill"][0]
@@ -92,6 +93,8 @@ def test_container_cluster_is_valid_under_kill_and_pause_and_leaves_nothing(tmp_
         assert _docker(ns, "ps", "-aq", "--filter", f"label={LABEL}").strip() == ""
         assert _docker(ns, "network", "ls", "-q", "--filter", f"label={LABEL}").strip() == ""
         assert jvms_under(run_dir) == []
+        assert subprocess.run(["pgrep", "-f", str(run_dir)], capture_output=True).stdout == b"", "a JVM or Toxiproxy"
+        assert cluster_states(run_dir) == []
         assert (run_dir / "cluster" / "node-1" / "server.log").stat().st_size > 0, "node logs stay in the run"
         work = Path(ns.socket.removeprefix("unix://")).parent
     assert ns.name not in list_namespaces()
