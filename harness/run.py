@@ -163,19 +163,16 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
 
     if options.backend == "external":
         cluster = external
-    elif options.backend == "testcontainers":
-        from harness.containers import ContainerCluster
-        cluster = ContainerCluster(dist, run_dir / "cluster",
-                                   ClusterOptions(options.brokers, options.controllers, tiered=options.tiered,
-                                                  broker_jvm_args=tuple(options.broker_jvm_args)),
-                                   owner_pid=os.getpid())
     else:
         from faults.registry import needs_proxies  # link faults need clients to go through Toxiproxy
         proxied = bool(options.faults) and needs_proxies(options.faults)
-        cluster = NativeCluster(dist, run_dir / "cluster",
-                                ClusterOptions(options.brokers, options.controllers, proxied_clients=proxied,
-                                               tiered=options.tiered, broker_jvm_args=tuple(options.broker_jvm_args)),
-                                owner_pid=os.getpid())
+        cluster_options = ClusterOptions(options.brokers, options.controllers, proxied_clients=proxied,
+                                         tiered=options.tiered, broker_jvm_args=tuple(options.broker_jvm_args))
+        if options.backend == "testcontainers":
+            from harness.containers import ContainerCluster
+            cluster = ContainerCluster(dist, run_dir / "cluster", cluster_options, owner_pid=os.getpid())
+        else:
+            cluster = NativeCluster(dist, run_dir / "cluster", cluster_options, owner_pid=os.getpid())
     history = History(run_dir / "history.jsonl")
     verdict = None
     failure: Exception | None = None
