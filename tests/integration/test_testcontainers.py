@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -20,7 +21,8 @@ import pytest
 from harness.containers import LABEL
 from harness.network import list_namespaces
 from tests.integration.docker_support import dockerd_namespace
-from tests.integration.run_support import cluster_states, jvms_under, kafka_args, kipcheck, verdict_of
+from tests.integration.run_support import (cluster_states, history_once_it_shows, jvms_under, kafka_args, kipcheck,
+                                           verdict_of)
 
 
 def _docker(ns, *args: str) -> str:
@@ -113,3 +115,33 @@ def test_no_docker_is_one_line_and_leaves_no_run(tmp_path, kafka_version):
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "Docker is not reachable" in lines[0] and "nothing.sock" in lines[0], lines[0]
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.cluster
+@pytest.mark.long  # a second container cluster start: minutes on a loaded machine
+def test_sigkilled_run_its_watchdog_removes_the_containers_and_toxiproxy(tmp_path, kafka_version):
+    with dockerd_namespace("overlay2") as ns:
+        env = {**os.environ, "DOCKER_HOST": ns.socket}
+        proc = kipcheck("run", "--backend", "testcontainers", "--duration", "300", "--seed", "1",
+                        "--faults", "latency", "--runs-dir", str(tmp_path), "--quiet",
+                        *kafka_args(kafka_version), prefix=tuple(ns.nsenter()), env=env)
+        try:
+            run_dir = history_once_it_shows(proc, tmp_path, '"type":"ok","f":"send"', 600).parent
+            assert len(_docker(ns, "ps", "-q", "--filter", f"label={LABEL}").split()) == 3
+            assert subprocess.run(["pgrep", "-f", f"toxiproxy.*{run_dir}"], capture_output=True).stdout
+            os.kill(proc.pid, signal.SIGKILL)  # nsenter execs: this is the harness itself
+            proc.wait()
+            deadline = time.monotonic() + 60
+            while _docker(ns, "ps", "-aq", "--filter", f"label={LABEL}").strip() and time.monotonic() < deadline:
+                time.sleep(1)
+            assert _docker(ns, "ps", "-aq", "--filter", f"label={LABEL}").strip() == "", "the watchdog left containers"
+            while cluster_states(run_dir) and time.monotonic() < deadline:
+                time.sleep(0.5)
+            assert _docker(ns, "network", "ls", "-q", "--filter", f"label={LABEL}").strip() == ""
+            assert cluster_states(run_dir) == []
+            assert subprocess.run(["pgrep", "-f", str(run_dir)], capture_output=True).stdout == b""
+            assert (run_dir / "history.jsonl").stat().st_size > 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
