@@ -122,9 +122,13 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
             dist = resolve(options.kafka_version, options.kafka_home)
         version = dist.version
         if options.backend == "testcontainers":
+            from harness.container_image import ensure_image
             from harness.containers import docker_client
             with ui.step("reaching Docker"):  # before the run directory: no Docker leaves nothing behind
-                docker_client().close()
+                client = docker_client()
+            with ui.step(f"the Kafka {dist.version} image"):  # not in the measured node start (liveness bound)
+                ensure_image(client, dist, ui.substep)
+            client.close()
         if options.tiered and not releases.has(version, "tiered-storage"):
             raise HarnessError(f"Kafka {version} has no tiered storage (KIP-405 ships from 3.6): drop --tiered")
     run_dir = new_run_dir(options.runs_dir, options.seed)
