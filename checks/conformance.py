@@ -17,8 +17,9 @@ side. Pure: the run's config.json is read by `run_context` before the engines ju
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from checks import run_config
 
 from checks.coverage import OBSERVED, model_rules
 
@@ -44,15 +45,10 @@ SKIPPED_RULES = {
 
 
 def run_context(path: str | Path) -> dict | None:
-    """What the table needs from the run's config.json: {"kafka_version", "skipped",
-    "features"}; None for a history without one (nothing skipped, every feature assumed)."""
-    p = Path(path)
-    config = (p if p.is_dir() else p.parent) / "config.json"
-    try:
-        data = json.loads(config.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict):
+    """What the table needs from the run's config.json (`checks.run_config`): {"kafka_version",
+    "skipped", "features"}; None for a history without one (nothing skipped, every feature assumed)."""
+    data = run_config.load(path)
+    if not data:
         return None
     return {"kafka_version": data.get("kafka_version"), "skipped": list(data.get("skipped") or []),
             "features": dict(data.get("features") or {})}

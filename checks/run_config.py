@@ -22,7 +22,7 @@ class RunConfig(TypedDict, total=False):
 
     seed: int
     duration: float  # seconds of workload
-    backend: str  # "native" or "external"
+    backend: str  # "native", "external" or "testcontainers"
     options: dict  # harness.run.RunOptions without the workload
     workload: dict  # harness.workload.WorkloadOptions
     schedule: list[dict]  # faults.base.FaultSpec.as_json() of each planned fault
@@ -31,7 +31,7 @@ class RunConfig(TypedDict, total=False):
     kafka_version: str  # "unknown" for an external cluster without --kafka-version
     features: dict  # KIP-level feature -> "present" / "not in this release" (harness.releases.report)
     reproduce: str  # the `kipcheck run` command line that repeats the run
-    mode: str  # "namespaces", "loopback" or "external"
+    mode: str  # "namespaces", "loopback", "external" or "testcontainers"
     racks: dict  # node id (a string in JSON) -> rack
     bootstrap: str
     recovery_bound: dict  # {"seconds", "parts", "source"} (checks.recovery)
@@ -40,7 +40,7 @@ class RunConfig(TypedDict, total=False):
     skipped: list[dict]  # [{"key", "feature", "reason"}] (harness.capabilities)
     consumer_fetch_sources: dict  # consumer -> partition -> {"rack", "leader", "fetching_from"}
     seeded_bug: str | None  # selftest windows only: the bug switched on
-    window: str  # selftest windows only
+    window: float  # selftest windows only: seconds the bug was on
 
 
 def path_of(run: str | Path) -> Path:

@@ -16,6 +16,8 @@ START_TIMEOUT = 120.0  # two cores shared by several clusters: a JVM start can b
 
 
 def is_paused(node) -> bool:
+    if hasattr(node, "paused"):  # a node that knows (a container frozen by its cgroup is not in state T)
+        return node.paused()
     pid = node.pid
     if pid is None:
         return False

@@ -2,7 +2,7 @@
 
 kipcheck also runs against clusters it did not start (the external backend): a single
 node, a replication factor of 1, or a Kafka-compatible broker that lacks an API. Such a
-cluster gets a run with what it supports; every probe or workload feature left out is a
+cluster gets a run with what it supports; every probe, workload feature or fault left out is a
 `Skipped` entry, shown on the terminal, kept in config.json (`skipped`) and in the report.
 
 Which APIs each probe needs comes from the broker's own ApiVersions answer, compared with
@@ -78,6 +78,11 @@ def replication_gaps(replicas: list[int], follower_rack: str | None) -> list[Ski
         return [Skipped("consumer.follower_fetching", "consumers fetching from a follower (KIP-392)",
                         "the brokers declare no broker.rack, so no consumer rack names a follower")]
     return []
+
+
+def fault_gaps(kinds: list[str], supported, why: str) -> list[Skipped]:
+    """The requested fault kinds a backend cannot inject (`supported`: the kinds it can)."""
+    return [Skipped(f"fault.{k}", f"fault {k}", why) for k in kinds if k not in supported]
 
 
 def broker_versions(bootstrap: str, timeout: float = 10.0) -> tuple[str, dict[int, tuple[int, int]]]:

@@ -233,8 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--consumers", type=_positive(int, zero=True), default=w.consumers,
                    help=f"consumers, cycling assign/subscribe, rack-aware but the last, some read_uncommitted "
                         f"(default {w.consumers})")
-    r.add_argument("--backend", choices=("native", "external"), default="native",
-                   help="native: start an embedded cluster (default); external: use --bootstrap")
+    r.add_argument("--backend", choices=("native", "external", "testcontainers"), default="native",
+                   help="native: start an embedded cluster (default); external: use --bootstrap; testcontainers: "
+                        "a cluster of Docker containers (DOCKER_HOST), node and election faults only")
     r.add_argument("--bootstrap", default=None, help="bootstrap servers of an existing cluster (external backend)")
     _kafka_args(r)
     from checks.cli_check import add_liveness_arguments

@@ -185,6 +185,10 @@ class NativeCluster:
         step("starting nodes")
         for n in self.nodes:
             n.start_node()
+        self._wait_ready(timeout, step)
+
+    def _wait_ready(self, timeout: float, step) -> None:
+        """Every node listening, every broker registered, a probe topic with a full ISR."""
         deadline = time.monotonic() + timeout
         for n in self.nodes:
             n.wait_listening(max(1.0, deadline - time.monotonic()))
@@ -259,7 +263,14 @@ def _parallel(calls) -> None:
 
 
 def teardown(state: ClusterState) -> None:
-    """Remove everything a state file records: processes, helpers, namespaces, links, firewall rules."""
+    """Remove everything a state file records: processes, containers, helpers, namespaces, links, firewall rules."""
+    docker_error = None
+    if state.data.get("mode") == "testcontainers":
+        from harness.containers import remove_cluster  # Docker's side first: the Toxiproxy in front stays up till then
+        try:
+            remove_cluster(state.data["cluster_id"], state.data.get("docker_host"))
+        except HarnessError as e:  # the rest still goes; the state stays, so `cluster down --id` can try again
+            docker_error = e
     for rec in state.data.get("nodes", {}).values():
         kill_recorded(rec.get("pid"), rec.get("start"))
     for name, rec in state.data.get("helpers", {}).items():
@@ -267,6 +278,8 @@ def teardown(state: ClusterState) -> None:
             kill_recorded(rec.get("pid"), rec.get("start"))
     network.delete_network(state.data.get("namespaces", []), state.data.get("links", []))
     firewall.delete_rules(state.data.get("forward_rules", []))
+    if docker_error is not None:
+        raise docker_error
     state.remove()
 
 
@@ -276,7 +289,10 @@ def reap_stale() -> list[str]:
     states = all_states()
     for st in states:
         if st.is_stale():
-            teardown(st)
+            try:
+                teardown(st)
+            except HarnessError:  # a container cluster whose Docker is gone: its state stays for a later try
+                continue
             reaped.append(st.data["cluster_id"])
     known = {ns for st in all_states() for ns in st.data.get("namespaces", [])}
     if network.namespaces_available():

@@ -42,7 +42,7 @@ from faults import schedule as schedules
 class RunOptions:
     duration: float = 60.0
     seed: int = 0
-    backend: str = "native"  # or "external": an existing cluster at `bootstrap`
+    backend: str = "native"  # "external": an existing cluster at `bootstrap`; "testcontainers": Docker (harness.containers)
     bootstrap: str | None = None
     kafka_version: str | None = None
     kafka_home: str | None = None
@@ -105,6 +105,9 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
     `ui` shows progress (see harness.progress); errors propagate after cleanup."""
     _sigterm_as_interrupt()
     external = dist = None
+    fault_skips: list[capabilities.Skipped] = []
+    if options.backend == "testcontainers":
+        options, fault_skips = _container_faults(options, ui)
     if options.backend == "external":
         from harness.external import ExternalCluster
         if not options.bootstrap:
@@ -120,13 +123,21 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         with ui.step("resolving Kafka"):  # first: a bad version or no java leaves nothing behind
             dist = resolve(options.kafka_version, options.kafka_home)
         version = dist.version
+        if options.backend == "testcontainers":
+            from harness.container_image import ensure_image
+            from harness.containers import docker_client
+            with ui.step("reaching Docker"):  # before the run directory: no Docker leaves nothing behind
+                client = docker_client()
+            with ui.step(f"the Kafka {dist.version} image"):  # not in the measured node start (liveness bound)
+                ensure_image(client, dist, ui.substep)
+            client.close()
         if options.tiered and not releases.has(version, "tiered-storage"):
             raise HarnessError(f"Kafka {version} has no tiered storage (KIP-405 ships from 3.6): drop --tiered")
     run_dir = new_run_dir(options.runs_dir, options.seed)
     ui.note(f"run directory {run_dir}")
     with harness_log(run_dir):
         try:
-            return _run_in(run_dir, options, version, external, dist, ui)
+            return _run_in(run_dir, options, version, external, dist, ui, fault_skips)
         except FaultError:  # a HarnessError or a fault's own: already one line
             raise
         except Exception as e:  # before the history existed (e.g. a bad schedule): nothing to judge
@@ -134,8 +145,10 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
                                f"(no verdict; see {run_dir / LOG_NAME})") from None
 
 
-def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui) -> tuple[Path, dict | None]:
-    """The run inside its directory: on `external` (an ExternalCluster) or a native cluster of `dist`."""
+def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui,
+            fault_skips: list[capabilities.Skipped] = ()) -> tuple[Path, dict | None]:
+    """The run inside its directory: on `external` (an ExternalCluster) or a native or container
+    cluster of `dist`. `fault_skips`: the requested fault kinds this backend cannot inject."""
     w = options.workload
     if options.faults is None:
         plan = schedules.single_partition(options.duration, w.topic)
@@ -159,17 +172,20 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
     else:
         from faults.registry import needs_proxies  # link faults need clients to go through Toxiproxy
         proxied = bool(options.faults) and needs_proxies(options.faults)
-        cluster = NativeCluster(dist, run_dir / "cluster",
-                                ClusterOptions(options.brokers, options.controllers, proxied_clients=proxied,
-                                               tiered=options.tiered, broker_jvm_args=tuple(options.broker_jvm_args)),
-                                owner_pid=os.getpid())
+        cluster_options = ClusterOptions(options.brokers, options.controllers, proxied_clients=proxied,
+                                         tiered=options.tiered, broker_jvm_args=tuple(options.broker_jvm_args))
+        if options.backend == "testcontainers":
+            from harness.containers import ContainerCluster
+            cluster = ContainerCluster(dist, run_dir / "cluster", cluster_options, owner_pid=os.getpid())
+        else:
+            cluster = NativeCluster(dist, run_dir / "cluster", cluster_options, owner_pid=os.getpid())
     history = History(run_dir / "history.jsonl")
     verdict = None
     failure: Exception | None = None
     try:
         started = time.monotonic()
-        if options.backend == "native":
-            with ui.step(f"starting {options.brokers} Kafka {version} nodes"):
+        if options.backend != "external":
+            with ui.step(f"starting {options.brokers} Kafka {version} nodes ({cluster.mode})"):
                 cluster.up(progress=ui.substep)
         save_config(mode=cluster.mode, racks=cluster.racks(), bootstrap=cluster.bootstrap_servers(),
                     recovery_bound=_recovery_bound(cluster, time.monotonic() - started),
@@ -184,7 +200,7 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
                                config=topic_config() if options.tiered else None)
             parts = admin.wait_full_isr(w.topic, 60)
         rack = w.consumer_rack or _follower_rack(cluster, parts)
-        skipped = _skipped(cluster, parts, rack, options)
+        skipped = [*fault_skips, *_skipped(cluster, parts, rack, options)]
         for s in skipped:
             ui.note(f"skipped: {s.feature}: {s.reason}")
         save_config(consumer_rack=rack, skipped=[s.as_json() for s in skipped])
@@ -220,6 +236,19 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
     if failure is not None:
         raise HarnessError(f"{_failure_line(failure)} ({_so_far(verdict, run_dir)})") from None
     return run_dir, verdict
+
+
+def _container_faults(options: RunOptions, ui) -> tuple[RunOptions, list[capabilities.Skipped]]:
+    """The options with only the fault kinds containers allow (harness.containers), and the
+    rest as skips. The default single leader isolation is packet-level: kill and pause instead."""
+    from dataclasses import replace
+    from harness.containers import DEFAULT_FAULTS, SUPPORTED_FAULTS, UNSUPPORTED_WHY
+    wanted = options.faults
+    if wanted is None:
+        ui.note(f"the default leader isolation needs network namespaces: faults {','.join(DEFAULT_FAULTS)} instead")
+        wanted = list(DEFAULT_FAULTS)
+    skips = capabilities.fault_gaps(wanted, SUPPORTED_FAULTS, UNSUPPORTED_WHY)
+    return replace(options, faults=[k for k in wanted if k in SUPPORTED_FAULTS]), skips
 
 
 def _recovery_bound(cluster, node_start_s: float) -> dict:

@@ -1,7 +1,5 @@
 """Each history anomaly: a hand-made history that must be flagged, and a near-identical
 valid one that must pass. Plus the verdict's shape and the linearisation search."""
-import pytest
-
 from checks import linearize
 from checks.engine_local import check_records
 from checks.rules.history_rules import PartitionHistoryRule

@@ -1,6 +1,5 @@
 """The local and Spark engines give the same verdict (one shared local[2] session)."""
 import copy
-import json
 
 import pytest
 

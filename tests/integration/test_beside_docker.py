@@ -7,102 +7,26 @@ same namespace (`ip netns exec`), so its bridge and its firewall rule live besid
 from __future__ import annotations
 
 import os
-import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-import uuid
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from harness.network import list_namespaces
+from tests.integration.docker_support import BRIDGE_NF, DockerNamespace, dockerd_namespace
 from tests.integration.run_support import (background_run, cluster_states, history_once_it_shows, kafka_args,
                                            kipcheck, leftovers, verdict_of)
 
 pytestmark = pytest.mark.cluster
 
-BRIDGE_NF = "/proc/sys/net/bridge/bridge-nf-call-iptables"
-
-
-@dataclass
-class DockerNamespace:
-    name: str
-
-    @property
-    def ip_netns_exec(self) -> tuple[str, ...]:
-        return ("ip", "netns", "exec", self.name)
-
-    def nsenter(self, *argv: str) -> list[str]:
-        """argv in this network namespace only (`ip netns exec` would also remount /sys,
-        hiding the cgroup mounts dockerd needs)."""
-        return ["nsenter", f"--net=/run/netns/{self.name}", *argv]
-
-    def sh(self, *argv: str) -> str:
-        return subprocess.run(self.nsenter(*argv), capture_output=True, text=True, check=True).stdout
-
-    def rules(self) -> str:
-        """iptables-save without its timestamps and packet counters: what the rules *are*."""
-        lines = [re.sub(r" \[\d+:\d+\]$", "", l) for l in self.sh("iptables-save").splitlines()]
-        return "\n".join(l for l in lines if not l.startswith("#"))
-
-    def forward_rules(self) -> str:
-        return self.sh("iptables", "-w", "-S", "FORWARD")
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
 
 @pytest.fixture(scope="module")
 def docker_ns():
-    """A network namespace with dockerd (`--bip 198.19.200.1/24`) running; gone afterwards."""
-    dockerd = shutil.which("dockerd")
-    if os.geteuid() != 0 or not dockerd:
-        pytest.skip("needs root and dockerd (`bash scripts/install.sh --test` installs Debian's docker.io)")
-    ns = DockerNamespace(f"kcdock{uuid.uuid4().hex[:6]}")
-    work = Path(tempfile.mkdtemp(prefix="kcdock-", dir="/tmp"))  # short: unix socket paths are bounded
-    subprocess.run(["ip", "netns", "add", ns.name], check=True)
-    proc = None
-    try:
-        subprocess.run(["ip", "-n", ns.name, "link", "set", "lo", "up"], check=True)
-        if not Path(BRIDGE_NF).exists() and shutil.which("modprobe"):
-            subprocess.run(["modprobe", "br_netfilter"], capture_output=True)
-        log = open(work / "dockerd.log", "w")
-        proc = subprocess.Popen(
-            ns.nsenter(dockerd, "--data-root", str(work / "data"), "--exec-root", str(work / "exec"),
-                       "--pidfile", str(work / "docker.pid"), "-H", f"unix://{work}/docker.sock",
-                       "--bip", "198.19.200.1/24",
-                       "--storage-driver", "vfs"),  # no container runs here; vfs needs no kernel support
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 90
-        while "-P FORWARD DROP" not in ns.forward_rules() or "DOCKER-USER" not in ns.forward_rules():
-            if proc.poll() is not None:
-                tail = (work / "dockerd.log").read_text().strip().splitlines()[-1:]
-                pytest.skip(f"dockerd cannot start on this machine: {tail}")
-            assert time.monotonic() < deadline, "dockerd ran but never set up its iptables rules"
-            time.sleep(0.5)
+    """A network namespace with dockerd running (tests.integration.docker_support); gone afterwards."""
+    with dockerd_namespace("vfs") as ns:  # no container runs here; vfs needs no kernel support
         yield ns
-    finally:
-        if proc is not None:
-            _stop(proc)
-        for pid in subprocess.run(["ip", "netns", "pids", ns.name], capture_output=True, text=True).stdout.split():
-            try:  # dockerd's own containerd, or a kipcheck harness a failed test left in the namespace
-                os.kill(int(pid), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        subprocess.run(["ip", "netns", "del", ns.name])
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def _docker_conditions(ns: DockerNamespace) -> None:
