@@ -21,6 +21,13 @@ for arg in "$@"; do
   esac
 done
 
+# One line per step, with the seconds so far: on a fresh machine Maven and `go install` take
+# minutes and print nothing of their own here.
+started=$SECONDS
+steps=5
+[ $for_allure = 1 ] && steps=6
+step() { echo "[$1/$steps] $2 (${3:-$((SECONDS - started))} s so far)"; }
+
 missing=()
 command -v iptables >/dev/null || missing+=(iptables)
 command -v ip >/dev/null || missing+=(iproute2)
@@ -44,6 +51,7 @@ install_without_starting() {
   return $rc
 }
 
+step 1 "system tools from Debian: $(echo ${missing[*]} ${missing_for_tests[*]}) "
 if [ ${#missing[@]} -gt 0 ] || [ ${#missing_for_tests[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "installing: ${missing[*]} ${missing_for_tests[*]}"
@@ -55,15 +63,20 @@ if [ ${#missing[@]} -gt 0 ] || [ ${#missing_for_tests[@]} -gt 0 ]; then
   fi
 fi
 
+step 2 "the kipcheck Python package and its test extras (pip)"
 python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[test]'
+step 3 "the Kafka ${KIPCHECK_KAFKA_VERSION:-default} jars from Maven Central (a few minutes the first time)"
 python3 -m harness.kafka_dist ${KIPCHECK_KAFKA_VERSION:+"$KIPCHECK_KAFKA_VERSION"}
 # the seeded-bug agent (tests/seeded_bugs, Byte Buddy) for `kipcheck selftest`; cached by source hash
+step 4 "the seeded-bug agent, built by Maven once per source change"
 python3 -m harness.seeded
+step 5 "the pinned Toxiproxy server (go install, a minute or two the first time)"
 if [ -f scripts/install-toxiproxy.sh ]; then
   bash scripts/install-toxiproxy.sh
 fi
 
 if [ $for_allure = 1 ]; then
+  step 6 "the Allure command line (npm)"
   allure_prefix="${KIPCHECK_CACHE:-$HOME/.cache/kipcheck}/allure"
   if [ ! -x "$allure_prefix/node_modules/.bin/allure" ]; then
     echo "installing the Allure command line (npm allure-commandline) into $allure_prefix"
@@ -73,3 +86,4 @@ if [ $for_allure = 1 ]; then
     ln -sf "$allure_prefix/node_modules/.bin/allure" /usr/local/bin/allure
   fi
 fi
+echo "kipcheck installed in $((SECONDS - started)) s"
