@@ -51,7 +51,7 @@ install_without_starting() {
   return $rc
 }
 
-wanted=$(echo "${missing[*]}" "${missing_for_tests[*]}")
+wanted="${missing[*]}${missing_for_tests[*]:+ ${missing_for_tests[*]}}"
 step 1 "system tools from Debian: ${wanted:-none missing}"
 if [ ${#missing[@]} -gt 0 ] || [ ${#missing_for_tests[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
