@@ -4,7 +4,7 @@
     python benchmarks/bench_cluster.py --versions all-kraft [--repeat 1]   # start time per release
 
 With `--versions` (a comma-separated list, or `all-kraft`: the newest patch of every KRaft
-minor line from harness.releases) it prints, per version, the warm resolution and the
+minor line from harness.backends.releases) it prints, per version, the warm resolution and the
 start-to-ready time, and each version's ratio against the first one, measured in this process.
 
 Prints figures; asserts nothing (targets live in the issue: ready in <= 20 s warm).
@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness import kafka_dist, releases  # noqa: E402
-from harness.cluster import NativeCluster  # noqa: E402
+from harness.backends.cluster import NativeCluster  # noqa: E402
 
 
 def timed(fn):

@@ -4,11 +4,11 @@ For each KIP rule the checker judges (checks.coverage.OBSERVED, grouped by KIP) 
 
 * "fails": some anomaly of that rule (an anomaly names its model rule: checks.rules.base.RULE);
 * "not in this release": the run's release lacks the KIP's feature (config.json `features`,
-  harness.releases), and no anomaly says otherwise (under `--profile kip` the absence of a
+  harness.backends.releases), and no anomaly says otherwise (under `--profile kip` the absence of a
   KIP's behaviour is flagged, so the row fails);
 * "known deviation": only deviations the profile accepts;
 * "not asked": no observation could have broken the rule: the broker could not be asked
-  (config.json `skipped`, harness.capabilities) or the history holds none;
+  (config.json `skipped`, harness.clients.capabilities) or the history holds none;
 * "holds": observed (the coverage count), no anomaly.
 
 A status is computed from counts alone (`status`), so tables of several runs of one release
@@ -26,12 +26,12 @@ from checks.coverage import OBSERVED, model_rules
 #: the verdict key of the table
 CONFORMANCE = "conformance"
 #: NOT_IN_RELEASE is also config.json's `features` value for a feature the release lacks
-#: (harness.releases.NOT_IN_RELEASE, the same words)
+#: (harness.backends.releases.NOT_IN_RELEASE, the same words)
 FAILS, NOT_IN_RELEASE, KNOWN, NOT_ASKED, HOLDS = "fails", "not in this release", "known deviation", "not asked", "holds"
 STATUSES = (HOLDS, FAILS, KNOWN, NOT_ASKED, NOT_IN_RELEASE)
 
 #: a config.json `skipped` key (its part before "@") -> the judged rules only that probe or
-#: workload feature observes (the keys are harness.capabilities'). A rule with some
+#: workload feature observes (the keys are harness.clients.capabilities'). A rule with some
 #: observations still holds; the skip is then named as a limit of what was asked.
 SKIPPED_RULES = {
     "prober.kip392_cases": ("kip392.records_committed", "kip392.read_value_committed",

@@ -24,20 +24,20 @@ class RunConfig(TypedDict, total=False):
     duration: float  # seconds of workload
     backend: str  # "native", "external" or "testcontainers"
     options: dict  # harness.run.RunOptions without the workload
-    workload: dict  # harness.workload.WorkloadOptions
+    workload: dict  # harness.clients.workload.WorkloadOptions
     schedule: list[dict]  # faults.base.FaultSpec.as_json() of each planned fault
     python: str
     started: str  # local time, ISO 8601
     kafka_version: str  # "unknown" for an external cluster without --kafka-version
-    features: dict  # KIP-level feature -> "present" / "not in this release" (harness.releases.report)
+    features: dict  # KIP-level feature -> "present" / "not in this release" (harness.backends.releases.report)
     reproduce: str  # the `kipcheck run` command line that repeats the run
     mode: str  # "namespaces", "loopback", "external" or "testcontainers"
     racks: dict  # node id (a string in JSON) -> rack
     bootstrap: str
     recovery_bound: dict  # {"seconds", "parts", "source"} (checks.recovery)
-    kraft: dict  # the settings the KIP-1166 bound needs (harness.node.kraft_settings)
+    kraft: dict  # the settings the KIP-1166 bound needs (harness.backends.node.kraft_settings)
     consumer_rack: str | None  # the client.rack of rack-aware consumers
-    skipped: list[dict]  # [{"key", "feature", "reason"}] (harness.capabilities)
+    skipped: list[dict]  # [{"key", "feature", "reason"}] (harness.clients.capabilities)
     consumer_fetch_sources: dict  # consumer -> partition -> {"rack", "leader", "fetching_from"}
     seeded_bug: str | None  # selftest windows only: the bug switched on
     window: float  # selftest windows only: seconds the bug was on

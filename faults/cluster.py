@@ -1,6 +1,6 @@
 """What a fault may touch: the typed `Cluster` and `Node` protocols both backends implement.
 
-harness.cluster.NativeCluster (with harness.node.KafkaNode) and harness.external.ExternalCluster
+harness.backends.cluster.NativeCluster (with harness.backends.node.KafkaNode) and harness.backends.external.ExternalCluster
 satisfy these; faults see nothing else of the harness, so the import runs one way
 (harness -> faults). A node is a ducktape-style service (start_node, stop_node, clean_node,
 logs) plus the packet verbs partitions need; the cluster hands out client proxies for link
@@ -15,7 +15,7 @@ from typing import Protocol, Sequence, runtime_checkable
 
 @runtime_checkable
 class NodeSpec(Protocol):
-    """A node's identity (harness.node.NodeSpec)."""
+    """A node's identity (harness.backends.node.NodeSpec)."""
 
     @property
     def node_id(self) -> int: ...
@@ -29,7 +29,7 @@ class NodeSpec(Protocol):
 
 @runtime_checkable
 class Node(Protocol):
-    """One Kafka node (harness.node.KafkaNode): its process, its disk and its packet filter."""
+    """One Kafka node (harness.backends.node.KafkaNode): its process, its disk and its packet filter."""
 
     @property
     def spec(self) -> NodeSpec: ...
@@ -76,7 +76,7 @@ class Node(Protocol):
 
 @runtime_checkable
 class ClientProxy(Protocol):
-    """The Toxiproxy proxy in front of one broker's client listener (harness.toxiproxy.ClientProxy)."""
+    """The Toxiproxy proxy in front of one broker's client listener (harness.backends.toxiproxy.ClientProxy)."""
 
     @property
     def name(self) -> str: ...
@@ -118,7 +118,7 @@ class Cluster(Protocol):
 
 
 class Admin(Protocol):
-    """The admin calls faults make (harness.admin.Admin)."""
+    """The admin calls faults make (harness.clients.admin.Admin)."""
 
     client: object  # confluent_kafka.admin.AdminClient (elections)
 

@@ -52,7 +52,7 @@ def cmd_run(args) -> int:
     from faults.registry import parse_kinds
     from harness.progress import ProgressUI
     from harness.run import RunOptions, run
-    from harness.workload import WorkloadOptions
+    from harness.clients.workload import WorkloadOptions
     from checks.cli_check import liveness_options
     try:
         recovery_bound, crash_loop = liveness_options(args)
@@ -90,10 +90,10 @@ def cmd_run(args) -> int:
 
 
 def cmd_cluster(args) -> int:
-    from harness.cluster import ClusterOptions, NativeCluster, reap_stale, teardown
-    from harness.state import all_states
+    from harness.backends.cluster import ClusterOptions, NativeCluster, reap_stale, teardown
+    from harness.backends.state import all_states
     if args.action == "up":
-        from harness.kafka_dist import resolve
+        from harness.backends.kafka_dist import resolve
         from harness.progress import ProgressUI
         dist = resolve(args.kafka_version, args.kafka_home)
         root = Path(args.dir or Path("runs") / "cluster").resolve()
@@ -119,7 +119,7 @@ def cmd_cluster(args) -> int:
             print("no clusters")
         for st in states:
             d = st.data
-            from harness.state import same_process_alive
+            from harness.backends.state import same_process_alive
             nodes = {k: ("up" if same_process_alive(v.get("pid"), v.get("start")) else "down")
                      for k, v in d.get("nodes", {}).items()}
             print(json.dumps({"cluster_id": d["cluster_id"], "kafka_version": d.get("kafka_version"),
@@ -200,7 +200,7 @@ def cmd_history(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from harness.workload import WorkloadOptions as WorkloadDefaults
+    from harness.clients.workload import WorkloadOptions as WorkloadDefaults
     p = argparse.ArgumentParser(prog="kipcheck", description="Chaos and KIP conformance checks for Kafka (KRaft)")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -259,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--kafka-version", default=None, help="Kafka version under qualification (default: newest 4.x)")
     st.add_argument("--kafka-home", default=None, help="use an unpacked Kafka distribution instead of Maven")
     st.add_argument("--window", type=_positive(float), default=20.0, help="seconds each bug is on (default 20)")
-    st.add_argument("--bugs", default=None, help="comma-separated seeded bugs (default: all; see harness/seeded.py)")
+    st.add_argument("--bugs", default=None, help="comma-separated seeded bugs (default: all; see harness/backends/seeded.py)")
     st.add_argument("--markdown", default=None, metavar="FILE", help="also write the matrix as Markdown "
                     "(docs/detection.md is made this way)")
     st.add_argument("--runs-dir", default="runs", help="where the selftest directory goes (default ./runs)")

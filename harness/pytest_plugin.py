@@ -4,7 +4,7 @@ Fixtures
 - `kafka_version`, `kafka_dist` (session): the Kafka to run (`--kafka-version`, `--kafka-home`,
   or one entry of `--kafka-matrix 4.2.1,4.3.1`, which runs every cluster test per version;
   `--kafka-matrix all-kraft` is the newest patch of every KRaft minor line, 3.3 ... 4.3,
-  from harness.releases).
+  from harness.backends.releases).
 - `cluster` (session): one native KRaft cluster shared by the session's tests; a test
   that breaks it must heal it (the `nemesis` fixture does that for faults).
 - `fresh_cluster` (function): a private cluster for tests that are destructive.
@@ -60,7 +60,7 @@ def pytest_generate_tests(metafunc):
 
 
 # Deprecations inside dependencies, not the user's business: kafka-python loads its protocol
-# schemas (harness.wire) through importlib.resources' legacy API, 109 warnings at import; the
+# schemas (harness.clients.wire) through importlib.resources' legacy API, 109 warnings at import; the
 # second line is the same calls as seen from inside importlib. A user's own calls still warn.
 THIRD_PARTY_WARNINGS = (
     r"ignore::DeprecationWarning:kafka\..*",
@@ -70,8 +70,8 @@ THIRD_PARTY_WARNINGS = (
 
 def matrix_versions(matrix: str) -> list[str]:
     """`--kafka-matrix` as versions: a comma-separated list, where `all-kraft` stands for
-    the newest patch of every KRaft minor line (harness.releases.all_kraft)."""
-    from harness.releases import all_kraft
+    the newest patch of every KRaft minor line (harness.backends.releases.all_kraft)."""
+    from harness.backends.releases import all_kraft
     out = []
     for entry in (v.strip() for v in matrix.split(",")):
         for v in (all_kraft() if entry == "all-kraft" else [entry] if entry else []):
@@ -94,13 +94,13 @@ def kafka_version(request):
 
 @pytest.fixture(scope="session")
 def kafka_dist(kafka_version, pytestconfig):
-    from harness.kafka_dist import resolve
+    from harness.backends.kafka_dist import resolve
     return resolve(kafka_version, pytestconfig.getoption("--kafka-home"))
 
 
 def _start(dist, root: Path, brokers: int):
-    from harness.cluster import ClusterOptions, NativeCluster
-    # tiered storage on (harness.tiered): topics without remote.storage.enable are unaffected,
+    from harness.backends.cluster import ClusterOptions, NativeCluster
+    # tiered storage on (harness.backends.tiered): topics without remote.storage.enable are unaffected,
     # and KIP-1023 tests get tiered offsets on the shared cluster
     cluster = NativeCluster(dist, root, ClusterOptions(brokers=brokers, tiered=True), owner_pid=os.getpid())
     try:
@@ -127,7 +127,7 @@ def fresh_cluster(kafka_dist, tmp_path):
 
 @pytest.fixture
 def topic(cluster):
-    from harness.admin import Admin
+    from harness.clients.admin import Admin
     name = f"t-{uuid.uuid4().hex[:8]}"
     admin = Admin(cluster.bootstrap_servers())
     admin.create_topic(name, partitions=3, replication_factor=min(3, len(cluster.brokers)))
@@ -137,7 +137,7 @@ def topic(cluster):
 
 @pytest.fixture
 def history(tmp_path):
-    from harness.history import History
+    from harness.clients.history import History
     h = History(tmp_path / "history.jsonl")
     yield h
     h.close()
@@ -235,10 +235,10 @@ _MATRIX_VERDICTS = pytest.StashKey[dict]()
 def _remember_for_matrix(config, version: str | None, verdict: dict) -> None:
     """Keep each checked verdict under its release for the matrix summary. A test's history
     has no config.json, so its conformance table learns the release's features here
-    (harness.releases), from the one function that builds tables."""
+    (harness.backends.releases), from the one function that builds tables."""
     if version and verdict.get("conformance"):
         from checks.conformance import conformance_table
-        from harness import releases
+        from harness.backends import releases
         verdict["conformance"] = conformance_table(verdict, {"kafka_version": version, "skipped": [],
                                                              "features": releases.report(version)})
     config.stash.setdefault(_MATRIX_VERDICTS, {}).setdefault(version or "default", []).append(verdict)
@@ -268,7 +268,7 @@ class Workload:
 
     def __init__(self, cluster, topic: str, history, seed: int, check):
         from harness.run import RunContext
-        from harness.workload import WorkloadOptions
+        from harness.clients.workload import WorkloadOptions
         self.cluster, self.topic, self.history, self.seed, self._check = cluster, topic, history, seed, check
         self.ctx = RunContext(cluster, topic)
         self.options = WorkloadOptions(topic=topic, partitions=3)
@@ -276,7 +276,7 @@ class Workload:
 
     def start(self, faults=(), probes: bool = True, **options) -> "Workload":
         """Start producers, consumers, probes (and the nemesis of `faults`); `options` are
-        harness.workload.WorkloadOptions fields, e.g. producers=3, acks="1"."""
+        harness.clients.workload.WorkloadOptions fields, e.g. producers=3, acks="1"."""
         from harness.errors import HarnessError
         from harness.run import _follower_rack
         from harness.service import WorkloadService
@@ -311,7 +311,7 @@ class Workload:
         check the history: the test fails with the anomalies and their proofs unless it is valid."""
         from faults.nemesis import heal_all
         from harness.errors import HarnessError
-        from harness.workload import final_read
+        from harness.clients.workload import final_read
         self.stop()
         heal_all(self.ctx, self.history)
         try:

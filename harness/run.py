@@ -23,17 +23,18 @@ from pathlib import Path
 from checks import run_config
 from faults.cluster import Cluster
 from faults.errors import FaultError
-from harness import capabilities, runlog
-from harness.admin import Admin
-from harness.cluster import ClusterOptions, NativeCluster
+from harness.clients import capabilities
+from harness import runlog
+from harness.clients.admin import Admin
+from harness.backends.cluster import ClusterOptions, NativeCluster
 from harness.errors import HarnessError
 from harness.reproduce import reproduce_command
-from harness.history import History
-from harness.kafka_dist import resolve
-from harness import releases
+from harness.clients.history import History
+from harness.backends.kafka_dist import resolve
+from harness.backends import releases
 from harness.runlog import LOG_NAME, harness_log, internal_error
 from harness.service import WorkloadService
-from harness.workload import PRODUCER_REQUEST_TIMEOUT_MS, WorkloadOptions, final_read
+from harness.clients.workload import PRODUCER_REQUEST_TIMEOUT_MS, WorkloadOptions, final_read
 from faults.nemesis import heal_all
 from faults import schedule as schedules
 
@@ -42,7 +43,7 @@ from faults import schedule as schedules
 class RunOptions:
     duration: float = 60.0
     seed: int = 0
-    backend: str = "native"  # "external": an existing cluster at `bootstrap`; "testcontainers": Docker (harness.containers)
+    backend: str = "native"  # "external": an existing cluster at `bootstrap`; "testcontainers": Docker (harness.backends.containers)
     bootstrap: str | None = None
     kafka_version: str | None = None
     kafka_home: str | None = None
@@ -55,7 +56,7 @@ class RunOptions:
     profile: str | None = None
     workload: WorkloadOptions = field(default_factory=WorkloadOptions)
     tiered: bool = False  # remote storage on every broker, the workload topic tiered (KIP-1023 data)
-    probes: bool = True  # the raw-protocol prober and the metadata observer (harness.prober/observer)
+    probes: bool = True  # the raw-protocol prober and the metadata observer (harness.clients.prober/observer)
     require_coverage: str | None = None  # checks.coverage.parse_requirement: too little makes the verdict unknown
     recovery_bound: float | None = None  # liveness bound in s (None: derived, see checks/recovery.py)
     crash_loop: int | None = None  # crashes in a row before client-crash-loop (None: the checker's default)
@@ -109,7 +110,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
     if options.backend == "testcontainers":
         options, fault_skips = _container_faults(options, ui)
     if options.backend == "external":
-        from harness.external import ExternalCluster
+        from harness.backends.external import ExternalCluster
         if not options.bootstrap:
             raise HarnessError("the external backend needs --bootstrap HOST:PORT[,...]")
         external = ExternalCluster(options.bootstrap)
@@ -124,8 +125,8 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
             dist = resolve(options.kafka_version, options.kafka_home)
         version = dist.version
         if options.backend == "testcontainers":
-            from harness.container_image import ensure_image
-            from harness.containers import docker_client
+            from harness.backends.container_image import ensure_image
+            from harness.backends.containers import docker_client
             with ui.step("reaching Docker"):  # before the run directory: no Docker leaves nothing behind
                 client = docker_client()
             with ui.step(f"the Kafka {dist.version} image"):  # not in the measured node start (liveness bound)
@@ -175,7 +176,7 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
         cluster_options = ClusterOptions(options.brokers, options.controllers, proxied_clients=proxied,
                                          tiered=options.tiered, broker_jvm_args=tuple(options.broker_jvm_args))
         if options.backend == "testcontainers":
-            from harness.containers import ContainerCluster
+            from harness.backends.containers import ContainerCluster
             cluster = ContainerCluster(dist, run_dir / "cluster", cluster_options, owner_pid=os.getpid())
         else:
             cluster = NativeCluster(dist, run_dir / "cluster", cluster_options, owner_pid=os.getpid())
@@ -195,7 +196,7 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
         ctx = RunContext(cluster, w.topic)
         with ui.step("creating the workload topic"):
             admin = ctx.admin()
-            from harness.tiered import topic_config
+            from harness.backends.tiered import topic_config
             admin.create_topic(w.topic, w.partitions, min(3, len(cluster.racks()) or options.brokers),
                                config=topic_config() if options.tiered else None)
             parts = admin.wait_full_isr(w.topic, 60)
@@ -239,10 +240,10 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
 
 
 def _container_faults(options: RunOptions, ui) -> tuple[RunOptions, list[capabilities.Skipped]]:
-    """The options with only the fault kinds containers allow (harness.containers), and the
+    """The options with only the fault kinds containers allow (harness.backends.containers), and the
     rest as skips. The default single leader isolation is packet-level: kill and pause instead."""
     from dataclasses import replace
-    from harness.containers import DEFAULT_FAULTS, SUPPORTED_FAULTS, UNSUPPORTED_WHY
+    from harness.backends.containers import DEFAULT_FAULTS, SUPPORTED_FAULTS, UNSUPPORTED_WHY
     wanted = options.faults
     if wanted is None:
         ui.note(f"the default leader isolation needs network namespaces: faults {','.join(DEFAULT_FAULTS)} instead")
@@ -302,7 +303,7 @@ def _follower_rack(cluster: NativeCluster, parts) -> str | None:
 def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str | None, ui,
            skip: set[str] = frozenset()) -> dict:
     """Run workers, probes and the nemesis for the run's duration; return where consumers fetched from.
-    `skip`: Skipped keys (harness.capabilities) of probes the cluster cannot answer."""
+    `skip`: Skipped keys (harness.clients.capabilities) of probes the cluster cannot answer."""
     if not releases.has(_version_of(cluster, options), "kip-1166"):  # KIP-1166 probes only where it shipped
         skip = {*skip, "observer.metadata_propagation"}
     service = WorkloadService(cluster, ctx, options.workload, history, rack, plan, options.seed, options.probes,

@@ -9,18 +9,18 @@ from __future__ import annotations
 import threading
 
 from harness.errors import HarnessError
-from harness.history import History
-from harness.observer import Observer
-from harness.prober import Prober
+from harness.clients.history import History
+from harness.clients.observer import Observer
+from harness.clients.prober import Prober
 from harness.runlog import internal_error, one_line
-from harness.workload import ConsumerWorker, ProducerWorker, WorkloadOptions
+from harness.clients.workload import ConsumerWorker, ProducerWorker, WorkloadOptions
 from faults.nemesis import Nemesis
 
 
 class WorkloadService:
     def __init__(self, cluster, ctx, options: WorkloadOptions, history: History, rack: str | None,
                  plan=(), seed: int = 0, probes: bool = True, skip: frozenset = frozenset()):
-        """`skip`: Skipped keys (harness.capabilities) of probes the cluster cannot answer."""
+        """`skip`: Skipped keys (harness.clients.capabilities) of probes the cluster cannot answer."""
         self.stop_event = threading.Event()
         bootstrap = cluster.bootstrap_servers()
         self.producers = [ProducerWorker(bootstrap, options, history, self.stop_event, i)

@@ -258,7 +258,7 @@ def _fetch_sources(config: dict) -> str:
 
 
 def _skipped(config: dict) -> str:
-    """What the cluster could not be asked, and why (config.json `skipped`, harness.capabilities)."""
+    """What the cluster could not be asked, and why (config.json `skipped`, harness.clients.capabilities)."""
     rows = "".join(f"<tr><td>{html.escape(str(s.get('feature')))}</td><td>{html.escape(str(s.get('reason')))}</td></tr>"
                    for s in config.get("skipped", []))
     return f"<h2>Skipped (the cluster cannot answer)</h2><table><tr><th>feature</th><th>why</th></tr>{rows}</table>" \

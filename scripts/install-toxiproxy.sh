@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the pinned Toxiproxy server into ~/.cache/kipcheck/bin/toxiproxy-server-<version>
-# (harness.toxiproxy.ensure_installed does the same lazily). Needs Go; safe to run again.
+# (harness.backends.toxiproxy.ensure_installed does the same lazily). Needs Go; safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -c 'from harness.toxiproxy import ensure_installed; print(ensure_installed())'
+python3 -c 'from harness.backends.toxiproxy import ensure_installed; print(ensure_installed())'

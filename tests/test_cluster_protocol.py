@@ -20,13 +20,13 @@ from faults import cluster as protocols
 from faults.base import FaultSpec
 from faults.errors import FaultError
 from faults.nemesis import Nemesis
-from harness.admin import Admin
-from harness.cluster import NativeCluster
+from harness.clients.admin import Admin
+from harness.backends.cluster import NativeCluster
 from harness.errors import HarnessError
-from harness.external import ExternalCluster
-from harness.history import History
-from harness.node import KafkaNode, NodeSpec
-from harness.toxiproxy import ClientProxy
+from harness.backends.external import ExternalCluster
+from harness.clients.history import History
+from harness.backends.node import KafkaNode, NodeSpec
+from harness.backends.toxiproxy import ClientProxy
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -189,9 +189,9 @@ def test_faults_import_no_harness():
 
 def test_the_import_check_sees_a_harness_import(tmp_path):
     """The parse above finds imports anywhere in a module, including inside functions."""
-    source = "def f():\n    from harness.network import CHAIN\n    import harness.errors as e\n"
+    source = "def f():\n    from harness.backends.network import CHAIN\n    import harness.errors as e\n"
     found = [n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.Import, ast.ImportFrom))]
-    assert [getattr(n, "module", None) or n.names[0].name for n in found] == ["harness.network", "harness.errors"]
+    assert [getattr(n, "module", None) or n.names[0].name for n in found] == ["harness.backends.network", "harness.errors"]
 
 
 def test_a_harness_error_is_a_fault_error():

@@ -107,7 +107,7 @@ def test_an_anomaly_of_a_rule_not_in_the_release_still_fails(tmp_path):
 
 def full_fetch_leaving_out(*left_out, session=(0, -1)):
     """A consumer's full fetch of partitions 0-2 whose answer left out `left_out` (the
-    prober records such an entry with `missing` and no figures, harness.prober)."""
+    prober records such an entry with `missing` and no figures, harness.clients.prober)."""
     parts = [{"topic": "t", "partition": p, "fetch_offset": 0} for p in range(3)]
     inv = {"broker": 1, "replica_id": -1, "rack": None, "session_id": session[0], "session_epoch": session[1],
            "version": 17, "partitions": parts}

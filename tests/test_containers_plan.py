@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from faults.registry import KINDS
-from harness import container_image
-from harness.containers import DEFAULT_FAULTS, SUPPORTED_FAULTS
-from harness.kafka_dist import KafkaDistribution, find_java
+from harness.backends import container_image
+from harness.backends.containers import DEFAULT_FAULTS, SUPPORTED_FAULTS
+from harness.backends.kafka_dist import KafkaDistribution, find_java
 from harness.run import RunOptions, _container_faults
 
 

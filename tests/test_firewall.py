@@ -1,4 +1,4 @@
-"""harness.firewall against the real iptables, in a throwaway network namespace (root only).
+"""harness.backends.firewall against the real iptables, in a throwaway network namespace (root only).
 
 The Docker case end to end is tests/integration/test_beside_docker.py; this covers when the
 rule is (not) inserted, that it is recorded first, and that teardown and the orphan sweep
@@ -28,8 +28,8 @@ def netns():
 
 PRELUDE = """
 import json, re, subprocess
-from harness import firewall
-from harness.state import ClusterState
+from harness.backends import firewall
+from harness.backends.state import ClusterState
 def sh(*argv): return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
 def saved():  # the rules without timestamps and packet counters
     return "\\n".join(re.sub(r" \\[\\d+:\\d+\\]$", "", l) for l in sh("iptables-save").splitlines() if not l.startswith("#"))
@@ -63,7 +63,7 @@ def test_no_rule_where_bridged_traffic_is_not_filtered(netns, tmp_path):
 
 def test_rule_is_recorded_inserted_and_deleted_and_orphans_are_swept(netns, tmp_path):
     out = _in_ns(netns, tmp_path, """
-    from harness.cluster import reap_orphan_rules
+    from harness.backends.cluster import reap_orphan_rules
     sh("iptables", "-P", "FORWARD", "DROP")
     sh("iptables", "-A", "FORWARD", "-i", "docker0", "-j", "ACCEPT")  # someone else's rule stays
     before = saved()

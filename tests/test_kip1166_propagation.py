@@ -202,10 +202,10 @@ def test_the_observer_spaces_changes_over_a_whole_parking_window(idle_ms):
     """A parking broker learns a change at the next append; the observer's next change starts
     a gap after the previous one was seen (just after an append). Gaps spanning less than one
     parking window lock every commit to one phase of the no-op timer and hid the seeded bug
-    (harness.observer.Observer._gap): each phase bin of the window must be drawn."""
+    (harness.clients.observer.Observer._gap): each phase bin of the window must be drawn."""
     import threading
 
-    from harness.observer import Observer
+    from harness.clients.observer import Observer
     obs = Observer("127.0.0.1:1", [], history=None, stop=threading.Event(), seed=7,
                    kraft={"fetch_max_wait_ms": 500, "max_idle_interval_ms": idle_ms})
     window = kip1166.parking_window_ms(500, idle_ms) / 1000

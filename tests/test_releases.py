@@ -1,4 +1,4 @@
-"""harness.releases: what each KRaft release has, checked against the releases' own jars."""
+"""harness.backends.releases: what each KRaft release has, checked against the releases' own jars."""
 from __future__ import annotations
 
 import shutil
@@ -6,9 +6,9 @@ import subprocess
 
 import pytest
 
-from harness import releases, tiered
+from harness.backends import releases, tiered
 from harness.errors import HarnessError
-from harness.kafka_dist import cache_root, resolve
+from harness.backends.kafka_dist import cache_root, resolve
 from harness.pytest_plugin import matrix_versions
 
 

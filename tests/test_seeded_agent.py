@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from harness import seeded
+from harness.backends import seeded
 
 STUB = """package kafka.cluster;
 public class Partition {

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from checks.verdict import ANOMALY_NAMES
-from harness import seeded
+from harness.backends import seeded
 from harness.selftest import CONTROL, format_markdown, matrix_passes, status
 
 AGENT = seeded.SOURCES / "src" / "main" / "java" / "kipcheck" / "seeded" / "Agent.java"
@@ -100,9 +100,9 @@ def test_reports_are_merged_across_brokers(tmp_path):
 
 
 def test_broker_jvm_args_reach_the_command_line_with_the_node_dir(tmp_path):
-    from harness.kafka_dist import KafkaDistribution
-    from harness.network import Host
-    from harness.node import KafkaNode, NodeSpec
+    from harness.backends.kafka_dist import KafkaDistribution
+    from harness.backends.network import Host
+    from harness.backends.node import KafkaNode, NodeSpec
     spec = NodeSpec(1, ("broker", "controller"), "rack-1", Host("n1", "127.0.0.1", None), 1, 2, 3)
     node = KafkaNode(spec, tmp_path, KafkaDistribution("4.3.1", (), "java"), None, "u", "1@127.0.0.1:2",
                      jvm_args=("-javaagent:a.jar=report={node_dir}/r.json", "-Dx=1"))

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.capabilities import api_gaps, replication_gaps
+from harness.clients.capabilities import api_gaps, replication_gaps
 from harness.runlog import LOG_NAME, harness_log, internal_error
-from harness.wire import response_class_of
+from harness.clients.wire import response_class_of
 
 
 def _poison_registry(response_class, version: int, attempts: int = 300) -> bool:

@@ -5,7 +5,7 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from harness.admin import Admin, _quiet_logger
+from harness.clients.admin import Admin, _quiet_logger
 
 
 def wait_for(cond, timeout: float, what: str, poll: float = 0.5):

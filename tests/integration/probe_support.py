@@ -6,7 +6,7 @@ import threading
 from confluent_kafka import Producer
 
 from checks.history import read_history
-from harness.admin import _quiet_logger
+from harness.clients.admin import _quiet_logger
 
 
 class Traffic(threading.Thread):

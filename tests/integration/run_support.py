@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.network import list_namespaces
-from harness.state import all_states
+from harness.backends.network import list_namespaces
+from harness.backends.state import all_states
 
 
 def kipcheck(*args, prefix: tuple[str, ...] = (), **kw) -> subprocess.Popen:

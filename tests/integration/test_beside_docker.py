@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from harness.network import list_namespaces
+from harness.backends.network import list_namespaces
 from tests.integration.docker_support import BRIDGE_NF, DockerNamespace, dockerd_namespace
 from tests.integration.run_support import (background_run, cluster_states, history_once_it_shows, kafka_args,
                                            kipcheck, leftovers, verdict_of)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from harness.network import list_namespaces
+from harness.backends.network import list_namespaces
 
 pytestmark = pytest.mark.cluster
 

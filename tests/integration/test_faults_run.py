@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from faults.registry import DEFAULT_MIX
-from harness.state import all_states
+from harness.backends.state import all_states
 
 pytestmark = pytest.mark.cluster
 

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from faults.base import FaultSpec
-from harness.cluster import ClusterOptions, NativeCluster
+from harness.backends.cluster import ClusterOptions, NativeCluster
 from tests.integration.faults_support import produce
 
 pytestmark = pytest.mark.cluster
@@ -36,7 +36,7 @@ def proxied(kafka_dist, tmp_path_factory):
 @pytest.fixture
 def link(proxied, history):
     """A nemesis on the proxied cluster, plus a topic and its leader's proxy address."""
-    from harness.admin import Admin
+    from harness.clients.admin import Admin
     from harness.pytest_plugin import NemesisHandle
     import uuid
     topic = f"t-{uuid.uuid4().hex[:8]}"

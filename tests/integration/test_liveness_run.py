@@ -45,7 +45,7 @@ def test_kill_judged_with_a_short_bound_is_slow_and_with_the_default_is_not(tmp_
     config = json.loads((run_dir / "config.json").read_text())
     default = config["recovery_bound"]
     assert default["seconds"] == pytest.approx(sum(default["parts"].values()), abs=0.2)
-    assert default["parts"]["replica.lag.time.max.ms"] == 8.0  # what harness/node.py configures
+    assert default["parts"]["replica.lag.time.max.ms"] == 8.0  # what harness/backends/node.py configures
 
     again = _cli("check", str(run_dir), "--json", timeout=300)
     rechecked = json.loads(again.stdout)

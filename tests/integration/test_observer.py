@@ -8,7 +8,7 @@ import pytest
 
 from checks.history import read_history
 from checks.rules.kip1166_rules import PropagationRule
-from harness.observer import ALTERS_PER_TOPIC, Observer
+from harness.clients.observer import ALTERS_PER_TOPIC, Observer
 from reference_model import kip1166
 from tests.integration.probe_support import completions
 

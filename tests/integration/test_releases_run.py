@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from harness import releases
+from harness.backends import releases
 from tests.integration.run_support import leftovers
 
 pytestmark = pytest.mark.cluster

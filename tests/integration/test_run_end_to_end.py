@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from harness.network import list_namespaces
+from harness.backends.network import list_namespaces
 from tests.integration.run_support import (background_run, cluster_states, history_once_it_shows, jvms_under,
                                            kafka_args, kipcheck, leftovers)
 

@@ -3,7 +3,7 @@
 dockerd runs in a network namespace of its own (tests.integration.docker_support) and the
 run runs there too (`nsenter --net`), as a user's kipcheck runs beside their Docker: the
 clients reach the containers' addresses on the Docker network directly. The Kafka image is
-built by the run itself (harness.container_image, seconds: a base imported from the host's
+built by the run itself (harness.backends.container_image, seconds: a base imported from the host's
 JRE and a Dockerfile adding the Maven jars), since each test's dockerd starts empty.
 """
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.containers import LABEL
-from harness.network import list_namespaces
+from harness.backends.containers import LABEL
+from harness.backends.network import list_namespaces
 from tests.integration.docker_support import dockerd_namespace
 from tests.integration.run_support import (cluster_states, history_once_it_shows, jvms_under, kafka_args, kipcheck,
                                            verdict_of)

@@ -8,9 +8,9 @@ import uuid
 
 import pytest
 
-from harness import releases, tiered
-from harness.admin import Admin
-from harness.prober import Prober
+from harness.backends import releases, tiered
+from harness.clients.admin import Admin
+from harness.clients.prober import Prober
 from tests.integration.probe_support import Traffic, completions
 
 pytestmark = pytest.mark.cluster

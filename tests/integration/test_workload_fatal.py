@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Producer
 
 from checks.history import read_history
-from harness.workload import ProducerWorker, WorkloadOptions
+from harness.clients.workload import ProducerWorker, WorkloadOptions
 
 pytestmark = pytest.mark.cluster
 

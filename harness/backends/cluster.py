@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness import firewall, network
+from harness.backends import firewall, network
 from harness.errors import HarnessError
-from harness.kafka_dist import KafkaDistribution
-from harness.node import KafkaNode, NodeSpec, kraft_settings
-from harness.state import ClusterState, all_states, kill_recorded, process_start_time
+from harness.backends.kafka_dist import KafkaDistribution
+from harness.backends.node import KafkaNode, NodeSpec, kraft_settings
+from harness.backends.state import ClusterState, all_states, kill_recorded, process_start_time
 
 if TYPE_CHECKING:
-    from harness.toxiproxy import ClientProxy
+    from harness.backends.toxiproxy import ClientProxy
 
 BROKER_PORT, CONTROLLER_PORT, CLIENT_PORT = 9092, 9093, 9094
 
@@ -39,8 +39,8 @@ class ClusterOptions:
     heap: str = "512m"
     extra_config: tuple[tuple[str, str], ...] = ()
     proxied_clients: bool = False  # clients reach each broker through a Toxiproxy proxy (link faults)
-    tiered: bool = False  # remote storage on every broker (harness.tiered), for KIP-1023 probes
-    # extra JVM arguments for every broker (profilers, debug agents, harness.seeded's bug agent);
+    tiered: bool = False  # remote storage on every broker (harness.backends.tiered), for KIP-1023 probes
+    # extra JVM arguments for every broker (profilers, debug agents, harness.backends.seeded's bug agent);
     # "{node_dir}" in an argument becomes the node's directory
     broker_jvm_args: tuple[str, ...] = ()
 
@@ -73,7 +73,7 @@ class NativeCluster:
         self.state: ClusterState | None = None
         self.nodes: list[KafkaNode] = []
         self.net: network.BridgeNetwork | None = None
-        self.toxiproxy = None  # harness.toxiproxy.Toxiproxy when options.proxied_clients
+        self.toxiproxy = None  # harness.backends.toxiproxy.Toxiproxy when options.proxied_clients
 
     # -- topology --------------------------------------------------------------------
     @property
@@ -101,7 +101,7 @@ class NativeCluster:
         """The Toxiproxy proxy in front of the broker's client listener (link faults); None unless proxied."""
         if self.toxiproxy is None:
             return None
-        from harness.toxiproxy import ClientProxy, client_proxy_name
+        from harness.backends.toxiproxy import ClientProxy, client_proxy_name
         return ClientProxy(self.toxiproxy, client_proxy_name(self.node(node_id).spec.node_id))
 
     def reset_client_proxies(self) -> None:
@@ -112,7 +112,7 @@ class NativeCluster:
         return {n.spec.node_id: n.spec.rack for n in self.brokers}
 
     def kraft_settings(self) -> dict:
-        """The KRaft settings the KIP-1166 check needs (`harness.node.kraft_settings`)."""
+        """The KRaft settings the KIP-1166 check needs (`harness.backends.node.kraft_settings`)."""
         first = self.controllers[0].server_properties() if self.controllers else {}
         return kraft_settings(first, [n.spec.node_id for n in self.controllers])
 
@@ -126,8 +126,8 @@ class NativeCluster:
             roles += [("broker", "controller")] * o.brokers
         extra = dict(o.extra_config)
         if o.tiered:
-            from harness import tiered
-            from harness.kafka_dist import has_test_jars
+            from harness.backends import tiered
+            from harness.backends.kafka_dist import has_test_jars
             if not has_test_jars(self.dist):
                 raise HarnessError(f"Kafka {self.dist.version} published no kafka-storage test jar "
                                    "(LocalTieredStorage): --tiered is unavailable for this release")
@@ -170,7 +170,7 @@ class NativeCluster:
         if self.net:
             self.net.check_paths([s.host for s in specs])
         if self.options.proxied_clients:
-            from harness import toxiproxy
+            from harness.backends import toxiproxy
             step("starting toxiproxy")
             self.toxiproxy = toxiproxy.start_server(self.state, self.root)
             specs = [toxiproxy.front_client_listener(self.toxiproxy, s) if s.is_broker else s for s in specs]
@@ -193,7 +193,7 @@ class NativeCluster:
         for n in self.nodes:
             n.wait_listening(max(1.0, deadline - time.monotonic()))
         step("waiting for brokers to register")
-        from harness.admin import Admin  # the admin client is only needed once nodes run
+        from harness.clients.admin import Admin  # the admin client is only needed once nodes run
         with Admin(self.bootstrap_servers()) as admin:
             admin.wait_brokers(len(self.brokers), max(1.0, deadline - time.monotonic()))
             step("waiting for a full ISR")
@@ -203,9 +203,9 @@ class NativeCluster:
 
     def _start_reaper(self) -> None:
         """A detached watchdog that tears the cluster down if the owning harness dies."""
-        proc = subprocess.Popen([sys.executable, "-m", "harness.reaper", str(self.state.path)],
+        proc = subprocess.Popen([sys.executable, "-m", "harness.backends.reaper", str(self.state.path)],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True, cwd=str(Path(__file__).resolve().parent.parent))
+                                start_new_session=True, cwd=str(Path(__file__).resolve().parents[2]))
         self.state.set_entry("helpers", "reaper", {"pid": proc.pid, "start": process_start_time(proc.pid)})
 
     def down(self, grace: float = 5.0) -> None:
@@ -233,7 +233,7 @@ class NativeCluster:
         c.state = state
         c.use_namespaces = state.data["mode"] == "namespaces"
         if state.data.get("toxiproxy"):
-            from harness.toxiproxy import Toxiproxy
+            from harness.backends.toxiproxy import Toxiproxy
             c.toxiproxy = Toxiproxy(state.data["toxiproxy"]["api"])
         specs = [_spec_from_json(d) for d in state.data.get("specs", [])]
         voters = ",".join(f"{s.node_id}@{s.host.address}:{s.controller_port}" for s in specs if s.is_controller)
@@ -266,7 +266,7 @@ def teardown(state: ClusterState) -> None:
     """Remove everything a state file records: processes, containers, helpers, namespaces, links, firewall rules."""
     docker_error = None
     if state.data.get("mode") == "testcontainers":
-        from harness.containers import remove_cluster  # Docker's side first: the Toxiproxy in front stays up till then
+        from harness.backends.containers import remove_cluster  # Docker's side first: the Toxiproxy in front stays up till then
         try:
             remove_cluster(state.data["cluster_id"], state.data.get("docker_host"))
         except HarnessError as e:  # the rest still goes; the state stays, so `cluster down --id` can try again

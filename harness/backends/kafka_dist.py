@@ -17,7 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import releases
+from harness.backends import releases
 from harness.errors import HarnessError
 
 MAVEN_METADATA = "https://repo1.maven.org/maven2/org/apache/kafka/kafka_2.13/maven-metadata.xml"
@@ -96,7 +96,7 @@ _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0
 <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-api</artifactId><version>{slf4j}</version></dependency>
 {tests}</dependencies></project>
 """
-#: the test jars that carry LocalTieredStorage (harness.tiered); some releases do not publish them
+#: the test jars that carry LocalTieredStorage (harness.backends.tiered); some releases do not publish them
 _TEST_JARS = """<dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-storage</artifactId><version>{v}</version><classifier>test</classifier></dependency>
 <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-clients</artifactId><version>{v}</version><classifier>test</classifier></dependency>
 """
@@ -177,7 +177,7 @@ def resolve(version: str | None = None, kafka_home: str | None = None) -> KafkaD
     return KafkaDistribution(v, tuple(sorted(lib.glob("*.jar"))), java)
 
 
-if __name__ == "__main__":  # `python -m harness.kafka_dist [VERSION]`: fill the cache (used by install.sh)
+if __name__ == "__main__":  # `python -m harness.backends.kafka_dist [VERSION]`: fill the cache (used by install.sh)
     import sys
     try:
         d = resolve(sys.argv[1] if len(sys.argv) > 1 else None)

@@ -4,10 +4,10 @@
 in that release's own artifacts from Maven Central (the generated message classes'
 `HIGHEST_SUPPORTED_VERSION` in kafka-clients, `javap -constants`) or its source, as the
 comment says; docs/releases.md has the table and what a run on each line measured.
-Node configuration (harness.node, harness.kafka_dist), tiered setup (harness.tiered),
+Node configuration (harness.backends.node, harness.backends.kafka_dist), tiered setup (harness.backends.tiered),
 the run (harness.run: config.json `features`, which observations are made) and the
 pytest matrix (harness.pytest_plugin `--kafka-matrix all-kraft`) all read it. The
-prober also asks each broker's ApiVersions (harness.wire.BrokerConnection), so a
+prober also asks each broker's ApiVersions (harness.clients.wire.BrokerConnection), so a
 broker that lacks a request version is never sent it, whatever this table says.
 """
 from __future__ import annotations

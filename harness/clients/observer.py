@@ -28,11 +28,11 @@ from kafka.protocol.admin.configs import DescribeConfigsRequest
 
 from reference_model import kip1166
 
-from harness.admin import Admin
-from harness.history import History
+from harness.clients.admin import Admin
+from harness.clients.history import History
 from harness.runlog import internal_error
-from harness.wire import BrokerConnection, UnsupportedVersion, WireError, metadata
-from harness.workload import Worker
+from harness.clients.wire import BrokerConnection, UnsupportedVersion, WireError, metadata
+from harness.clients.workload import Worker
 
 TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
 PROBE_CONFIG = "retention.ms"

@@ -6,7 +6,7 @@ cluster gets a run with what it supports; every probe, workload feature or fault
 `Skipped` entry, shown on the terminal, kept in config.json (`skipped`) and in the report.
 
 Which APIs each probe needs comes from the broker's own ApiVersions answer, compared with
-the version the probe needs (harness.prober, harness.observer).
+the version the probe needs (harness.clients.prober, harness.clients.observer).
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from kafka.protocol.admin.configs import DescribeConfigsRequest
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
 
-from harness.prober import FETCH_MIN_VERSION, LIST_OFFSETS_TIMESTAMPS, list_offsets_min_version
-from harness.wire import BrokerConnection, UnsupportedVersion, WireError, newest_common
+from harness.clients.prober import FETCH_MIN_VERSION, LIST_OFFSETS_TIMESTAMPS, list_offsets_min_version
+from harness.clients.wire import BrokerConnection, UnsupportedVersion, WireError, newest_common
 
 #: prober round -> (request class, lowest version it needs, what the round is for)
 PROBER_NEEDS = {

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.kafka_dist import cache_root
+from harness.backends.kafka_dist import cache_root
 
-SOURCES = Path(__file__).resolve().parent.parent / "tests" / "seeded_bugs"
+SOURCES = Path(__file__).resolve().parents[2] / "tests" / "seeded_bugs"
 REPORT_NAME = "seeded-bugs.json"
 
 
@@ -162,7 +162,7 @@ def read_reports(node_dirs) -> dict:
     return merged
 
 
-if __name__ == "__main__":  # `python -m harness.seeded`: build (or find) the agent (used by install.sh)
+if __name__ == "__main__":  # `python -m harness.backends.seeded`: build (or find) the agent (used by install.sh)
     import sys
     try:
         print(f"seeded-bug agent: {agent_jar()}")

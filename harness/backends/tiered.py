@@ -1,7 +1,7 @@
 """Tiered storage (KIP-405) for a test cluster, so KIP-1023's tiered offsets exist.
 
 Remote storage is Kafka's own `LocalTieredStorage` (from the kafka-storage test jar that
-harness.kafka_dist puts on the classpath): a directory every broker shares, which is
+harness.backends.kafka_dist puts on the classpath): a directory every broker shares, which is
 enough because all nodes of a native cluster share one filesystem. Segments roll every
 couple of seconds and local retention is short, so a partition soon has offsets that
 live only in remote storage (log start < local log start <= last tiered offset + 1).
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import releases
+from harness.backends import releases
 from harness.errors import HarnessError
 
 LOCAL_TIERED_STORAGE = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"

@@ -16,7 +16,7 @@ An exception of the prober itself (a response it cannot decode, a bug) ends that
 operation `info` with the exception's name in `error`, its traceback goes to the harness
 log (harness.runlog), and the prober reconnects as a new process: it never ends the run.
 Probes the cluster cannot answer (an API or a version its ApiVersions lack) are left out,
-and named in config.json `skipped` (harness.capabilities).
+and named in config.json `skipped` (harness.clients.capabilities).
 """
 from __future__ import annotations
 
@@ -27,11 +27,11 @@ import threading
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
 
-from harness.history import History
+from harness.clients.history import History
 from harness.runlog import internal_error
-from harness.wire import BrokerConnection, MetadataView, UnsupportedVersion, WireError, decode_records, \
+from harness.clients.wire import BrokerConnection, MetadataView, UnsupportedVersion, WireError, decode_records, \
     error_name, metadata
-from harness.workload import Worker
+from harness.clients.workload import Worker
 
 FETCH_MIN_VERSION = 11  # KIP-392: rack id and preferred read replica
 LIST_OFFSETS_TIMESTAMPS = (-1, -2, -3, -4, -5, -6)  # latest .. earliest pending upload (KIP-1023)
@@ -52,7 +52,7 @@ class Prober(Worker):
     def __init__(self, bootstrap: str, topics: list[str], history: History, stop: threading.Event,
                  pause: float = 0.05, seed: int = 0, timeout: float = 5.0, skip: frozenset[str] = frozenset()):
         super().__init__("prober", history, stop)
-        self.skip = skip  # probe rounds the cluster cannot answer (see harness.capabilities)
+        self.skip = skip  # probe rounds the cluster cannot answer (see harness.clients.capabilities)
         self.bootstrap = [a for a in bootstrap.split(",") if a]
         self.topics, self.pause, self.timeout = list(topics), pause, timeout
         self.random = random.Random(seed)

@@ -2,7 +2,7 @@
 
 For users with Docker rather than root: testcontainers-python starts one container per
 node on a Docker network of its own, from a Kafka image built locally
-(harness.container_image; no registry is needed). Each node is a `KafkaNode` with the same
+(harness.backends.container_image; no registry is needed). Each node is a `KafkaNode` with the same
 properties and paths as a native one: its directory is bind-mounted at the same path, so
 its configuration, data and logs are on the host and stay in the run directory.
 
@@ -15,7 +15,7 @@ link faults put Toxiproxy (on the harness's side) in front of each broker's clie
 as on the native backend; Admin-API elections work on any cluster. Packet-level partitions
 are not offered: `SUPPORTED_FAULTS` says which run, the run reports the rest as skipped.
 
-The cluster has a state file like a native one (harness.state) with its Docker host, so
+The cluster has a state file like a native one (harness.backends.state) with its Docker host, so
 its watchdog, `kipcheck cluster down --id` and the next run's stale sweep remove the
 containers of a harness that was SIGKILLed (`remove_cluster`), with the Toxiproxy server.
 """
@@ -26,13 +26,13 @@ import os
 import shlex
 from pathlib import Path
 
-from harness.cluster import (BROKER_PORT, CLIENT_PORT, CONTROLLER_PORT, ClusterOptions, NativeCluster, _kafka_uuid,
+from harness.backends.cluster import (BROKER_PORT, CLIENT_PORT, CONTROLLER_PORT, ClusterOptions, NativeCluster, _kafka_uuid,
                              reap_stale, teardown)
 from harness.errors import HarnessError
-from harness.kafka_dist import KafkaDistribution
-from harness.network import Host
-from harness.node import KafkaNode
-from harness.state import ClusterState, process_start_time, same_process_alive
+from harness.backends.kafka_dist import KafkaDistribution
+from harness.backends.network import Host
+from harness.backends.node import KafkaNode
+from harness.backends.state import ClusterState, process_start_time, same_process_alive
 
 #: fault kinds a container cluster supports (faults.registry names); the rest are skipped
 SUPPORTED_FAULTS = ("kill", "pause", "restart", "rolling-restart", "wipe", "truncate", "wipe-metadata",
@@ -167,7 +167,7 @@ class ContainerCluster(NativeCluster):
 
     def up(self, timeout: float = 180.0, progress=None) -> None:
         from testcontainers.core.config import testcontainers_config
-        from harness import container_image
+        from harness.backends import container_image
         step = progress or (lambda msg: None)
         testcontainers_config.ryuk_disabled = True  # Ryuk is pulled from a registry; our state file does its job
         self.client = docker_client()
@@ -187,7 +187,7 @@ class ContainerCluster(NativeCluster):
                                      internal_port=BROKER_PORT, controller_port=CONTROLLER_PORT, client_port=CLIENT_PORT)
                  for s in self._plan()]
         if self.options.proxied_clients:
-            from harness import toxiproxy
+            from harness.backends import toxiproxy
             step("starting toxiproxy")
             self.toxiproxy = toxiproxy.start_server(self.state, self.root)
             specs = [toxiproxy.front_client_listener(self.toxiproxy, s) if s.is_broker else s for s in specs]
@@ -213,7 +213,7 @@ class ContainerCluster(NativeCluster):
 
 
 def remove_cluster(cluster_id: str, docker_host: str | None) -> None:
-    """Remove a container cluster's containers and network (harness.cluster.teardown)."""
+    """Remove a container cluster's containers and network (harness.backends.cluster.teardown)."""
     import docker
     try:
         client = docker.DockerClient(base_url=docker_host) if docker_host else docker.from_env()

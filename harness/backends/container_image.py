@@ -3,7 +3,7 @@
 Two layers. The base is a minimal root filesystem made from this machine's own files and
 `docker import`ed: the JRE kipcheck already runs Kafka with (`kafka_dist.find_java`), the
 shared libraries it links (its `ldd` closure) and /bin/sh. On it, a Dockerfile copies the
-Kafka jars Maven resolved into the kipcheck cache (harness.kafka_dist). Both are tagged
+Kafka jars Maven resolved into the kipcheck cache (harness.backends.kafka_dist). Both are tagged
 with a hash of what went into them, so an unchanged JRE and Kafka reuse the image.
 
 Copying the host's OpenJDK (GPLv2 with the Classpath Exception) into a local image is the
@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.kafka_dist import KafkaDistribution
+from harness.backends.kafka_dist import KafkaDistribution
 
 RECIPE = "2"  # bump when the image's layout changes: old tags no longer match
 REPOSITORY = "kipcheck/kafka"

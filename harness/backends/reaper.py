@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from harness.cluster import teardown
-from harness.state import ClusterState
+from harness.backends.cluster import teardown
+from harness.backends.state import ClusterState
 
 
 def main(state_path: str) -> None:

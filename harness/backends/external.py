@@ -9,9 +9,9 @@ from __future__ import annotations
 from confluent_kafka import KafkaException
 
 from faults.errors import FaultError
-from harness.admin import Admin
+from harness.clients.admin import Admin
 from harness.errors import HarnessError
-from harness.node import kraft_settings
+from harness.backends.node import kraft_settings
 
 
 class ExternalCluster:

@@ -5,7 +5,7 @@ never collide with a real network. The bridge's own address is the harness's
 (root namespace) view of the cluster; clients reach nodes directly through it.
 Partitions are iptables rules in a node's own namespace, in a chain named
 KIPCHECK, so deleting the namespace deletes every rule with it. Beside a host firewall
-that filters bridged traffic (Docker), the bridge gets one ACCEPT rule (harness.firewall).
+that filters bridged traffic (Docker), the bridge gets one ACCEPT rule (harness.backends.firewall).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 
-from harness import firewall
+from harness.backends import firewall
 from harness.errors import HarnessError
 
 NS_PREFIX = "kipcheck-"

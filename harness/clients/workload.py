@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from harness.admin import _quiet_logger
-from harness.history import History, Operation
+from harness.clients.admin import _quiet_logger
+from harness.clients.history import History, Operation
 
 log = logging.getLogger("kipcheck.workload")
 logging.getLogger("kipcheck").addHandler(logging.NullHandler())  # tracebacks go to the run's log, not the terminal
