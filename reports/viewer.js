@@ -162,7 +162,7 @@ function kipcheckViewer() {
 
   // ---- latency: send latency (log scale) per pixel, then throughput per second ----
   const LAT_H = 260, THR_H = 120, LAT_MIN = -1, LAT_MAX = 5;  // log10 ms: 0.1 ms .. 100 s
-  const latY = ms => TOP + (1 - (Math.log10(Math.max(ms, 0.1)) - LAT_MIN) / (LAT_MAX - LAT_MIN)) * (LAT_H - TOP);
+  const latY = ms => TOP + (1 - (Math.log10(Math.max(ms, 0.1)) - LAT_MIN) / (LAT_MAX - LAT_MIN)) * (LAT_H - TOP - 1);
   function drawLatency() {
     const h = LAT_H + THR_H + 30;
     size(lat, h);
@@ -175,8 +175,8 @@ function kipcheckViewer() {
       if (col.kind[i] !== sendKind) continue;
       const x = Math.floor((col.start[i] - view[0]) * k);
       if (x < 0 || x >= cols) continue;
-      const y = Math.floor(latY((col.end[i] - col.start[i]) * 1000));
-      if (y < 0 || y >= LAT_H) continue;
+      // latencies outside 0.1 ms .. 100 s sit on the chart's edge, not off it
+      const y = Math.min(Math.max(Math.floor(latY((col.end[i] - col.start[i]) * 1000)), TOP), LAT_H - 1);
       const rgb = TYPE_RGB[col.type[i]], p = (y * cols + x) * 4;
       px[p] = rgb[0]; px[p + 1] = rgb[1]; px[p + 2] = rgb[2]; px[p + 3] = 255;
     }
