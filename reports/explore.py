@@ -16,6 +16,8 @@ from collections import defaultdict
 
 import numpy as np
 
+from reports.proof import FAULT_MARGIN_S
+
 TYPES = ("ok", "fail", "info")
 
 #: more (operation, process) lanes than this and the timeline shows one lane per operation
@@ -61,7 +63,7 @@ def lanes(ops: list[dict]) -> tuple[dict, list[str]]:
     keys = sorted({(o["f"], str(o["process"])) for o in ops if o["process"] != "nemesis"},
                   key=lambda x: (x[0], int(x[1]) if x[1].isdigit() else 0))
     if len(keys) <= MAX_PROCESS_LANES:
-        return {k: i for i, k in enumerate(keys)}, [f"{f} p{p}" for f, p in keys]
+        return {k: i for i, k in enumerate(keys)}, [f"{f} {'p' * p.isdigit()}{p}" for f, p in keys]
     kinds = sorted({f for f, _ in keys})
     count = {f: sum(1 for g, _ in keys if g == f) for f in kinds}
     lane = {f: i for i, f in enumerate(kinds)}
@@ -123,7 +125,7 @@ def view_data(ops: list[dict], windows, flagged: dict[int, list[str]], end: floa
     lane_starts = np.searchsorted(columns["lane"], np.arange(len(labels) + 1)).tolist() if n else [0] * (len(labels) + 1)
     live = liveness or {}
     return {
-        "end": end, "count": n, "labels": labels, "laneStarts": lane_starts, "kinds": kinds,
+        "end": end, "count": n, "faultMargin": FAULT_MARGIN_S, "labels": labels, "laneStarts": lane_starts, "kinds": kinds,
         "types": list(TYPES), "processes": process_names,
         "columns": {k: {"dtype": str(v.dtype), "data": _b64(v)} for k, v in columns.items()},
         "marks": marks,

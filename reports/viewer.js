@@ -15,7 +15,7 @@ function kipcheckViewer() {
     for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
     col[name] = new TYPED[c.dtype](bytes.buffer);
   }
-  const N = D.count, LANES = D.labels.length;
+  const N = D.count, LANES = D.labels.length, FAULT_MARGIN = D.faultMargin;
   const TYPE_RGB = [[42, 157, 63], [214, 39, 40], [240, 160, 48]];  // ok, fail, info
   const sendKind = D.kinds.indexOf("send");
   const marked = new Map();  // row -> mark
@@ -189,7 +189,8 @@ function kipcheckViewer() {
       if (col.kind[m.row] !== sendKind || t < view[0] || t > view[1]) continue;
       cross(ctx, xOf(t, w), latY((col.end[m.row] - t) * 1000), 4, "#000");
     }
-    ringHighlighted(ctx, row => [xOf(col.start[row], w), latY((col.end[row] - col.start[row]) * 1000)]);
+    ringHighlighted(ctx, row => col.kind[row] === sendKind ? [xOf(col.start[row], w), latY((col.end[row] - col.start[row]) * 1000)]
+                                                            : [-1, -1]);
     // throughput
     const top = LAT_H + 14, sent = D.perSecond.sent, read = D.perSecond.read;
     const peak = Math.max(1, ...sent, ...read);
@@ -301,7 +302,13 @@ function kipcheckViewer() {
       const times = D.marks.filter(m => highlight.has(m.index) || highlight.has(m.invoke))
         .flatMap(m => [col.start[m.row], col.end[m.row]]);
       if (times.length) {
-        const a = Math.min(...times), b = Math.max(...times), pad = Math.max((b - a) * 0.5, 1);
+        // the proof, and the fault windows within FAULT_MARGIN s of it (as listed under the proof)
+        let a = Math.min(...times), b = Math.max(...times);
+        for (const f of D.faults) {
+          if (f.stop < a - FAULT_MARGIN || f.start > b + FAULT_MARGIN) continue;
+          a = Math.min(a, Math.max(f.start, a - FAULT_MARGIN)); b = Math.max(b, Math.min(f.stop, b + FAULT_MARGIN));
+        }
+        const pad = Math.max((b - a) * 0.05, 0.5);
         view = [Math.max(full[0], a - pad), Math.min(full[1], b + pad)];
       }
       draw();
