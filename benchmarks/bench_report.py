@@ -8,12 +8,10 @@ Prints:
   baseline, the floor of any report;
 - the time of write_report (read, pair operations, build the view data and the proofs,
   write one self-contained index.html) and its ratio to the baseline (target: <= 30 s);
-- the page's size, and whether every anomaly record is among the timeline's marks.
+- the page's size, and whether every anomaly record is among the timeline's marks;
+- with Chromium on PATH, the viewer's start and redraw times in the browser.
 
     python benchmarks/bench_report.py [--records 1000000] [--seed 0] [--keep DIR [--reuse]]
-
-The browser side (per-pixel aggregation of every operation at each zoom level) is measured
-by tests/test_report_browser.py's page load, not here.
 """
 from __future__ import annotations
 
@@ -21,7 +19,9 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -72,6 +72,26 @@ def forged_verdict(records: list[dict], seed: int) -> dict:
             "counts": {"anomalies": {"lost-write": 50}, "known": {"uncommitted-read": 50}}}
 
 
+def browser(page: Path) -> None:
+    """The page in headless Chromium: the viewer's own timings (decode + index + first draw,
+    and one redraw of both views over every operation, i.e. the cost of each zoom or pan step)."""
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        print("browser: no chromium on PATH, skipped")
+        return
+    t = time.perf_counter()
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=30000",
+                          "--window-size=1400,1200", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=600).stdout
+    wall = time.perf_counter() - t
+    load, draw = (re.search(rf'data-{k}-ms="([0-9.]+)"', dom) for k in ("load", "draw"))
+    if not (load and draw):
+        print("browser: the viewer did not finish")
+        return
+    print(f"browser: page opened and drawn in {wall:.1f} s wall (Chromium start included); viewer start "
+          f"{float(load.group(1)):.0f} ms, one redraw of both views {float(draw.group(1)):.0f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -117,6 +137,7 @@ def main() -> None:
               f"index.html {page.stat().st_size / 2**20:.1f} MiB, {data['count']:,} operations in "
               f"{len(data['labels'])} lanes")
         print(f"anomaly records marked on the timeline: {len(wanted & marked)} of {len(wanted)}")
+        browser(page)
     finally:
         if not args.keep:
             shutil.rmtree(run, ignore_errors=True)

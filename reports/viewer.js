@@ -6,6 +6,7 @@
 // The script sits beside the canvases; it starts once the whole page (the proofs too) is parsed.
 function kipcheckViewer() {
   "use strict";
+  const loadStart = performance.now();
   const D = JSON.parse(document.getElementById("kipcheck-data").textContent);
   const TYPED = {float32: Float32Array, float64: Float64Array, uint8: Uint8Array, uint16: Uint16Array,
                  uint32: Uint32Array, int32: Int32Array};
@@ -209,7 +210,11 @@ function kipcheckViewer() {
     lat.dataset.sendsDrawn = "yes";
   }
 
-  function draw() { drawTimeline(); drawLatency(); }
+  function draw() {
+    const t0 = performance.now();
+    drawTimeline(); drawLatency();
+    document.body.dataset.drawMs = (performance.now() - t0).toFixed(1);  // read by benchmarks/bench_report.py
+  }
 
   // ---- hover: the operation (and its anomalies), the fault windows at that time ----
   function nearestInLane(lane, t) {
@@ -324,6 +329,7 @@ function kipcheckViewer() {
     if (b) { b.onclick(); } else draw();
   } else draw();
   document.body.dataset.viewer = "ready";
+  document.body.dataset.loadMs = (performance.now() - loadStart).toFixed(1);  // decode, index, first draw
 }
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", kipcheckViewer);
 else kipcheckViewer();
