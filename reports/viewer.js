@@ -328,6 +328,17 @@ function kipcheckViewer() {
     const b = example.querySelector("button.show");
     if (b) { b.onclick(); } else draw();
   } else draw();
+  // for tests and the console: where an operation (by a history index of it) sits on the page
+  window.kipcheckViewer = {
+    pointOf(historyIndex) {
+      const m = D.marks.find(m => m.index === historyIndex || m.invoke === historyIndex);
+      let row = m ? m.row : -1;
+      for (let i = 0; row < 0 && i < N; i++) if (col.index[i] === historyIndex) row = i;
+      if (row < 0) return null;
+      const r = tl.getBoundingClientRect();
+      return [r.left + xOf(col.end[row], tl.width), r.top + laneY(col.lane[row]) + LANE_H / 2];
+    },
+  };
   document.body.dataset.viewer = "ready";
   document.body.dataset.loadMs = (performance.now() - loadStart).toFixed(1);  // decode, index, first draw
 }

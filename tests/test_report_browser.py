@@ -2,7 +2,8 @@
 the file alone, with the network unreachable. For a valid run and an invalid one (a read
 forged away, judged by the real checker) the DOM after the scripts ran must show the
 verdict, a timeline canvas that drew every operation and the fault window, and (invalid)
-each anomaly with its proof records in context; screenshots go to tests/artifacts/."""
+each anomaly with its proof records in context, and hovering a record must name it; screenshots
+go to tests/artifacts/."""
 from __future__ import annotations
 
 import json
@@ -130,6 +131,28 @@ def test_invalid_run_shows_each_anomaly_with_its_proof_in_context(tmp_path):
                         assert f'data-index="{j}"' in anomalies
     assert "Fault windows around the proof" in anomalies or "no fault window within" in anomalies
     assert proof_indices <= {r["index"] for r in records}
+
+
+HOVER = """<script>window.addEventListener("load", () => {
+  const [x, y] = window.kipcheckViewer.pointOf(%d);
+  document.getElementById("timeline").dispatchEvent(new MouseEvent("mousemove", {clientX: x, clientY: y, bubbles: true}));
+  document.body.dataset.hover = document.getElementById("tooltip").innerText;
+});</script></body>"""
+
+
+def test_hovering_an_anomaly_record_names_the_operation_and_the_anomaly(tmp_path):
+    run, verdict, records = run_dir(tmp_path, "hover-run", forge=True)
+    name, examples = next((n, e) for n, e in verdict["anomalies"].items() if e)
+    completion = next(i for i in examples[0]["indices"] if records[i]["type"] != "invoke")
+    page = run / "report" / "index.html"
+    probe = page.with_name("hover.html")  # the report plus a script that moves the mouse onto the record
+    probe.write_text(page.read_text().replace("</body>", HOVER % completion))
+    dom = render(probe, tmp_path / "hover.png")
+    hover = re.search(r'data-hover="([^"]*)"', dom)
+    assert hover, "the tooltip script did not run"
+    text = hover.group(1)
+    assert f"history index {completion}" in text and "proof of: " in text and name in text
+    assert f"{records[completion]['f']} {records[completion]['type']}" in text
 
 
 def test_known_deviation_names_the_kafka_class_and_method(tmp_path):
