@@ -1,4 +1,4 @@
-"""Turns a run directory into `report/index.html`: verdict, anomalies, liveness, pictures, logs.
+"""Turns a run directory into `report/index.html`: verdict, interactive views, anomalies with proofs, logs.
 
 Views first where people would rather look than read: an interactive timeline of
 operations against fault windows (each heal's recovery, every client crash and every
