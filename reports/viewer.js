@@ -263,7 +263,19 @@ function kipcheckViewer() {
     if (drag) return;
     const r = lat.getBoundingClientRect(), x = ev.clientX - r.left;
     if (x < LABEL_W) { tip.style.display = "none"; return; }
-    const t = tOf(x, lat.width), s = Math.floor(t), parts = [];
+    const t = tOf(x, lat.width), s = Math.floor(t), parts = [], y = ev.clientY - r.top;
+    if (y < LAT_H) {  // the send nearest the mouse, within 5 pixels (one pass, like a redraw)
+      let best = -1, gap = 25;
+      const k = (lat.width - LABEL_W) / (view[1] - view[0]);
+      for (let i = 0; i < N; i++) {
+        if (col.kind[i] !== sendKind || col.start[i] < view[0] || col.start[i] > view[1]) continue;
+        const dx = LABEL_W + (col.start[i] - view[0]) * k - x;
+        if (dx * dx >= gap) continue;
+        const dy = Math.min(Math.max(latY((col.end[i] - col.start[i]) * 1000), TOP), LAT_H - 1) - y;
+        if (dx * dx + dy * dy < gap) { gap = dx * dx + dy * dy; best = i; }
+      }
+      if (best >= 0) parts.push(describe(best));
+    }
     if (s >= 0 && s < D.perSecond.sent.length)
       parts.push(`second ${s}: ${D.perSecond.sent[s]} acknowledged sends, ${D.perSecond.read[s]} records read`);
     showTip(ev, parts.concat(faultsAt(t), [`${t.toFixed(3)} s`]));
@@ -329,14 +341,22 @@ function kipcheckViewer() {
     if (b) { b.onclick(); } else draw();
   } else draw();
   // for tests and the console: where an operation (by a history index of it) sits on the page
+  function rowOf(historyIndex) {
+    const m = D.marks.find(m => m.index === historyIndex || m.invoke === historyIndex);
+    let row = m ? m.row : -1;
+    for (let i = 0; row < 0 && i < N; i++) if (col.index[i] === historyIndex) row = i;
+    return row;
+  }
   window.kipcheckViewer = {
-    pointOf(historyIndex) {
-      const m = D.marks.find(m => m.index === historyIndex || m.invoke === historyIndex);
-      let row = m ? m.row : -1;
-      for (let i = 0; row < 0 && i < N; i++) if (col.index[i] === historyIndex) row = i;
-      if (row < 0) return null;
-      const r = tl.getBoundingClientRect();
-      return [r.left + xOf(col.end[row], tl.width), r.top + laneY(col.lane[row]) + LANE_H / 2];
+    pointOf(historyIndex) {  // on the timeline
+      const row = rowOf(historyIndex), r = tl.getBoundingClientRect();
+      return row < 0 ? null : [r.left + xOf(col.end[row], tl.width), r.top + laneY(col.lane[row]) + LANE_H / 2];
+    },
+    latencyPointOf(historyIndex) {  // a send on the latency view
+      const row = rowOf(historyIndex), r = lat.getBoundingClientRect();
+      if (row < 0 || col.kind[row] !== sendKind) return null;
+      const y = Math.min(Math.max(latY((col.end[row] - col.start[row]) * 1000), TOP), LAT_H - 1);
+      return [r.left + xOf(col.start[row], lat.width), r.top + y];
     },
   };
   document.body.dataset.viewer = "ready";

@@ -134,9 +134,12 @@ def test_invalid_run_shows_each_anomaly_with_its_proof_in_context(tmp_path):
 
 
 HOVER = """<script>window.addEventListener("load", () => {
-  const [x, y] = window.kipcheckViewer.pointOf(%d);
-  document.getElementById("timeline").dispatchEvent(new MouseEvent("mousemove", {clientX: x, clientY: y, bubbles: true}));
-  document.body.dataset.hover = document.getElementById("tooltip").innerText;
+  const hover = (canvas, [x, y]) => {
+    document.getElementById(canvas).dispatchEvent(new MouseEvent("mousemove", {clientX: x, clientY: y, bubbles: true}));
+    return document.getElementById("tooltip").innerText;
+  };
+  document.body.dataset.hover = hover("timeline", window.kipcheckViewer.pointOf(%d));
+  document.body.dataset.hoverLatency = hover("latency", window.kipcheckViewer.latencyPointOf(%d));
 });</script></body>"""
 
 
@@ -144,15 +147,17 @@ def test_hovering_an_anomaly_record_names_the_operation_and_the_anomaly(tmp_path
     run, verdict, records = run_dir(tmp_path, "hover-run", forge=True)
     name, examples = next((n, e) for n, e in verdict["anomalies"].items() if e)
     completion = next(i for i in examples[0]["indices"] if records[i]["type"] != "invoke")
+    send = next(i for i in examples[0]["indices"] if records[i]["type"] == "ok" and records[i]["f"] == "send")
     page = run / "report" / "index.html"
-    probe = page.with_name("hover.html")  # the report plus a script that moves the mouse onto the record
-    probe.write_text(page.read_text().replace("</body>", HOVER % completion))
+    probe = page.with_name("hover.html")  # the report plus a script that moves the mouse onto the records
+    probe.write_text(page.read_text().replace("</body>", HOVER % (completion, send)))
     dom = render(probe, tmp_path / "hover.png")
-    hover = re.search(r'data-hover="([^"]*)"', dom)
-    assert hover, "the tooltip script did not run"
+    hover, latency = (re.search(rf'data-{key}="([^"]*)"', dom) for key in ("hover", "hover-latency"))
+    assert hover and latency, "the tooltip script did not run"
     text = hover.group(1)
     assert f"history index {completion}" in text and "proof of: " in text and name in text
     assert f"{records[completion]['f']} {records[completion]['type']}" in text
+    assert "send ok" in latency.group(1) and f"history index {send}" in latency.group(1)
 
 
 def test_known_deviation_names_the_kafka_class_and_method(tmp_path):
