@@ -34,7 +34,7 @@ def _views(data: dict) -> str:
     return f"""<h2>Timeline</h2>
 <p class="legend"><span style="color:#2a9d3f">■ ok</span> <span style="color:#d62728">■ fail</span>
 <span style="color:#f0a030">■ info</span> <span style="color:#d6272855;background:#d627281f">&nbsp;fault window&nbsp;</span>
-✕ anomaly record <span style="color:#c0168c">✕ client crash</span> <span style="color:#ff8c00">○ the proof shown</span>
+✕ anomaly record <span style="color:#888">✕ known deviation record</span> <span style="color:#c0168c">✕ client crash</span> <span style="color:#ff8c00">○ the proof shown</span>
 <button id="zoom-in">zoom in</button><button id="zoom-out">zoom out</button><button id="zoom-reset">whole run</button></p>
 <p id="view-status">the interactive views need JavaScript</p>
 <div class="chart"><canvas id="timeline" width="0" height="0"></canvas></div>

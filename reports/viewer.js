@@ -64,6 +64,8 @@ function kipcheckViewer() {
     }
   }
 
+  // black: the record proves an anomaly; grey: only known deviations the profile accepts
+  const markColor = m => m.names.every(n => n.startsWith("known ")) ? "#888" : "#000";
   function cross(ctx, x, y, r, color) {
     ctx.strokeStyle = color; ctx.lineWidth = 2; ctx.beginPath();
     ctx.moveTo(x - r, y - r); ctx.lineTo(x + r, y + r); ctx.moveTo(x + r, y - r); ctx.lineTo(x - r, y + r); ctx.stroke();
@@ -122,7 +124,7 @@ function kipcheckViewer() {
       const t = col.end[m.row];
       if (t < view[0] || t > view[1]) continue;
       marksInView++;
-      cross(ctx, xOf(t, w), laneY(col.lane[m.row]) + LANE_H / 2, 4, "#000");
+      cross(ctx, xOf(t, w), laneY(col.lane[m.row]) + LANE_H / 2, 4, markColor(m));
     }
     tl.dataset.proofOperationsRinged = ringHighlighted(ctx, row => [xOf(col.end[row], w), laneY(col.lane[row]) + LANE_H / 2]);
     tl.dataset.operationsInView = inView;
@@ -188,7 +190,7 @@ function kipcheckViewer() {
     for (const m of D.marks) {
       const t = col.start[m.row];
       if (col.kind[m.row] !== sendKind || t < view[0] || t > view[1]) continue;
-      cross(ctx, xOf(t, w), latY((col.end[m.row] - t) * 1000), 4, "#000");
+      cross(ctx, xOf(t, w), Math.min(Math.max(latY((col.end[m.row] - t) * 1000), TOP), LAT_H - 1), 4, markColor(m));
     }
     ringHighlighted(ctx, row => col.kind[row] === sendKind ? [xOf(col.start[row], w), latY((col.end[row] - col.start[row]) * 1000)]
                                                             : [-1, -1]);
