@@ -83,12 +83,15 @@ function kipcheckViewer() {
     const cols = w - LABEL_W, bits = new Uint8Array(LANES * cols);
     const k = cols / (view[1] - view[0]);
     let inView = 0;
-    for (let i = 0; i < N; i++) {
-      const t = col.end[i];
-      if (t < view[0] || t > view[1]) continue;
-      const x = Math.min(Math.floor((t - view[0]) * k), cols - 1);
-      bits[col.lane[i] * cols + x] |= 1 << col.type[i];
-      inView++;
+    for (let lane = 0; lane < LANES; lane++) {  // each lane is sorted by end: visit only what is in view
+      const first = firstEndingAtOrAfter(lane, view[0]);
+      for (let i = first; i < D.laneStarts[lane + 1]; i++) {
+        const t = col.end[i];
+        if (t > view[1]) break;
+        const x = Math.min(Math.floor((t - view[0]) * k), cols - 1);
+        bits[lane * cols + x] |= 1 << col.type[i];
+        inView++;
+      }
     }
     const img = ctx.getImageData(LABEL_W, 0, cols, h), px = img.data;
     // a pixel column of a lane holds three stripes, fail / info / ok from the top, each drawn
@@ -219,10 +222,13 @@ function kipcheckViewer() {
   }
 
   // ---- hover: the operation (and its anomalies), the fault windows at that time ----
-  function nearestInLane(lane, t) {
+  function firstEndingAtOrAfter(lane, t) {  // binary search in the lane's rows
     let lo = D.laneStarts[lane], hi = D.laneStarts[lane + 1];
-    const first = lo, last = hi - 1;
     while (lo < hi) { const mid = (lo + hi) >> 1; if (col.end[mid] < t) lo = mid + 1; else hi = mid; }
+    return lo;
+  }
+  function nearestInLane(lane, t) {
+    const first = D.laneStarts[lane], last = D.laneStarts[lane + 1] - 1, lo = firstEndingAtOrAfter(lane, t);
     let best = -1, gap = Infinity;
     for (const r of [lo - 1, lo]) {
       if (r < first || r > last) continue;
