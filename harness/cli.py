@@ -163,7 +163,13 @@ def cmd_report(args) -> int:
     from reports.html import write_report
     if not (Path(args.run) / "history.jsonl").is_file():
         raise HarnessError(f"{args.run} is not a run directory (no history.jsonl)")
-    path = write_report(Path(args.run))
+    from checks.history import HistoryError
+    try:
+        path = write_report(Path(args.run))
+    except HistoryError as e:
+        raise HarnessError(f"{args.run}: {e}") from None
+    except json.JSONDecodeError as e:  # a damaged verdict.json or config.json
+        raise HarnessError(f"{args.run}: a JSON file of the run is damaged: {e}") from None
     print(path)
     return 0
 

@@ -60,8 +60,7 @@ def write_allure_results(run_dir: Path, verdict: dict, config: dict) -> Path:
             files.report_attached_data(body, file_name)
         return Attachment(name=name, source=file_name, type=kind.mime_type)
 
-    pictures = [attach(None, png, AttachmentType.PNG, run_dir / "report" / png)
-                for png in ("timeline.png", "latency.png") if (run_dir / "report" / png).exists()]
+    page = run_dir / "report" / "index.html"  # the interactive report (reports/html.py), one self-contained file
     parameters = [Parameter(name="kafka_version", value=str(config.get("kafka_version"))),
                   Parameter(name="seed", value=str(config.get("seed"))),
                   Parameter(name="profile", value=str(verdict.get("profile")))]
@@ -81,7 +80,9 @@ def write_allure_results(run_dir: Path, verdict: dict, config: dict) -> Path:
             labels=[Label(name="feature", value=FEATURE.get(name, "other")),
                     Label(name="suite", value=f"Kafka {config.get('kafka_version', '?')}"),
                     Label(name="tag", value=f"seed {config.get('seed')}")],
-            attachments=[detail, *pictures]))
+            # the report (megabytes for a long run) goes only with the names that failed, where people look
+            attachments=[detail, *([attach(None, "report", AttachmentType.HTML, page)]
+                                   if examples and page.exists() else [])]))
     return out
 
 

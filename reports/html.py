@@ -1,205 +1,50 @@
-"""Turns a run directory into `report/index.html`: verdict, anomalies, liveness, pictures, logs.
+"""Turns a run directory into `report/index.html`: verdict, interactive views, anomalies with proofs, logs.
 
-Pictures first where people would rather look than read: a timeline of operations
-against fault windows (with each heal's recovery and every client crash marked), and
-send latency and throughput over time.
+Views first where people would rather look than read: an interactive timeline of
+operations against fault windows (each heal's recovery, every client crash and every
+anomaly record marked) and send latency and throughput over time, drawn in the browser by
+reports/viewer.js from data inlined into the page (one file, works offline; reports/explore.py).
+Then each anomaly and known deviation with its proof in context (reports/proof.py).
 """
 from __future__ import annotations
 
 import html
 import json
-from collections import defaultdict
 from pathlib import Path
 
-import matplotlib
+from checks import run_config
+from checks.history import iter_history
+from reports.conformance_view import conformance_html
+from reports.coverage_view import coverage_html
+from reports.explore import fault_windows, flagged_indices, operations, view_data
+from reports.proof import proofs_html
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from checks import run_config  # noqa: E402
-from checks.history import iter_history  # noqa: E402
-from reports.conformance_view import conformance_html  # noqa: E402
-from reports.coverage_view import coverage_html  # noqa: E402
-
-COLORS = {"ok": "#2a9d3f", "fail": "#d62728", "info": "#f0a030"}
-#: a heal's recovery span by the liveness status of the verdict (checks/rules/liveness_rules.py)
+#: a heal's recovery status by the liveness status of the verdict (checks/rules/liveness_rules.py)
 RECOVERY_COLORS = {"recovered": "#2a9d3f", "slow": "#d62728", "undecided": "#f0a030", "heal failed": "#888888"}
 MEASURES = (("sends", "S", "acknowledged sends on every partition"), ("isr", "I", "full ISR everywhere"),
             ("reads", "R", "reads on every partition"))
-CRASH_COLOR = "#c0168c"
-CRASH_LABELS = 12  # crashes named on the picture; the table lists them all
+VIEWER_JS = Path(__file__).with_name("viewer.js")
 
 
-def _fault_windows(records: list[dict], end: float) -> list[tuple[float, float, str]]:
-    """(start s, stop s, label) per fault, from the nemesis' start/stop records."""
-    open_, windows = {}, []
-    for r in records:
-        if r["f"] != "fault" or r["type"] != "ok":
-            continue
-        v = r["value"]
-        key = (v.get("fault"), tuple(v.get("targets", [])))
-        if v.get("phase") == "start":
-            open_[key] = r["time"] / 1e9
-        elif v.get("phase") == "stop":
-            for k in [k for k in open_ if k[0] == v.get("fault")]:
-                windows.append((open_.pop(k), r["time"] / 1e9, f"{k[0]} {list(k[1])}"))
-    windows += [(t, end, f"{k[0]} {list(k[1])}") for k, t in open_.items()]
-    return windows
+def _script_json(data: dict) -> str:
+    """JSON safe inside a <script> element (no '</' can close it)."""
+    return json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
 
 
-def _operations(records: list[dict]) -> list[dict]:
-    """Pair each completion with its invoke (per process and f: a rebalance's assign may nest in a poll)."""
-    pending, ops = {}, []
-    for r in records:
-        key = (r["process"], r["f"])
-        if r["type"] == "invoke":
-            pending[key] = r
-        elif key in pending:
-            inv = pending.pop(key)
-            ops.append({"process": r["process"], "f": r["f"], "type": r["type"], "start": inv["time"] / 1e9,
-                        "end": r["time"] / 1e9, "index": r["index"], "value": r["value"]})
-    return ops
-
-
-def _shade(ax, windows) -> None:
-    for i, (a, b, label) in enumerate(windows):
-        ax.axvspan(a, b, color="#d62728", alpha=0.12, lw=0)
-        ax.text(a, 1.0, label, transform=ax.get_xaxis_transform(), fontsize=7, va="bottom", color="#a01010",
-                rotation=0, clip_on=False)
-
-
-def _measured(entry: dict, measure: str):
-    value = entry.get(measure)
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _mark_recoveries(ax, liveness: dict, y: float) -> None:
-    """Per heal, a bar on lane `y` from the heal to the last recovery (to the window's end
-    when something never recovered), coloured by status; S/I/R where sends, the ISR and
-    reads came back; a dotted tick where the bound ran out."""
-    left, right = ax.get_xlim()
-    for n, entry in enumerate(liveness.get("faults", [])):
-        heal, color = entry["heal"], RECOVERY_COLORS.get(entry.get("status"), "#888888")
-        times = [t for m, _, _ in MEASURES if (t := _measured(entry, m)) is not None]
-        never = any(entry.get(m) == "never" for m, _, _ in MEASURES)
-        end = heal + ((entry.get("window") or 0) if never else max(times, default=0))
-        ax.barh(y, max(end - heal, 0.05), left=heal, height=0.5, color=color, alpha=0.6, lw=0,
-                label="heal → recovery" if n == 0 else None)
-        for m, letter, _ in MEASURES:
-            t = _measured(entry, m)
-            if t is not None:
-                ax.text(heal + t, y + 0.3, letter, fontsize=6, ha="center", va="bottom", color=color)
-        bound = heal + float(liveness.get("bound", 0))
-        if left <= bound <= right:
-            ax.plot([bound, bound], [y - 0.4, y + 0.4], ls=":", color="#555555", lw=1)
-    ax.set_xlim(left, right)
-
-
-def _mark_crashes(ax, crashes: list[dict], lane_of: dict) -> None:
-    """Client crashes as marks on the lane of the operation they ended, the first few named."""
-    xs, ys = [], []
-    for i, c in enumerate(crashes):
-        y = lane_of.get((c.get("f"), str(c.get("process"))), 0)
-        xs.append(c["time"])
-        ys.append(y)
-        if i < CRASH_LABELS:
-            where = f" (broker {c['broker']})" if c.get("broker") is not None else ""
-            ax.annotate(f"{str(c.get('error', 'fatal'))[:40]}{where}", (c["time"], y), fontsize=6,
-                        color=CRASH_COLOR, xytext=(3, 3), textcoords="offset points")
-    if xs:
-        ax.scatter(xs, ys, s=60, color=CRASH_COLOR, marker="X", label="client crash", zorder=3)
-
-
-#: more (operation, process) lanes than this and the timeline shows one lane per operation
-#: kind instead (pipelined producers alone make hundreds of processes); anomalies stay marked
-MAX_PROCESS_LANES = 40
-
-
-def _lanes(ops: list[dict]) -> tuple[dict, list[str]]:
-    """{(f, process): lane} and the lane labels: one lane per process when there are few,
-    else one per operation kind, labelled with how many processes it holds."""
-    keys = sorted({(o["f"], str(o["process"])) for o in ops if o["process"] != "nemesis"},
-                  key=lambda x: (x[0], int(x[1]) if x[1].isdigit() else 0))
-    if len(keys) <= MAX_PROCESS_LANES:
-        return {k: i for i, k in enumerate(keys)}, [f"{f} p{p}" for f, p in keys]
-    kinds = sorted({f for f, _ in keys})
-    count = {f: sum(1 for g, _ in keys if g == f) for f in kinds}
-    lane = {f: i for i, f in enumerate(kinds)}
-    return {k: lane[k[0]] for k in keys}, [f"{f} ({count[f]} processes)" for f in kinds]
-
-
-def timeline_png(ops: list[dict], windows, anomaly_indices: set[int], path: Path,
-                 liveness: dict | None = None) -> None:
-    lane_of, lane_labels = _lanes(ops)
-    fig, ax = plt.subplots(figsize=(12, max(2.5, 0.35 * len(lane_labels) + 1.5)))
-    for type_, color in COLORS.items():
-        sel = [o for o in ops if o["type"] == type_ and o["process"] != "nemesis"]
-        ax.scatter([o["end"] for o in sel], [lane_of[(o["f"], str(o["process"]))] for o in sel], s=4, color=color,
-                   label=type_, marker="|")
-    bad = [o for o in ops if o["index"] in anomaly_indices and o["process"] != "nemesis"]
-    if bad:
-        ax.scatter([o["end"] for o in bad], [lane_of[(o["f"], str(o["process"]))] for o in bad], s=40,
-                   color="black", marker="x", label="anomaly")
-    _shade(ax, windows)
-    ticks, labels = list(range(len(lane_labels))), lane_labels
-    if liveness:
-        _mark_crashes(ax, liveness.get("crashes", []), lane_of)
-        if liveness.get("faults"):
-            _mark_recoveries(ax, liveness, -1)
-            ticks, labels = [-1, *ticks], ["recovery after heal", *labels]
-            ax.set_ylim(-1.6, max(len(lane_labels) - 0.4, 0.6))
-    ax.set_yticks(ticks, labels, fontsize=7)
-    ax.set_xlabel("seconds since run start")
-    ax.legend(loc="upper right", fontsize=7, ncols=6)
-    ax.set_title("Operations by process against fault windows (red); after each heal, the time to recover "
-                 "(bottom lane: S sends, I ISR, R reads; dotted: the bound)", fontsize=10, pad=14)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def latency_png(ops: list[dict], windows, path: Path) -> None:
-    sends = [o for o in ops if o["f"] == "send"]
-    polls = [o for o in ops if o["f"] == "poll" and o["type"] == "ok"]
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(12, 5.5), sharex=True)
-    for type_, color in COLORS.items():
-        sel = [o for o in sends if o["type"] == type_]
-        ax1.scatter([o["start"] for o in sel], [(o["end"] - o["start"]) * 1000 for o in sel], s=3, color=color,
-                    label=f"send {type_}")
-    ax1.set_yscale("log")
-    ax1.set_ylabel("send latency (ms)")
-    ax1.legend(fontsize=7, loc="upper right")
-    _shade(ax1, windows)
-    per_sec_sent, per_sec_read = defaultdict(int), defaultdict(int)
-    for o in sends:
-        if o["type"] == "ok":
-            per_sec_sent[int(o["end"])] += 1
-    for o in polls:
-        per_sec_read[int(o["end"])] += len(o["value"].get("records", []))
-    xs = range(0, int(max([o["end"] for o in ops] + [1])) + 1)
-    ax2.plot(xs, [per_sec_sent[x] for x in xs], label="acknowledged sends/s", color="#1f77b4")
-    ax2.plot(xs, [per_sec_read[x] for x in xs], label="records read/s", color="#9467bd")
-    ax2.set_ylabel("per second")
-    ax2.set_xlabel("seconds since run start")
-    ax2.legend(fontsize=7, loc="upper right")
-    for a, b, _ in windows:
-        ax2.axvspan(a, b, color="#d62728", alpha=0.12, lw=0)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def _examples_table(section: dict, limit: int = 20) -> str:
-    rows = []
-    for name, examples in section.items():
-        for ex in examples[:limit]:
-            rows.append(f"<tr><td>{html.escape(name)}</td><td>{html.escape(str(ex.get('indices', [])))}</td>"
-                        f"<td>{html.escape(str(ex.get('message', ex)))}</td></tr>")
-        if len(examples) > limit:
-            rows.append(f"<tr><td>{html.escape(name)}</td><td colspan=2>… {len(examples) - limit} more</td></tr>")
-    if not rows:
-        return "<p>none</p>"
-    return "<table><tr><th>anomaly</th><th>history indices</th><th>what</th></tr>" + "".join(rows) + "</table>"
+def _views(data: dict) -> str:
+    """The interactive timeline and latency views: canvases, the data and the inlined viewer."""
+    return f"""<h2>Timeline</h2>
+<p class="legend"><span style="color:#2a9d3f">■ ok</span> <span style="color:#d62728">■ fail</span>
+<span style="color:#f0a030">■ info</span> <span style="color:#d6272855;background:#d627281f">&nbsp;fault window&nbsp;</span>
+✕ anomaly record <span style="color:#888">✕ known deviation record</span> <span style="color:#c0168c">✕ client crash</span> <span style="color:#ff8c00">○ the proof shown</span>
+<button id="zoom-in">zoom in</button><button id="zoom-out">zoom out</button><button id="zoom-reset">whole run</button></p>
+<p id="view-status">the interactive views need JavaScript</p>
+<div class="chart"><canvas id="timeline" width="0" height="0"></canvas></div>
+<h2>Latency and throughput</h2>
+<div class="chart"><canvas id="latency" width="0" height="0"></canvas></div>
+<div id="tooltip"></div>
+<script id="kipcheck-data" type="application/json">{_script_json(data)}</script>
+<script>{VIEWER_JS.read_text()}</script>"""
 
 
 def _liveness(verdict: dict | None) -> str:
@@ -273,16 +118,13 @@ def write_report(run_dir: Path) -> Path:
     verdict_path = run_dir / "verdict.json"
     verdict = json.loads(verdict_path.read_text()) if verdict_path.exists() else None
     records = list(iter_history(run_dir / "history.jsonl")) if (run_dir / "history.jsonl").exists() else []
-    ops = _operations(records)
+    ops = operations(records)
     end = max([r["time"] for r in records] + [0]) / 1e9
-    windows = _fault_windows(records, end)
-    flagged = set()
-    for examples in (verdict or {}).get("anomalies", {}).values():
-        for ex in examples:
-            flagged.update(ex.get("indices", []))
-    if ops:
-        timeline_png(ops, windows, flagged, out / "timeline.png", (verdict or {}).get("liveness"))
-        latency_png(ops, windows, out / "latency.png")
+    windows = fault_windows(records, end)
+    views = (_views(view_data(ops, windows, flagged_indices(verdict), end, (verdict or {}).get("liveness")))
+             if ops else "<h2>Timeline</h2><p>no operations</p>")
+    for stale in ("timeline.png", "latency.png"):  # pictures of reports before the interactive views
+        (out / stale).unlink(missing_ok=True)
     valid = verdict["valid"] if verdict else "not checked"
     badge = {True: ("VALID", "#2a9d3f"), False: ("INVALID", "#d62728")}.get(valid, (str(valid).upper(), "#888"))
     counts = {}
@@ -299,7 +141,12 @@ def write_report(run_dir: Path) -> Path:
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>kipcheck run {html.escape(run_dir.name)}</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}}table{{border-collapse:collapse;font-size:13px}}
 td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}}.badge{{color:#fff;padding:4px 12px;border-radius:4px}}
-img{{max-width:100%;border:1px solid #eee}}</style></head><body>
+.chart{{border:1px solid #eee;user-select:none}}canvas{{display:block;cursor:crosshair}}
+#tooltip{{position:absolute;display:none;background:#fffff0;border:1px solid #999;padding:4px 8px;font-size:12px;
+pointer-events:none;max-width:520px;box-shadow:1px 1px 4px #0003}}#view-status{{font-size:12px;color:#555}}
+tr.proof td{{background:#ffe9c7;font-weight:bold}}tr.gap td{{color:#999;text-align:center}}
+.example{{border-left:3px solid #d62728;padding-left:10px;margin:12px 0}}ul.faults li.active{{color:#a01010;font-weight:bold}}
+table.records code{{font-size:11px;word-break:break-all}}</style></head><body>
 <h1>kipcheck run <code>{html.escape(run_dir.name)}</code> <span class="badge" style="background:{badge[1]}">{badge[0]}</span></h1>
 <p>Kafka {html.escape(str(config.get('kafka_version', '?')))} · seed {config.get('seed', '?')} ·
 {config.get('duration', '?')} s · mode {html.escape(str(config.get('mode', '?')))} ·
@@ -308,10 +155,9 @@ profile {html.escape(str((verdict or {}).get('profile', '?')))} · consumer rack
 {f'<p><b>Why:</b> {why}</p>' if why else ''}
 {f'<p>Reproduce: <code>{html.escape(config["reproduce"])}</code></p>' if config.get("reproduce") else ''}
 {_skipped(config)}
-<h2>Timeline</h2>{'<img src="timeline.png" alt="operations against fault windows">' if ops else '<p>no operations</p>'}
-<h2>Latency and throughput</h2>{'<img src="latency.png" alt="send latency and throughput">' if ops else ''}
-<h2>Anomalies</h2>{_examples_table((verdict or {}).get('anomalies', {}))}
-<h2>Known deviations (accepted by the profile)</h2>{_examples_table((verdict or {}).get('known', {}))}
+{views}
+<h2>Anomalies</h2>{proofs_html(verdict, records, windows)}
+<h2>Known deviations (accepted by the profile)</h2>{proofs_html(verdict, records, windows, known=True)}
 <h2>Liveness: recovery after each heal</h2>{_liveness(verdict)}
 <h2>KIP conformance (per rule the checker judges)</h2>{conformance_html(verdict)}
 <h2>Rule coverage (observations that could have violated each KIP rule)</h2>{coverage_html(verdict)}

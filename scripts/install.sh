@@ -8,7 +8,8 @@
 # test that runs kipcheck beside dockerd (installed without starting its service).
 # With --allure (implied by --test) the Allure command line (npm allure-commandline, into
 # ~/.cache/kipcheck/allure, on PATH as `allure` if none is) and Debian's chromium, which
-# render and show the Allure results of `pytest --alluredir` and `kipcheck run` (docs/pytest.md).
+# render and show the Allure results of `pytest --alluredir` and `kipcheck run` (docs/pytest.md);
+# tests/test_report_browser.py also opens the HTML report in that chromium (docs/report.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for_tests=0

@@ -78,3 +78,16 @@ def test_unknown_profile_for_check(tmp_path):
     (tmp_path / "history.jsonl").write_text(good + "\n")
     code, _, err = kipcheck("check", str(tmp_path / "history.jsonl"), "--profile", "kafka-9.9")
     assert_one_line_error(code, err, "kafka-9.9")
+
+
+def test_report_of_a_damaged_run_is_one_line(tmp_path):
+    code, _, err = kipcheck("report", str(tmp_path))
+    assert_one_line_error(code, err, "not a run directory")
+    (tmp_path / "history.jsonl").write_text('{"index": 0, "time": 1}\n')
+    code, _, err = kipcheck("report", str(tmp_path))
+    assert_one_line_error(code, err, "history.jsonl:1", "process")
+    (tmp_path / "history.jsonl").write_text(
+        '{"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "send", "value": {}}\n')
+    (tmp_path / "verdict.json").write_text('{"valid": tr')
+    code, _, err = kipcheck("report", str(tmp_path))
+    assert_one_line_error(code, err, "damaged")

@@ -325,4 +325,8 @@ def test_report_shows_recoveries_and_crashes(tmp_path):
     liveness = page.split("<h2>Liveness", 1)[1].split("<h2>", 1)[0]
     assert "<td>kill</td>" in liveness and "slow" in liveness and "8.0" in liveness
     assert "Client crashes: 1" in liveness and "OUT_OF_ORDER_SEQUENCE_NUMBER" in liveness and "<td>2</td>" in liveness
-    assert (tmp_path / "report" / "timeline.png").stat().st_size > 10_000
+    # the timeline's data carries the heal's recovery and the crash on its operation's lane
+    data = json.loads(page.split('<script id="kipcheck-data" type="application/json">', 1)[1].split("</script>", 1)[0])
+    assert [(e["fault"], e["status"]) for e in data["recoveries"]] == [("kill", "slow")]
+    (crashed,) = data["crashes"]
+    assert crashed["lane"] is not None and "OUT_OF_ORDER_SEQUENCE_NUMBER" in crashed["label"]

@@ -44,8 +44,7 @@ def test_run_is_valid_and_leaves_report_and_nothing_running(tmp_path, kafka_vers
     assert any(v["fetching_from"] != v["leader"] for parts in sources.values() for v in parts.values()), sources
 
     html = (run_dir / "report" / "index.html").read_text()
-    assert "VALID" in html and "timeline.png" in html
-    assert (run_dir / "report" / "timeline.png").stat().st_size > 10_000
+    assert "VALID" in html and '<canvas id="timeline"' in html and "kipcheck-data" in html
     assert (run_dir / "history.parquet").exists()
     assert list((run_dir / "cluster").glob("node-*/server.log"))
     assert leftovers(run_dir) == []
