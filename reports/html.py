@@ -45,6 +45,34 @@ def _fault_windows(records: list[dict], end: float) -> list[tuple[float, float, 
     return windows
 
 
+MIXED_COLOR = "#1f5fbf"
+
+
+def _mixed_windows(records: list[dict], end: float) -> list[tuple[float, float, str]]:
+    """(start s, stop s, label) of each mixed-version window of a rolling upgrade
+    (harness.upgrade.mixed_windows), with each roll step's node and release as its label."""
+    from checks.mixed import mixed_windows
+    steps = [r for r in records if r["f"] == "upgrade" and r["type"] == "invoke"]
+    out = []
+    for a, b in mixed_windows(records):
+        inside = [s["value"] for s in steps if a <= s["time"] <= (b if b is not None else s["time"])]
+        label = "mixed: " + ", ".join(f"n{v.get('node')}→{v.get('to')}" for v in inside if v.get("step") == "roll")
+        out.append((a / 1e9, end if b is None else b / 1e9, label))
+    return out
+
+
+def _mark_upgrade(ax, records: list[dict], mixed) -> None:
+    """The mixed-version windows (blue, hatched) and a tick at each upgrade step's start."""
+    for i, (a, b, label) in enumerate(mixed):
+        ax.axvspan(a, b, facecolor="none", edgecolor=MIXED_COLOR, hatch="//", alpha=0.35, lw=0,
+                   label="mixed versions" if i == 0 else None)
+        ax.text(a, -0.06, label, transform=ax.get_xaxis_transform(), fontsize=7, va="top", color=MIXED_COLOR,
+                clip_on=False)
+    for r in records:
+        if r["f"] == "upgrade" and r["type"] == "invoke":
+            ax.axvline(r["time"] / 1e9, color=MIXED_COLOR, lw=0.8, ls="--")
+
+
 def _operations(records: list[dict]) -> list[dict]:
     """Pair each completion with its invoke (per process and f: a rebalance's assign may nest in a poll)."""
     pending, ops = {}, []
@@ -127,7 +155,7 @@ def _lanes(ops: list[dict]) -> tuple[dict, list[str]]:
 
 
 def timeline_png(ops: list[dict], windows, anomaly_indices: set[int], path: Path,
-                 liveness: dict | None = None) -> None:
+                 liveness: dict | None = None, records: list[dict] | None = None, mixed=()) -> None:
     lane_of, lane_labels = _lanes(ops)
     fig, ax = plt.subplots(figsize=(12, max(2.5, 0.35 * len(lane_labels) + 1.5)))
     for type_, color in COLORS.items():
@@ -139,6 +167,8 @@ def timeline_png(ops: list[dict], windows, anomaly_indices: set[int], path: Path
         ax.scatter([o["end"] for o in bad], [lane_of[(o["f"], str(o["process"]))] for o in bad], s=40,
                    color="black", marker="x", label="anomaly")
     _shade(ax, windows)
+    if mixed or records:
+        _mark_upgrade(ax, records or [], mixed)
     ticks, labels = list(range(len(lane_labels))), lane_labels
     if liveness:
         _mark_crashes(ax, liveness.get("crashes", []), lane_of)
@@ -263,6 +293,22 @@ def _skipped(config: dict) -> str:
         if rows else ""
 
 
+def _upgrade(config: dict, mixed) -> str:
+    """A rolling upgrade's steps and its mixed-version windows (docs/history.md, `upgrade`)."""
+    up = config.get("upgrade")
+    if not up:
+        return ""
+    rows = "".join(f"<tr><td>{html.escape(str(s.get('step')))}</td><td>{html.escape(str(s.get('node', '')))}</td>"
+                   f"<td>{html.escape(str(s.get('seconds', s.get('to_level', ''))))}</td>"
+                   f"<td>{html.escape(str(s.get('error', '')))}</td></tr>" for s in up.get("steps", []))
+    spans = "; ".join(f"{a:.1f}–{b:.1f} s" for a, b, _ in mixed) or "none"
+    return (f"<h2>Rolling {html.escape(str(up.get('direction', 'upgrade')))} {html.escape(str(up.get('from')))} → "
+            f"{html.escape(str(up.get('to')))}</h2><p>completed: {html.escape(str(up.get('completed', '?')))} · "
+            f"mixed-version windows (blue on the timeline): {spans} · nodes now: "
+            f"{html.escape(json.dumps(up.get('versions', {})))}</p>"
+            f"<table><tr><th>step</th><th>node</th><th>seconds / level</th><th>error</th></tr>{rows}</table>")
+
+
 def write_report(run_dir: Path) -> Path:
     run_dir = Path(run_dir)
     out = run_dir / "report"
@@ -274,12 +320,14 @@ def write_report(run_dir: Path) -> Path:
     ops = _operations(records)
     end = max([r["time"] for r in records] + [0]) / 1e9
     windows = _fault_windows(records, end)
+    mixed = _mixed_windows(records, end)
     flagged = set()
     for examples in (verdict or {}).get("anomalies", {}).values():
         for ex in examples:
             flagged.update(ex.get("indices", []))
     if ops:
-        timeline_png(ops, windows, flagged, out / "timeline.png", (verdict or {}).get("liveness"))
+        timeline_png(ops, windows, flagged, out / "timeline.png", (verdict or {}).get("liveness"),
+                     [r for r in records if r["f"] == "upgrade"], mixed)
         latency_png(ops, windows, out / "latency.png")
     valid = verdict["valid"] if verdict else "not checked"
     badge = {True: ("VALID", "#2a9d3f"), False: ("INVALID", "#d62728")}.get(valid, (str(valid).upper(), "#888"))
@@ -306,6 +354,7 @@ profile {html.escape(str((verdict or {}).get('profile', '?')))} · consumer rack
 {f'<p><b>Why:</b> {why}</p>' if why else ''}
 {f'<p>Reproduce: <code>{html.escape(config["reproduce"])}</code></p>' if config.get("reproduce") else ''}
 {_skipped(config)}
+{_upgrade(config, mixed)}
 <h2>Timeline</h2>{'<img src="timeline.png" alt="operations against fault windows">' if ops else '<p>no operations</p>'}
 <h2>Latency and throughput</h2>{'<img src="latency.png" alt="send latency and throughput">' if ops else ''}
 <h2>Anomalies</h2>{_examples_table((verdict or {}).get('anomalies', {}))}
