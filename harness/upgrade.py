@@ -124,12 +124,15 @@ class Upgrader(threading.Thread):
         begin = time.monotonic()
         op = self.history.invoke(PROCESS, F, {"step": "roll", "node": node_id, "from": node.dist.version,
                                               "to": self.target.version, "order": k, "of": of})
+        phases = {}  # seconds into the step when the node was down, listening again, healthy
         try:
             with node.lock:
                 node.stop_node(clean_shutdown=True, timeout=30)
+                phases["stopped"] = round(time.monotonic() - begin, 1)
                 node.dist = self.target
                 node.start_node()
             node.wait_listening(START_TIMEOUT)
+            phases["listening"] = round(time.monotonic() - begin, 1)
             wait_healthy(self.ctx, self.step_timeout)
         except Exception as e:
             why = one_line(e) if isinstance(e, HarnessError) else internal_error("upgrade", f"rolling node {node_id}", e)
@@ -137,8 +140,9 @@ class Upgrader(threading.Thread):
             self.steps.append({"step": "roll", "node": node_id, "error": why})
             return False
         seconds = round(time.monotonic() - begin, 1)
-        op.ok(versions=_versions(self.ctx.cluster), seconds=seconds)
-        self.steps.append({"step": "roll", "node": node_id, "to": self.target.version, "seconds": seconds})
+        op.ok(versions=_versions(self.ctx.cluster), seconds=seconds, phases=phases)
+        self.steps.append({"step": "roll", "node": node_id, "to": self.target.version, "seconds": seconds,
+                           "phases": phases})
         return True
 
     def bump_metadata_version(self) -> None:
@@ -152,7 +156,7 @@ class Upgrader(threading.Thread):
             op.info(error=str(e))
             self.steps.append({"step": "finalize", "error": str(e)})
             return
-        op.ok(finalized=after["finalized"])
+        op.ok(finalized=after["finalized"], features=after.get("features", {}))
         self.finalized = {"feature": FEATURE, "from_level": before["finalized"], "to_level": after["finalized"]}
         self.steps.append({"step": "finalize", **self.finalized})
 
@@ -175,11 +179,13 @@ def describe_metadata_version(bootstrap: str) -> dict:
         d = admin.describe_features()
     finally:
         admin.close()
-    finalized = d["finalized_features"].get(FEATURE)
-    supported = d["supported_features"].get(FEATURE)
+    # kafka-python 3.x: {feature: {"supported": (min, max), "finalized": (min, max), ...}}
+    finalized = d.get(FEATURE, {}).get("finalized")
+    supported = d.get(FEATURE, {}).get("supported")
     if finalized is None or supported is None:
         raise HarnessError(f"the cluster reports no {FEATURE} (describe_features: {d})")
-    return {"finalized": finalized[1], "supported_max": supported[1]}
+    return {"finalized": finalized[1], "supported_max": supported[1],
+            "features": {name: v["finalized"][1] for name, v in sorted(d.items()) if v.get("finalized")}}
 
 
 def finalize(bootstrap: str, level: int, stop: threading.Event | None = None) -> dict:
