@@ -21,8 +21,12 @@ What Kafka supports (docs/releases.md, "Rolling upgrades"):
   release supports. kipcheck formats the cluster on A at B's release (`StorageTool format
   --release-version`, the state of a cluster whose upgrade to A was never finalized) and
   rolls to B without finalizing. A metadata.version downgrade itself is refused by Kafka
-  (FeatureControlManager: "Unsafe metadata downgrade is not supported"; KIP-1155 is not
-  adopted), so kipcheck never asks for one.
+  whenever a level in between changed the metadata format (4.3.1's
+  FeatureControlManager.updateMetadataVersion: MetadataVersion.checkIfMetadataChanged ->
+  "Refusing to perform the requested downgrade because it might delete metadata
+  information", or with UNSAFE_DOWNGRADE "Unsafe metadata downgrade is not supported in
+  this version"; KIP-1155 is not adopted), so kipcheck
+  never asks for one.
 """
 from __future__ import annotations
 
