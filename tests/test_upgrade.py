@@ -99,3 +99,16 @@ def test_a_roll_step_inside_a_heal_window_cuts_it_short_and_just_after_the_bound
     h = Hist()
     _slow_isr_after_heal(h, roll_at=15.07)
     assert [e["measures"] for e in judge(h.records, bound=5.0)["anomalies"]["slow-recovery"]] == [["isr"]]
+
+
+def test_the_older_profile_accepts_no_deviation_the_newer_one_rejects():
+    """docs/checker.md's argument for judging 3.9 -> 4.3 under kafka-3.9: it is the narrower."""
+    from reference_model.profiles import PROFILES
+    assert PROFILES["kafka-3.9"].deviations < PROFILES["kafka-4.3"].deviations
+
+
+def test_the_reproduce_line_repeats_the_upgrade():
+    from harness.reproduce import reproduce_command
+    from harness.run import RunOptions
+    line = reproduce_command(RunOptions(seed=7, faults=["kill", "partition"], upgrade_from="3.9.2", upgrade_to="4.3.1"))
+    assert "--upgrade-from 3.9.2 --upgrade-to 4.3.1" in line and "--faults kill,partition" in line
