@@ -129,6 +129,9 @@ class Upgrader(threading.Thread):
         op = self.history.invoke(PROCESS, F, {"step": "roll", "node": node_id, "from": node.dist.version,
                                               "to": self.target.version, "order": k, "of": of})
         phases = {}  # seconds into the step when the node was down, listening again, healthy
+        if not self._wait_running(node):
+            phases["was_down"] = True  # a fault kept it down past the wait: rolled from down
+        phases["waited"] = round(time.monotonic() - begin, 1)
         try:
             with node.lock:
                 node.stop_node(clean_shutdown=True, timeout=30)
@@ -148,6 +151,16 @@ class Upgrader(threading.Thread):
         self.steps.append({"step": "roll", "node": node_id, "to": self.target.version, "seconds": seconds,
                            "phases": phases})
         return True
+
+    def _wait_running(self, node) -> bool:
+        """Wait (up to `step_timeout`) while a fault holds the node down, so a roll never
+        restarts a node inside a kill's window: the fault's heal brings it back on A, then
+        it is rolled. True when it runs."""
+        deadline = time.monotonic() + self.step_timeout
+        while not node.alive() and time.monotonic() < deadline:
+            if self.stop_event.wait(0.5):
+                break
+        return node.alive()
 
     def bump_metadata_version(self) -> None:
         """Raise metadata.version to the newest level the cluster's brokers all support."""
