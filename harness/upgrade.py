@@ -126,12 +126,15 @@ class Upgrader(threading.Thread):
         from faults.process import START_TIMEOUT, wait_healthy
         node = self.ctx.cluster.node(node_id)
         begin = time.monotonic()
+        whole = self._wait_whole()
+        if not whole and self.stop_event.is_set():  # the run is ending: leave the node as it is
+            return False
+        # seconds into the step when the node was down, listening again (then: healthy); the
+        # wait for a whole cluster comes first, before the step's invoke (the mixed window's start)
+        phases = {"waited": round(time.monotonic() - begin, 1), **({} if whole else {"unhealthy": True})}
+        begin = time.monotonic()
         op = self.history.invoke(PROCESS, F, {"step": "roll", "node": node_id, "from": node.dist.version,
-                                              "to": self.target.version, "order": k, "of": of})
-        phases = {}  # seconds into the step when the node was down, listening again, healthy
-        if not self._wait_whole():
-            phases["unhealthy"] = True  # a fault kept the cluster degraded past the wait: rolled anyway
-        phases["waited"] = round(time.monotonic() - begin, 1)
+                                              "to": self.target.version, "order": k, "of": of, **phases})
         try:
             with node.lock:
                 node.stop_node(clean_shutdown=True, timeout=30)
