@@ -178,7 +178,7 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
     config.update(kafka_version=version, features=releases.report(version), reproduce=reproduce_command(options))
     if options.upgrade_from:
         config.update(upgrade=_upgrade_config(options),
-                      features=releases.report(config_upgrade_older(options)))  # what both releases have
+                      features=releases.report(_older_release(options)))  # what both releases have
 
     def save_config(**fields) -> None:
         """config.json grows as the run learns things (racks, where consumers fetched from)."""
@@ -375,7 +375,7 @@ def _record_upgrade(upgrader, cluster, config: dict | None, save_config, ui) -> 
                 f"nodes run {outcome['versions']}")
 
 
-def config_upgrade_older(options: RunOptions) -> str:
+def _older_release(options: RunOptions) -> str:
     from harness.upgrade import older
     return older(options.upgrade_from, options.upgrade_to)
 
@@ -384,7 +384,7 @@ def _version_of(cluster, options: RunOptions) -> str | None:
     """The Kafka version the cluster runs (an external cluster: what --kafka-version said);
     during a rolling upgrade the older release, which both ends of a mixed cluster have."""
     if options.upgrade_from:
-        return config_upgrade_older(options)
+        return _older_release(options)
     dist = getattr(cluster, "dist", None)
     return dist.version if dist is not None else options.kafka_version
 
