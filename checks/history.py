@@ -53,7 +53,7 @@ TYPES = frozenset({"invoke", "ok", "fail", "info"})
 #: Operations docs/history.md names, plus a few a Kafka workload sanely records.
 KNOWN_F = frozenset({
     "send", "poll", "fetch", "list_offsets", "offsets_for_leader_epoch", "metadata",
-    "metadata_propagation", "assign", "fault",
+    "metadata_propagation", "assign", "fault", "upgrade",
     # sane extras: consumer positioning and bookkeeping, admin probes, run markers
     "seek", "subscribe", "commit", "create_topics", "describe_cluster", "log",
 })

@@ -41,6 +41,7 @@ class RunConfig(TypedDict, total=False):
     consumer_fetch_sources: dict  # consumer -> partition -> {"rack", "leader", "fetching_from"}
     seeded_bug: str | None  # selftest windows only: the bug switched on
     window: float  # selftest windows only: seconds the bug was on
+    upgrade: dict  # a rolling upgrade: {"from", "to", "direction", "judged_as", "format_release", "finalize", "steps"} (harness.upgrade)
 
 
 def path_of(run: str | Path) -> Path:

@@ -73,6 +73,7 @@ def cmd_run(args) -> int:
                       require_coverage=args.require_coverage,
                       recovery_bound=recovery_bound, crash_loop=crash_loop,
                       broker_jvm_args=tuple(args.broker_jvm_args),
+                      upgrade_from=args.upgrade_from, upgrade_to=args.upgrade_to,
                       workload=WorkloadOptions(producers=args.producers, in_flight=args.in_flight, rate=args.rate,
                                                consumers=args.consumers))
     ui = ProgressUI(quiet=args.quiet)
@@ -243,6 +244,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="native: start an embedded cluster (default); external: use --bootstrap; testcontainers: "
                         "a cluster of Docker containers (DOCKER_HOST), node and election faults only")
     r.add_argument("--bootstrap", default=None, help="bootstrap servers of an existing cluster (external backend)")
+    r.add_argument("--upgrade-from", default=None, metavar="VERSION",
+                   help="rolling upgrade under fire: start on this Kafka release, roll every node to "
+                        "--upgrade-to during the workload, then raise metadata.version (an older --upgrade-to: "
+                        "a software downgrade at its metadata.version; docs/releases.md)")
+    r.add_argument("--upgrade-to", default=None, metavar="VERSION", help="the release a rolling upgrade rolls to")
     _kafka_args(r)
     from checks.cli_check import add_liveness_arguments
     add_liveness_arguments(r)

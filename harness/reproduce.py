@@ -8,7 +8,8 @@ import shlex
 _FLAGS = {"duration": "--duration", "backend": "--backend", "bootstrap": "--bootstrap",
           "kafka_version": "--kafka-version", "kafka_home": "--kafka-home", "brokers": "--brokers",
           "controllers": "--controllers", "intensity": "--intensity", "engine": "--engine",
-          "profile": "--profile", "tiered": "--tiered", "require_coverage": "--require-coverage"}
+          "profile": "--profile", "tiered": "--tiered", "require_coverage": "--require-coverage",
+          "upgrade_from": "--upgrade-from", "upgrade_to": "--upgrade-to"}
 
 
 def reproduce_command(options) -> str:

@@ -61,6 +61,8 @@ class RunOptions:
     recovery_bound: float | None = None  # liveness bound in s (None: derived, see checks/recovery.py)
     crash_loop: int | None = None  # crashes in a row before client-crash-loop (None: the checker's default)
     broker_jvm_args: tuple[str, ...] = ()  # ClusterOptions.broker_jvm_args
+    upgrade_from: str | None = None  # a rolling upgrade (or downgrade) from this release ... (harness.upgrade)
+    upgrade_to: str | None = None  # ... to this one, during the workload
 
 
 class RunContext:
@@ -120,6 +122,9 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         if not options.kafka_version:
             ui.note("the external cluster's Kafka version is unknown: the checker uses the KIP-text profile "
                     "(pass --kafka-version to judge it by that release's known deviations)")
+    elif options.upgrade_from or options.upgrade_to:
+        dist = _resolve_upgrade(options, ui)
+        version = dist.version
     else:
         with ui.step("resolving Kafka"):  # first: a bad version or no java leaves nothing behind
             dist = resolve(options.kafka_version, options.kafka_home)
@@ -146,6 +151,32 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
                                f"(no verdict; see {run_dir / LOG_NAME})") from None
 
 
+def _resolve_upgrade(options: RunOptions, ui):
+    """Both distributions of a rolling upgrade; the starting one is returned, the target kept
+    on the options' side (`options._upgrade_target`). One-line errors for what cannot roll."""
+    from harness import upgrade
+    if not (options.upgrade_from and options.upgrade_to):
+        raise HarnessError("a rolling upgrade needs both --upgrade-from and --upgrade-to")
+    if options.backend != "native" or options.kafka_version or options.kafka_home:
+        raise HarnessError("--upgrade-from/--upgrade-to run the native backend on Maven's releases: "
+                           "drop --kafka-version, --kafka-home and --backend external")
+    if options.tiered:
+        raise HarnessError("--tiered is not supported with a rolling upgrade (the tiered configuration is per release)")
+    upgrade.direction(options.upgrade_from, options.upgrade_to)
+    with ui.step(f"resolving Kafka {options.upgrade_from} and {options.upgrade_to}"):
+        start = resolve(options.upgrade_from)
+        options._upgrade_target = resolve(options.upgrade_to)
+    return start
+
+
+def _upgrade_config(options: RunOptions) -> dict:
+    """config.json's `upgrade` (docs/history.md): what rolls where; the run adds its steps."""
+    from harness import upgrade
+    a, b = options.upgrade_from, options.upgrade_to
+    return {"from": a, "to": b, "direction": upgrade.direction(a, b), "judged_as": upgrade.older(a, b),
+            "format_release": upgrade.format_release(a, b), "finalize": upgrade.direction(a, b) == "upgrade"}
+
+
 def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui,
             fault_skips: list[capabilities.Skipped] = ()) -> tuple[Path, dict | None]:
     """The run inside its directory: on `external` (an ExternalCluster) or a native or container
@@ -161,6 +192,9 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
                                   workload=asdict(w), schedule=[s.as_json() for s in plan],
                                   python=platform.python_version(), started=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     config.update(kafka_version=version, features=releases.report(version), reproduce=reproduce_command(options))
+    if options.upgrade_from:
+        config.update(upgrade=_upgrade_config(options),
+                      features=releases.report(_older_release(options)))  # what both releases have
 
     def save_config(**fields) -> None:
         """config.json grows as the run learns things (racks, where consumers fetched from)."""
@@ -174,7 +208,8 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
         from faults.registry import needs_proxies  # link faults need clients to go through Toxiproxy
         proxied = bool(options.faults) and needs_proxies(options.faults)
         cluster_options = ClusterOptions(options.brokers, options.controllers, proxied_clients=proxied,
-                                         tiered=options.tiered, broker_jvm_args=tuple(options.broker_jvm_args))
+                                         tiered=options.tiered, broker_jvm_args=tuple(options.broker_jvm_args),
+                                         release_version=config.get("upgrade", {}).get("format_release"))
         if options.backend == "testcontainers":
             from harness.backends.containers import ContainerCluster
             cluster = ContainerCluster(dist, run_dir / "cluster", cluster_options, owner_pid=os.getpid())
@@ -206,7 +241,7 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
             ui.note(f"skipped: {s.feature}: {s.reason}")
         save_config(consumer_rack=rack, skipped=[s.as_json() for s in skipped])
         save_config(consumer_fetch_sources=_drive(cluster, ctx, options, plan, history, rack, ui,
-                                                  {s.key for s in skipped}))
+                                                  {s.key for s in skipped}, config, save_config))
         with ui.step("healing and waiting for a full ISR"):
             heal_all(ctx, history)
             try:
@@ -301,22 +336,33 @@ def _follower_rack(cluster: NativeCluster, parts) -> str | None:
 
 
 def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str | None, ui,
-           skip: set[str] = frozenset()) -> dict:
+           skip: set[str] = frozenset(), config: dict | None = None, save_config=None) -> dict:
     """Run workers, probes and the nemesis for the run's duration; return where consumers fetched from.
-    `skip`: Skipped keys (harness.clients.capabilities) of probes the cluster cannot answer."""
+    `skip`: Skipped keys (harness.clients.capabilities) of probes the cluster cannot answer. A rolling
+    upgrade runs beside them (harness.upgrade); the workload goes on until its last step is done."""
     if not releases.has(_version_of(cluster, options), "kip-1166"):  # KIP-1166 probes only where it shipped
         skip = {*skip, "observer.metadata_propagation"}
     service = WorkloadService(cluster, ctx, options.workload, history, rack, plan, options.seed, options.probes,
                               frozenset(skip))
+    upgrader = _upgrader(ctx, options, history, config)
     service.start()
+    if upgrader:
+        upgrader.start()
     try:
-        with ui.timed("workload and faults", options.duration) as tick:
+        with ui.timed("workload and faults" + (" and the rolling upgrade" if upgrader else ""),
+                      options.duration) as tick:
             t0 = time.monotonic()
-            while (elapsed := time.monotonic() - t0) < options.duration:
+            while ((elapsed := time.monotonic() - t0) < options.duration
+                   or (upgrader and not upgrader.done.is_set() and elapsed < options.duration + UPGRADE_OVERRUN)):
                 service.raise_errors()
-                tick(elapsed, **service.progress())
+                tick(elapsed, **service.progress(), **({"rolled": _rolled(upgrader)} if upgrader else {}))
                 time.sleep(0.25)
     finally:
+        if upgrader:
+            upgrader.abort.set()
+            if upgrader.ident is not None:  # started
+                upgrader.join(timeout=60)
+            _record_upgrade(upgrader, cluster, config, save_config, ui)
         service.stop()
     service.raise_errors()  # one that died in the last moments counts too
     for spec, why in service.nemesis.failed:
@@ -329,8 +375,48 @@ def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str 
     return service.fetch_sources()
 
 
+#: how long the workload may go on past --duration for a rolling upgrade to finish its steps
+UPGRADE_OVERRUN = 300.0
+
+
+def _upgrader(ctx, options: RunOptions, history: History, config: dict | None):
+    """The rolling upgrade's thread (None without --upgrade-from): it starts a tenth into the workload."""
+    if not options.upgrade_from:
+        return None
+    from harness.upgrade import Upgrader
+    return Upgrader(ctx, options._upgrade_target, history, start_after=max(2.0, options.duration * 0.1),
+                    finalize=bool((config or {}).get("upgrade", {}).get("finalize")))
+
+
+def _rolled(upgrader) -> str:
+    versions = upgrader.ctx.cluster.versions()
+    return f"{sum(v == upgrader.target.version for v in versions.values())}/{len(versions)}"
+
+
+def _record_upgrade(upgrader, cluster, config: dict | None, save_config, ui) -> None:
+    """The upgrade's outcome into config.json and onto the terminal."""
+    if upgrader.error is not None:
+        internal_error("upgrade", "the rolling upgrade failed", upgrader.error)
+    outcome = {"steps": upgrader.steps, "finalized": upgrader.finalized, "completed": upgrader.completed,
+               "versions": {str(k): v for k, v in sorted(cluster.versions().items())}}
+    if save_config and config is not None:
+        save_config(upgrade={**config.get("upgrade", {}), **outcome})
+    if not upgrader.completed:
+        failed = next((s["error"] for s in upgrader.steps if s.get("error")), None)
+        ui.note(f"warning: the rolling upgrade did not complete ({failed or 'stopped before its last step'}); "
+                f"nodes run {outcome['versions']}")
+
+
+def _older_release(options: RunOptions) -> str:
+    from harness.upgrade import older
+    return older(options.upgrade_from, options.upgrade_to)
+
+
 def _version_of(cluster, options: RunOptions) -> str | None:
-    """The Kafka version the cluster runs (an external cluster: what --kafka-version said)."""
+    """The Kafka version the cluster runs (an external cluster: what --kafka-version said);
+    during a rolling upgrade the older release, which both ends of a mixed cluster have."""
+    if options.upgrade_from:
+        return _older_release(options)
     dist = getattr(cluster, "dist", None)
     return dist.version if dist is not None else options.kafka_version
 

@@ -47,6 +47,19 @@ def _views(data: dict) -> str:
 <script>{VIEWER_JS.read_text()}</script>"""
 
 
+def _mixed_windows(records: list[dict], end: float) -> list[tuple[float, float, str]]:
+    """(start s, stop s, label) of each mixed-version window of a rolling upgrade
+    (harness.upgrade.mixed_windows), with each roll step's node and release as its label."""
+    from checks.mixed import mixed_windows
+    steps = [r for r in records if r["f"] == "upgrade" and r["type"] == "invoke"]
+    out = []
+    for a, b in mixed_windows(records):
+        inside = [s["value"] for s in steps if a <= s["time"] <= (b if b is not None else s["time"])]
+        label = "mixed: " + ", ".join(f"n{v.get('node')}→{v.get('to')}" for v in inside if v.get("step") == "roll")
+        out.append((a / 1e9, end if b is None else b / 1e9, label))
+    return out
+
+
 def _liveness(verdict: dict | None) -> str:
     """The liveness block of the verdict: recovery after each heal against the bound, and crashes."""
     block = (verdict or {}).get("liveness")
@@ -110,6 +123,22 @@ def _skipped(config: dict) -> str:
         if rows else ""
 
 
+def _upgrade(config: dict, mixed) -> str:
+    """A rolling upgrade's steps and its mixed-version windows (docs/history.md, `upgrade`)."""
+    up = config.get("upgrade")
+    if not up:
+        return ""
+    rows = "".join(f"<tr><td>{html.escape(str(s.get('step')))}</td><td>{html.escape(str(s.get('node', '')))}</td>"
+                   f"<td>{html.escape(str(s.get('seconds', s.get('to_level', ''))))}</td>"
+                   f"<td>{html.escape(str(s.get('error', '')))}</td></tr>" for s in up.get("steps", []))
+    spans = "; ".join(f"{a:.1f}–{b:.1f} s" for a, b, _ in mixed) or "none"
+    return (f"<h2>Rolling {html.escape(str(up.get('direction', 'upgrade')))} {html.escape(str(up.get('from')))} → "
+            f"{html.escape(str(up.get('to')))}</h2><p>completed: {html.escape(str(up.get('completed', '?')))} · "
+            f"mixed-version windows (blue on the timeline): {spans} · nodes now: "
+            f"{html.escape(json.dumps(up.get('versions', {})))}</p>"
+            f"<table><tr><th>step</th><th>node</th><th>seconds / level</th><th>error</th></tr>{rows}</table>")
+
+
 def write_report(run_dir: Path) -> Path:
     run_dir = Path(run_dir)
     out = run_dir / "report"
@@ -120,7 +149,8 @@ def write_report(run_dir: Path) -> Path:
     records = list(iter_history(run_dir / "history.jsonl")) if (run_dir / "history.jsonl").exists() else []
     ops = operations(records)
     end = max([r["time"] for r in records] + [0]) / 1e9
-    windows = fault_windows(records, end)
+    mixed = _mixed_windows(records, end)
+    windows = sorted(fault_windows(records, end) + mixed)  # mixed-version windows are marked like faults
     views = (_views(view_data(ops, windows, flagged_indices(verdict), end, (verdict or {}).get("liveness")))
              if ops else "<h2>Timeline</h2><p>no operations</p>")
     for stale in ("timeline.png", "latency.png"):  # pictures of reports before the interactive views
@@ -155,6 +185,7 @@ profile {html.escape(str((verdict or {}).get('profile', '?')))} · consumer rack
 {f'<p><b>Why:</b> {why}</p>' if why else ''}
 {f'<p>Reproduce: <code>{html.escape(config["reproduce"])}</code></p>' if config.get("reproduce") else ''}
 {_skipped(config)}
+{_upgrade(config, mixed)}
 {views}
 <h2>Anomalies</h2>{proofs_html(verdict, records, windows)}
 <h2>Known deviations (accepted by the profile)</h2>{proofs_html(verdict, records, windows, known=True)}

@@ -84,7 +84,7 @@ class LivenessRule:
         type_ = record["type"]
         f = record["f"]
         if type_ == "ok":
-            if f == "send" or f == "metadata" or f == "fault":
+            if f == "send" or f == "metadata" or f == "fault" or f == "upgrade":
                 v = record["value"]
                 if v.get("fatal") is not True:
                     return [(GROUP, record)]
@@ -100,12 +100,12 @@ class LivenessRule:
                 if type(v) is not dict or v.get("fatal") is not True:
                     return [(GROUP, {**record, "value": {}})]
         elif type_ == "invoke":
-            return [(GROUP, record)] if f == "fault" else []
+            return [(GROUP, record)] if f == "fault" or f == "upgrade" else []
         v = record["value"]
         if type(v) is dict and v.get("fatal") is True:
             kept = {k: v[k] for k in _CRASH_FIELDS if k in v}
             return [(GROUP, {**record, "value": {"fatal": True, **kept}})]
-        if f == "fault":
+        if f == "fault" or f == "upgrade":
             return [(GROUP, record)]
         if f == "metadata":  # a broker that did not answer: the cluster is not whole
             return [(GROUP, {**record, "value": {"broker": v.get("broker"), "unanswered": True}})]
@@ -171,6 +171,8 @@ class _Judge:
                 self._end_streak(f)
         elif f == "fault":
             self._fault(r)
+        elif f == "upgrade":
+            self._upgrade_step(r)
         elif f == "poll":
             for t, p in v["tps"]:
                 self._first("reads", (t, p), r)
@@ -222,6 +224,17 @@ class _Judge:
             w.healed = r["time"]
             w.indices.append(r["index"])
             w.heal_failed = r["type"] != "ok"
+
+    def _upgrade_step(self, r: dict) -> None:
+        """A rolling upgrade's step (harness.upgrade) takes a node down on purpose: its start
+        and its end close the open window like the next fault, so a heal is judged only
+        until the roll disturbs the cluster again (a window cut shorter than the bound
+        before recovery is undecided, never an anomaly). Steps open no window: they are
+        not faults, and each waits for a full ISR before it completes."""
+        if self.window is not None:
+            step = r["value"].get("step", "step")
+            node = r["value"].get("node")
+            self._close(r["time"], f"upgrade {step}" + (f" of node {node}" if node is not None else ""))
 
     def _crash(self, r: dict) -> None:
         v = r["value"]

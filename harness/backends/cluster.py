@@ -43,6 +43,9 @@ class ClusterOptions:
     # extra JVM arguments for every broker (profilers, debug agents, harness.backends.seeded's bug agent);
     # "{node_dir}" in an argument becomes the node's directory
     broker_jvm_args: tuple[str, ...] = ()
+    # format at this release's metadata.version ("3.9"), not the distribution's newest: a
+    # cluster a rolling downgrade can leave (harness.upgrade); None: the distribution's newest
+    release_version: str | None = None
 
 
 def _free_port() -> int:
@@ -107,6 +110,10 @@ class NativeCluster:
     def reset_client_proxies(self) -> None:
         if self.toxiproxy is not None:
             self.toxiproxy.reset()
+
+    def versions(self) -> dict[int, str]:
+        """node id -> the Kafka version it runs (each node carries its own distribution)."""
+        return {n.spec.node_id: n.dist.version for n in self.nodes}
 
     def racks(self) -> dict[int, str]:
         return {n.spec.node_id: n.spec.rack for n in self.brokers}
@@ -178,6 +185,8 @@ class NativeCluster:
         uuid_ = _kafka_uuid()
         self.nodes = [KafkaNode(s, self.root, self.dist, self.state, uuid_, voters, self.options.heap,
                                 self.options.broker_jvm_args if s.is_broker else ()) for s in specs]
+        for n in self.nodes:
+            n.release_version = self.options.release_version
         self.state.update(cluster_uuid=uuid_, bootstrap=self.bootstrap_servers(),
                           specs=[_spec_json(s) for s in specs])
         step("formatting storage")

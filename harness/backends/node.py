@@ -11,6 +11,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,6 +94,10 @@ class KafkaNode:
         self.heap = heap
         self.jvm_args = tuple(a.replace("{node_dir}", str(self.dir)) for a in jvm_args)  # ClusterOptions.broker_jvm_args
         self.proc: subprocess.Popen | None = None
+        # Held while the process is stopped or started, so a fault's restart and a rolling
+        # upgrade's stop-swap-start never interleave on one node (harness.upgrade).
+        self.lock = threading.RLock()
+        self.release_version: str | None = None  # ClusterOptions.release_version
 
     # -- configuration -------------------------------------------------------------
     def server_properties(self) -> dict:
@@ -152,31 +157,39 @@ class KafkaNode:
 
     # -- lifecycle -------------------------------------------------------------------
     def format(self) -> None:
-        """Format storage with the cluster's id (`kafka.tools.StorageTool format`)."""
+        """Format storage with the cluster's id (`kafka.tools.StorageTool format`); with
+        `release_version` set, at that release's metadata.version (StorageTool's
+        `--release-version`, KIP-778) instead of this distribution's newest."""
         config = self.write_config()
+        release = ("--release-version", self.release_version) if self.release_version else ()
         argv = self.spec.host.wrap(self.dist.java_command(
             "kafka.tools.StorageTool", "format", "-t", self.cluster_uuid, "-c", str(config), "--ignore-formatted",
+            *release,
             jvm_opts=("-Xmx256m", f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}")))
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             raise HarnessError(f"formatting node {self.spec.node_id} failed: {_first_error(proc.stderr + proc.stdout)}")
 
     def start_node(self) -> None:
-        if self.alive():
-            return
-        config = self.write_config()
-        out = open(self.dir / "stdout.log", "ab")
-        argv = self.spec.host.wrap(self.dist.java_command("kafka.Kafka", str(config), jvm_opts=self._jvm_opts()))
-        # own session: a Ctrl-C in the terminal reaches the harness, which stops nodes in order
-        self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
-        out.close()
-        self._record(self.proc.pid)
+        """Start the JVM of the node's own distribution (`dist`: after a rolling upgrade step,
+        the new release's), so any restart, a fault's heal included, keeps the node's version."""
+        with self.lock:
+            if self.alive():
+                return
+            config = self.write_config()
+            out = open(self.dir / "stdout.log", "ab")
+            argv = self.spec.host.wrap(self.dist.java_command("kafka.Kafka", str(config), jvm_opts=self._jvm_opts()))
+            # own session: a Ctrl-C in the terminal reaches the harness, which stops nodes in order
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+            out.close()
+            self._record(self.proc.pid)
 
     def _record(self, pid: int | None) -> None:
         self.state.set_entry("nodes", str(self.spec.node_id), {
             "pid": pid, "start": process_start_time(pid) if pid else None,
             "netns": self.spec.host.netns, "address": self.spec.host.address, "dir": str(self.dir),
+            "kafka_version": self.dist.version,
         })
 
     @property
@@ -190,16 +203,17 @@ class KafkaNode:
 
     def stop_node(self, clean_shutdown: bool = True, timeout: float = 30.0) -> None:
         """SIGTERM (a controlled shutdown) and wait; SIGKILL after `timeout` or when not clean."""
-        rec = self.state.data["nodes"].get(str(self.spec.node_id))
-        if rec:
-            kill_recorded(rec.get("pid"), rec.get("start"), grace=timeout if clean_shutdown else 0.0)
-        if self.proc is not None:
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
-            self.proc = None
-        self._record(None)
+        with self.lock:
+            rec = self.state.data["nodes"].get(str(self.spec.node_id))
+            if rec:
+                kill_recorded(rec.get("pid"), rec.get("start"), grace=timeout if clean_shutdown else 0.0)
+            if self.proc is not None:
+                try:
+                    self.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
+                self.proc = None
+            self._record(None)
 
     def signal(self, sig: int) -> None:
         pid = self.pid
