@@ -150,6 +150,25 @@ def test_preferred_replica_out_of_the_isr_is_flagged(profile):
 
 
 @pytest.mark.parametrize("profile", PROFILES)
+def test_an_isr_of_the_leaders_epoch_shown_by_another_broker_may_be_the_leaders(profile):
+    """The leader's own metadata shows 2 out of the ISR throughout, but another broker showed
+    the committed ISR of the same epoch under the same leader with 2 in it before the answer:
+    the leader may hold that ISR from its AlterPartition response (an isolated leader never
+    sees it in its own image). Just outside: another epoch, another leader, or only after."""
+    out = ((1, 3),) * 3
+
+    def with_other(t, epoch=5, leader=1, isr=(1, 2, 3)):
+        h = prr(isr=out)
+        return h.meta(t, broker=3, leader=leader, epoch=epoch, isr=isr)
+
+    assert found(with_other(S // 2), profile) == {}
+    assert set(found(with_other(S // 2, epoch=4), profile)) == {"preferred-replica-violation"}
+    assert set(found(with_other(S // 2, leader=3), profile)) == {"preferred-replica-violation"}
+    assert set(found(with_other(S // 2, isr=(1, 3)), profile)) == {"preferred-replica-violation"}
+    assert set(found(with_other(3 * S), profile)) == {"preferred-replica-violation"}  # shown only 2 s later
+
+
+@pytest.mark.parametrize("profile", PROFILES)
 def test_preferred_replica_racks(profile):
     assert set(found(prr(rack=""), profile)) == {"preferred-replica-violation"}  # rackless client
     assert set(found(prr(pref=3), profile)) == {"preferred-replica-violation"}  # another rack

@@ -12,7 +12,12 @@ history proves and reports answers the model does not allow:
   sets the metadata cache's image before `ReplicaManager.applyDelta` moves the
   partition: for a moment the cache runs ahead of the partition's epoch);
 * the ISR: every replica, unless the answering broker's own metadata answers around the
-  fetch all show the preferred replica out of the ISR or offline (see `isr_proven_without`);
+  fetch all show the preferred replica out of the ISR or offline (see `isr_proven_without`)
+  and no broker showed it in an ISR of that leader and epoch before the answer: a leader's
+  `Partition` takes the ISR of its own AlterPartition responses, which can run ahead of its
+  metadata image for good when it is cut off from the quorum right after (seen live: an
+  isolated leader named a rejoined follower for 13 s while its own metadata never showed it
+  back; see `isr_seen_with`);
 * log start and LEO of the replicas are never observed: unknown, so any may qualify.
 
 One group holds every consumer fetch and metadata answer; the judge keeps only a compact
@@ -154,6 +159,14 @@ class _Judge:
             return False
         return all(replica not in a[4] for a in span)
 
+    def isr_seen_with(self, topic, partition, epoch: int, leader: int, replica: int, before: int) -> bool:
+        """Whether any broker's metadata answer completed before `before` showed `replica` in
+        the ISR of `topic`/`partition` in `epoch` under `leader`: a committed ISR of that epoch,
+        which the leader may hold from its own AlterPartition response. The history carries no
+        partition epochs to order committed ISRs, so any of that epoch may be the one it holds."""
+        return any(a[1] < before and a[2] == epoch and a[3] == leader and replica in a[4]
+                   for (_, t, p), answers in self.meta.items() if (t, p) == (topic, partition) for a in answers)
+
     def _judge(self, indices, invoked, completed, v, e, pref) -> Anomaly | None:
         broker, topic, partition = as_int(v.get("broker")), e.get("topic"), e.get("partition")
         client_rack = v.get("rack") or None
@@ -172,7 +185,8 @@ class _Judge:
             leader = None
         leader = broker if leader is None else leader
         replicas = set(a for s in (span or ()) for a in s[5]) | {broker, pref, leader}
-        if span and self.isr_proven_without(span, pref):
+        if span and self.isr_proven_without(span, pref) and not self.isr_seen_with(
+                topic, partition, span[0][2], leader, pref, completed + IMAGE_LAG_NS):
             isr = frozenset(replicas - {pref})
         else:
             isr = frozenset(replicas)
