@@ -279,7 +279,7 @@ def for_version(version: str | None) -> str:
 # 3.3 and 3.9 were read by hand; 3.4 ... 3.8 by scripts/read_3x_deviations.py, which looks
 # for the same code in the same class and method of each release's kafka_2.13 source jar.
 _READ_IN_3X = frozenset({OUT_OF_RANGE_WITHOUT_OFFSETS, RESPONSE_HWM_SAMPLED_BEFORE_READ, FETCH_ABOVE_HWM_EMPTY,
-                         HWM_CAPPED_AT_LEO, OFFSETS_FOR_LEADER_EPOCH_UNCAPPED})
+                         HWM_CAPPED_AT_LEO, OFFSETS_FOR_LEADER_EPOCH_UNCAPPED, FOLLOWER_HWM_FOLLOWS_LEADER})
 _3X_COMMON = (
     "response-hwm-sampled-before-read: kafka.cluster.Partition.readRecords takes initialHighWatermark = "
     "localLog.highWatermark before localLog.read, and kafka.log.UnifiedLog.read bounds a high-watermark read by "
@@ -289,7 +289,11 @@ _3X_COMMON = (
     "kafka.log.UnifiedLog.updateHighWatermarkMetadata bounds the new HWM by logStartOffset below and the log end "
     "offset above. offsets-for-leader-epoch-uncapped: kafka.server.ReplicaManager.lastOffsetForLeaderEpoch calls "
     "Partition.lastOffsetForLeaderEpoch(fetchOnlyFromLeader = true) -> kafka.log.UnifiedLog.endOffsetForEpoch -> "
-    "leader epoch cache endOffsetFor(leaderEpoch, logEndOffset); no replica id or HWM is consulted.")
+    "leader epoch cache endOffsetFor(leaderEpoch, logEndOffset); no replica id or HWM is consulted. "
+    "follower-hwm-follows-leader: kafka.server.ReplicaFetcherThread.processPartitionData calls "
+    "log.maybeUpdateHighWatermark(partitionData.highWatermark), and kafka.log.UnifiedLog.updateHighWatermarkMetadata "
+    "takes a lower value, only logging WARN 'Non-monotonic update of high watermark' (read in every 3.x line on "
+    "2026-11-24, after a 3.9.2 -> 4.3.1 upgrade run showed it).")
 _BY_3X_LINE = {
     "kafka-3.3": "Read in the 3.3.2 source jar (kafka_2.13). out-of-range-without-offsets: "
     "kafka.server.ReplicaManager.readFromLocalLog's inner read() catches OffsetOutOfRangeException (with "

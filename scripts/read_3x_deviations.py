@@ -47,6 +47,10 @@ def main(versions):
         lo = fn(rm, "def lastOffsetForLeaderEpoch(", 2500)
         eo = fn(ul, "def endOffsetForEpoch(leaderEpoch: Int)", 600)
         res["offsets-for-leader-epoch-uncapped"] = ("fetchOnlyFromLeader = true" in lo and "endOffsetFor(leaderEpoch, logEndOffset)" in eo)
+        rf = fn(src(v, "kafka/server/ReplicaFetcherThread.scala"), "override def processPartitionData(", 4000)
+        mu = fn(ul, "private def updateHighWatermarkMetadata(", 600)
+        res["follower-hwm-follows-leader"] = ("log.maybeUpdateHighWatermark(partitionData.highWatermark)" in rf
+            and "Non-monotonic update of high watermark" in mu and "highWatermarkMetadata = newHighWatermark" in mu)
         print(v, res)
 
 

@@ -35,11 +35,18 @@ def test_just_outside_the_read_deviations_is_still_an_anomaly(profile):
 
 
 @pytest.mark.parametrize("profile", LINES)
-def test_unread_4x_deviations_stay_anomalies_on_3x(profile):
+def test_a_follower_hwm_going_back_once_after_an_election_is_known_on_3x_within_its_bound(profile):
+    """follower-hwm-follows-leader was read in every 3.x source jar (scripts/read_3x_deviations.py):
+    known within the 4.3 bound, an anomaly just outside it (a second drop in the epoch)."""
     from tests.test_deviation_bounds import follower_history
-    follower_back = follower_history(10, 10, 9, 9, 11)  # once, after an election: within 4.3's bound
-    assert names(run(HighWatermarkRule(), follower_back, "kafka-4.3")) == []  # known on 4.3 ...
-    assert set(names(run(HighWatermarkRule(), follower_back, profile))) == {"hwm-regression"}  # ... not read for 3.x
+    assert names(run(HighWatermarkRule(), follower_history(10, 10, 9, 9, 11), profile)) == []
+    assert set(names(run(HighWatermarkRule(), follower_history(10, 10, 9, 9, 11), profile), known=True)) == {
+        "hwm-regression"}
+    assert set(names(run(HighWatermarkRule(), follower_history(10, 9, 11, 10), profile))) == {"hwm-regression"}
+
+
+@pytest.mark.parametrize("profile", LINES)
+def test_unread_4x_deviations_stay_anomalies_on_3x(profile):
     p = profiles.get(profile)
     for unread in (profiles.EMPTY_SESSION_CLOSED, profiles.EVICT_SMALLEST, profiles.SHARDED_SESSION_CACHE,
                    profiles.INCREMENTAL_EXTRA_PARTITIONS, profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER):
