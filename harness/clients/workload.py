@@ -19,6 +19,7 @@ import json
 import logging
 import threading
 import time
+import warnings
 from collections import deque
 from dataclasses import dataclass
 
@@ -309,7 +310,11 @@ class ProducerWorker(Worker):
 
     def _close(self) -> None:
         try:
-            self.producer.close()  # a transactional producer aborts its open transaction here
+            # a transactional producer aborts its open transaction here; a fenced one cannot, and
+            # confluent-kafka says so in a RuntimeWarning: the fencing is already history
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "Producer abort_transaction failed", RuntimeWarning)
+                self.producer.close()
         except Exception:
             log.info("%s: close failed", self.name, exc_info=True)
 

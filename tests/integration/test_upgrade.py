@@ -17,6 +17,7 @@ pytestmark = pytest.mark.cluster
 OLD, NEW = "3.9.2", "4.3.1"
 
 
+@pytest.mark.long  # three JVM restarts: 2-3 min; run with -m long (passed on the final tree: 129 s)
 def test_upgrade_under_partition_and_kill(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--upgrade-from", OLD, "--upgrade-to", NEW,
                            "--faults", "partition,kill", "--seed", "8", "--duration", "40", "--quiet",
