@@ -114,8 +114,15 @@ class _Judge:
                 self.named.append((indices, inv_time, r.get("time", 0), request, answer, pref))
 
     def finish(self) -> list[Anomaly]:
-        for answers in self.meta.values():
+        # (topic, partition, epoch, leader, replica) -> the first completion of any broker's answer
+        # showing that replica in that leader's ISR in that epoch (`isr_seen_with`)
+        self.first_in_isr: dict[tuple, int] = {}
+        for (_, topic, partition), answers in self.meta.items():
             answers.sort(key=lambda a: a[1])
+            for _, done, epoch, leader, in_isr, _ in answers:
+                for replica in in_isr:
+                    key = (topic, partition, epoch, leader, replica)
+                    self.first_in_isr[key] = min(done, self.first_in_isr.get(key, done))
         self.faults.sort()
         out = []
         for indices, invoked, completed, v, e, pref in self.named:
@@ -164,8 +171,8 @@ class _Judge:
         the ISR of `topic`/`partition` in `epoch` under `leader`: a committed ISR of that epoch,
         which the leader may hold from its own AlterPartition response. The history carries no
         partition epochs to order committed ISRs, so any of that epoch may be the one it holds."""
-        return any(a[1] < before and a[2] == epoch and a[3] == leader and replica in a[4]
-                   for (_, t, p), answers in self.meta.items() if (t, p) == (topic, partition) for a in answers)
+        first = self.first_in_isr.get((topic, partition, epoch, leader, replica))
+        return first is not None and first < before
 
     def _judge(self, indices, invoked, completed, v, e, pref) -> Anomaly | None:
         broker, topic, partition = as_int(v.get("broker")), e.get("topic"), e.get("partition")
