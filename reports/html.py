@@ -49,7 +49,7 @@ def _views(data: dict) -> str:
 
 def _mixed_windows(records: list[dict], end: float) -> list[tuple[float, float, str]]:
     """(start s, stop s, label) of each mixed-version window of a rolling upgrade
-    (harness.upgrade.mixed_windows), with each roll step's node and release as its label."""
+    (checks.mixed.mixed_windows), with each roll step's node and release as its label."""
     from checks.mixed import mixed_windows
     steps = [r for r in records if r["f"] == "upgrade" and r["type"] == "invoke"]
     out = []
