@@ -127,11 +127,12 @@ def fresh_cluster(kafka_dist, tmp_path):
 
 @pytest.fixture
 def topic(cluster):
-    from harness.clients.admin import Admin
+    from harness.clients.admin import Admin, wait_known_by_each
     name = f"t-{uuid.uuid4().hex[:8]}"
     admin = Admin(cluster.bootstrap_servers())
     admin.create_topic(name, partitions=3, replication_factor=min(3, len(cluster.brokers)))
     admin.wait_full_isr(name, 60)
+    wait_known_by_each([n.spec.client_endpoint for n in getattr(cluster, "brokers", ())], name, 60)
     return name
 
 

@@ -98,7 +98,7 @@ class NativeCluster:
         raise HarnessError(f"no node {node_id} in this cluster")
 
     def bootstrap_servers(self) -> str:
-        return ",".join(n.spec.advertised_client or n.spec.client_address for n in self.brokers)
+        return ",".join(n.spec.client_endpoint for n in self.brokers)
 
     def client_proxy(self, node_id: int) -> ClientProxy | None:
         """The Toxiproxy proxy in front of the broker's client listener (link faults); None unless proxied."""

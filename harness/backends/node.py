@@ -79,6 +79,11 @@ class NodeSpec:
     def client_address(self) -> str:
         return f"{self.host.address}:{self.client_port}"
 
+    @property
+    def client_endpoint(self) -> str:
+        """Where a client connects: the proxy when one fronts the node, else the node itself."""
+        return self.advertised_client or self.client_address
+
 
 class KafkaNode:
     def __init__(self, spec: NodeSpec, root: Path, dist: KafkaDistribution, state: ClusterState,
@@ -121,7 +126,7 @@ class KafkaNode:
         if s.is_broker:
             props.update({
                 "advertised.listeners": f"INTERNAL://{s.host.address}:{s.internal_port},"
-                                        f"CLIENT://{s.advertised_client or s.client_address}",
+                                        f"CLIENT://{s.client_endpoint}",
                 "inter.broker.listener.name": "INTERNAL",
                 "broker.rack": s.rack,
                 # KIP-392: consumers with client.rack fetch from the closest in-sync replica

@@ -99,6 +99,30 @@ class Admin:
         raise HarnessError(f"{topic} has no full ISR within {timeout:.0f} s ({last})")
 
 
+def wait_known_by_each(endpoints: list[str], topic: str, timeout: float) -> None:
+    """Wait until each broker itself answers Metadata for `topic` with leaders and full ISRs.
+
+    Each broker learns a new topic from its own replay of the metadata log, so one broker's
+    answer says nothing of another's; an admin client asks whichever broker it likes."""
+    from harness.clients.wire import BrokerConnection, metadata
+    deadline = time.monotonic() + timeout
+    pending, last = list(endpoints), "no answer"
+    while pending and time.monotonic() < deadline:
+        try:
+            with BrokerConnection(pending[0], timeout=5) as conn:
+                view = metadata(conn, [topic])
+            parts = [p for (t, _), p in view.partitions.items() if t == topic]
+            if parts and all(p.error == "NONE" and p.leader >= 0 and set(p.isr) == set(p.replicas) for p in parts):
+                pending.pop(0)
+                continue
+            last = f"{pending[0]}: {view.topic_errors.get(topic)}"
+        except OSError as e:
+            last = f"{pending[0]}: {e}"
+        time.sleep(0.2)
+    if pending:
+        raise HarnessError(f"{topic} not known with full ISR by every broker within {timeout:.0f} s ({last})")
+
+
 def _quiet_logger():
     """librdkafka logs every refused connection; faults make many. Keep them out of the terminal."""
     import logging

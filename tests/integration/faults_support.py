@@ -25,8 +25,7 @@ def wait_for(cond, timeout: float, what: str, poll: float = 0.5):
 
 def partition_seen_by(cluster, topic: str, partition: int, exclude=()):
     """The partition as brokers outside `exclude` report it (an isolated broker's own view is stale)."""
-    bootstrap = ",".join(n.spec.advertised_client or n.spec.client_address
-                         for n in cluster.brokers if n.spec.node_id not in exclude)
+    bootstrap = ",".join(n.spec.client_endpoint for n in cluster.brokers if n.spec.node_id not in exclude)
     return next(p for p in Admin(bootstrap).partitions(topic) if p.partition == partition)
 
 
