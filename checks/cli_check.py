@@ -78,6 +78,13 @@ def liveness_line(verdict: dict) -> str | None:
     return (f"  liveness: {shown} (bound {block['bound']:g} s); client crashes: {block.get('client_crashes', 0)}")
 
 
+def deviation_lines(verdict: dict) -> list[str]:
+    """Which of the profile's deviations accepted the known anomalies, and how many each."""
+    by_deviation = verdict.get("counts", {}).get("by_deviation") or {}
+    return [f"  accepted as {d}: " + ", ".join(f"{name} {n}" for name, n in sorted(row.items()))
+            for d, row in by_deviation.items()]
+
+
 def summary(verdict: dict) -> str:
     lines = [f"valid: {verdict['valid']}  (profile {verdict['profile']}, "
              f"{verdict['counts']['records']} records, engine {verdict['engine']})"]
@@ -90,6 +97,7 @@ def summary(verdict: dict) -> str:
                 first = examples[0]
                 lines.append(f"  {'known ' if section == 'known' else ''}{name}: {total}"
                              f"  e.g. indices {first['indices']}: {first['message']}")
+    lines += deviation_lines(verdict)
     for reason in verdict.get("unknown", []):
         lines.append(f"  unknown: {reason['message']}")
     live = liveness_line(verdict)

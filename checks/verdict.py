@@ -17,7 +17,7 @@ import json
 from collections import Counter
 from typing import Iterable, Sequence
 
-from checks.rules.base import RULE, Anomaly
+from checks.rules.base import DEVIATIONS, RULE, Anomaly
 
 UNKNOWN = "unknown"
 
@@ -197,6 +197,18 @@ def by_model_rule(found: dict[str, list[Anomaly]], known: dict[str, list[Anomaly
     return dict(sorted(out.items()))
 
 
+def by_deviation(known: dict[str, list[Anomaly]]) -> dict:
+    """{deviation: {anomaly name: n}} over every known anomaly, from the deviations each
+    names (`checks.rules.base.DEVIATIONS`): what the profile accepted, and how often."""
+    out: dict[str, dict] = {}
+    for name, accepted in known.items():
+        for a in accepted:
+            for d in a.details.get(DEVIATIONS, ()):
+                row = out.setdefault(d, {})
+                row[name] = row.get(name, 0) + 1
+    return dict(sorted(out.items()))
+
+
 def build_verdict(anomalies: Iterable[Anomaly], counts: Counts, profile: str,
                   engine: str, rules: Sequence = (), context: dict | None = None) -> dict:
     """The verdict dict (docs/checker.md). A proven anomaly makes it false; otherwise no reads
@@ -247,6 +259,7 @@ def build_verdict(anomalies: Iterable[Anomaly], counts: Counts, profile: str,
             "known": {n: len(v) for n, v in known.items()},
             "unknown": len(unknown),
             "by_rule": by_model_rule(found, known),
+            "by_deviation": by_deviation(known),
         },
     }
     for name, block in sorted(blocks.items()):

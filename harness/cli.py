@@ -79,13 +79,13 @@ def cmd_run(args) -> int:
     ui = ProgressUI(quiet=args.quiet)
     run_dir, verdict = run(opts, ui)
     if verdict is not None:
-        flagged = {k: len(v) for k, v in verdict["anomalies"].items() if v}
-        known = {k: len(v) for k, v in verdict["known"].items() if v}
+        flagged = {k: n for k, n in verdict["counts"]["anomalies"].items() if n}
+        known = {k: n for k, n in verdict["counts"]["known"].items() if n}
         print(f"valid: {verdict['valid']}" + (f"  anomalies: {flagged}" if flagged else "")
               + (f"  known: {known}" if known else ""))
         print(f"profile: {verdict['profile']}" + (f" ({verdict['profile_note']})" if verdict.get("profile_note") else ""))
-        from checks.cli_check import conformance_lines
-        print("\n".join(conformance_lines(verdict)))
+        from checks.cli_check import conformance_lines, deviation_lines
+        print("\n".join(deviation_lines(verdict) + conformance_lines(verdict)))
     print(f"report: {run_dir / 'report' / 'index.html'}")
     return _exit_for(verdict)
 

@@ -19,19 +19,6 @@ CONTEXT = 3
 #: fault windows within this many seconds of a proof are shown beside it
 FAULT_MARGIN_S = 10.0
 
-#: which deviations of a profile can turn each anomaly into a known one (the rules ask
-#: profile.allows(...) through reference_model kip392 / kip227 / kip1023 / kip1166)
-DEVIATIONS_OF = {
-    "wrong-fetch-error": (profiles.FETCH_ABOVE_HWM_EMPTY, profiles.OUT_OF_RANGE_WITHOUT_OFFSETS,
-                          profiles.HWM_CAPPED_AT_LEO, profiles.OFFSETS_FOR_LEADER_EPOCH_UNCAPPED),
-    "uncommitted-read": (profiles.RESPONSE_HWM_SAMPLED_BEFORE_READ,),
-    "hwm-regression": (profiles.FOLLOWER_HWM_FOLLOWS_LEADER,),
-    "fetch-session-violation": (profiles.EMPTY_SESSION_CLOSED, profiles.INCREMENTAL_EXTRA_PARTITIONS,
-                                profiles.EVICT_SMALLEST, profiles.SHARDED_SESSION_CACHE),
-    "tiered-offset-violation": (profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER, profiles.FOLLOWER_BOOTSTRAP_ABSENT),
-    "hwm-propagation-delay": (profiles.KRAFT_FETCH_PARKS_WITHOUT_HWM,),
-}
-
 esc = html.escape
 
 
@@ -98,23 +85,24 @@ def _example(name: str, n: int, ex: dict, lookup: RecordLookup, windows, known: 
             f"<p><b>{esc(name)}</b> #{n + 1}: {esc(str(ex.get('message', '')))} "
             f"<button class='show' data-indices='{json.dumps(indices)}'>show on the timeline</button></p>"
             f"<p>proof: history indices {esc(str(indices))}</p>"
+            + (f"<p>accepted as: {', '.join(f'<code>{esc(d)}</code>' for d in ex['deviations'])}</p>"
+               if known and ex.get("deviations") else "")
             + (f"<details><summary>details</summary><pre>{esc(json.dumps(details, indent=1, default=str))}</pre></details>"
                if details else "")
             + _context(indices, lookup) + _faults_near(times, windows) + "</div>")
 
 
-def _evidence(name: str, profile_name: str | None) -> str:
-    """The profile's deviations that can make `name` known, with their Kafka class and method."""
-    try:
-        profile = profiles.get(profile_name) if profile_name else None
-    except (KeyError, ValueError):
-        profile = None
-    devs = [d for d in DEVIATIONS_OF.get(name, ()) if profile is None or profile.allows(d)]
+def _evidence(name: str, verdict: dict) -> str:
+    """The deviations that accepted the known `name`s (the verdict counts each,
+    `counts.by_deviation`), with the Kafka class and method that cause them and their bound."""
+    by_deviation = (verdict.get("counts") or {}).get("by_deviation") or {}
+    devs = [(d, row[name]) for d, row in by_deviation.items() if name in row and d in profiles.EVIDENCE]
     if not devs:
         return ""
-    items = "".join(f"<li><code>{esc(d)}</code>: {esc(profiles.EVIDENCE[d])}<br><i>bound:</i> "
-                    f"{esc(profiles.BOUNDS[d])}</li>" for d in devs)
-    return f"<p>Accepted by profile <code>{esc(str(profile_name))}</code> as:</p><ul class='evidence'>{items}</ul>"
+    items = "".join(f"<li><code>{esc(d)}</code> ({n}): {esc(profiles.EVIDENCE[d])}<br><i>bound:</i> "
+                    f"{esc(profiles.BOUNDS[d])}</li>" for d, n in devs)
+    return (f"<p>Accepted by profile <code>{esc(str(verdict.get('profile')))}</code> as:</p>"
+            f"<ul class='evidence'>{items}</ul>")
 
 
 def proofs_html(verdict: dict | None, records: list[dict], windows, known: bool = False) -> str:
@@ -133,7 +121,7 @@ def proofs_html(verdict: dict | None, records: list[dict], windows, known: bool 
                 if total > len(shown) else "")
         parts.append(f"<section class='anomaly' id='{'known-' if known else 'anomaly-'}{esc(name)}'>"
                      f"<h3>{esc(name)}: {total}{more}</h3>"
-                     + (_evidence(name, verdict.get("profile")) if known else "")
+                     + (_evidence(name, verdict) if known else "")
                      + "".join(_example(name, n, ex, lookup, windows, known) for n, ex in enumerate(shown))
                      + "</section>")
     return "".join(parts) or "<p>none</p>"

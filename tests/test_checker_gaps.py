@@ -212,6 +212,8 @@ def test_incremental_response_with_a_preferred_replica_only_is_known_under_kafka
     h = sess(opened(), S, 42, 1, 42, [part(10, hwm=10, pref=2)], sent=[])
     assert set(found(h, "kip")) == {"fetch-session-violation"}
     assert found(h, "kafka-4.3") == {} and set(found(h, "kafka-4.3", known=True)) == {"fetch-session-violation"}
+    assert [ex["deviations"] for ex in found(h, "kafka-4.3", known=True)["fetch-session-violation"]] == [
+        ["incremental-extra-partitions"]]
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -291,6 +293,8 @@ def test_pending_upload_below_last_tiered_plus_one_is_known_under_kafka():
     h = offsets((-6, 100), (-5, 95))
     assert set(found(h, "kip")) == {"tiered-offset-violation"}
     assert found(h, "kafka-4.3") == {} and set(found(h, "kafka-4.3", known=True)) == {"tiered-offset-violation"}
+    assert [ex["deviations"] for ex in found(h, "kafka-4.3", known=True)["tiered-offset-violation"]] == [
+        ["pending-upload-resolved-by-leader"]]
     # ...but never below the log start it answered before (that pair holds only under Kafka)
     low = offsets((-2, 100), (-6, 99))
     assert set(found(low, "kafka-4.3")) == {"tiered-offset-violation"}

@@ -4,6 +4,7 @@ deviation (and an anomaly under `kip`); one just outside it is an anomaly under 
 and under every such profile."""
 import pytest
 
+from checks.rules.base import DEVIATIONS
 from checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
 from reference_model import profiles
 from tests.test_model_rules_fetch import fetch, history, names, run
@@ -23,6 +24,8 @@ def inside(records, name, deviation):
     for p in carrying(deviation):
         found = both(records, p)
         assert names(found) == [] and name in names(found, known=True), (p, found)
+        accepted = [a.details.get(DEVIATIONS) for a in found if a.known and a.name == name]
+        assert all(d == [deviation] for d in accepted), (p, accepted)  # named: this deviation and no other
 
 
 def outside(records, name, deviation):

@@ -161,12 +161,18 @@ def test_hovering_an_anomaly_record_names_the_operation_and_the_anomaly(tmp_path
 
 
 def test_known_deviation_names_the_kafka_class_and_method(tmp_path):
+    from checks.engine_local import check_records
     from reports.proof import proofs_html
-    verdict = {"profile": "kafka-4.3", "known": {"uncommitted-read": [{"indices": [1], "message": "sampled"}]},
-               "counts": {"known": {"uncommitted-read": 1}}}
-    records = [{"index": i, "time": i * 10**9, "process": 0, "type": "ok", "f": "send", "value": {}} for i in range(4)]
-    text = proofs_html(verdict, records, [(0.5, 1.5, "kill [3]")], known=True)
-    assert "response-hwm-sampled-before-read" in text and "kafka.cluster.Partition.readRecords" in text
-    assert "kill [3]: 0.5–1.5 s (active during the proof)" in text
-    # under the KIP text nothing is accepted, so no evidence is claimed
-    assert "Partition.readRecords" not in proofs_html({**verdict, "profile": "kip"}, records, [], known=True)
+    from tests.test_model_rules_fetch import fetch, history as fetches
+    # records above the reported HWM that no later answer contradicts: known under kafka-4.3
+    records = fetches(fetch(8, records=[8, 9, 10], current_leader_epoch=3))
+    verdict = check_records(records, profile="kafka-4.3")
+    assert verdict["counts"]["by_deviation"] == {"response-hwm-sampled-before-read": {"uncommitted-read": 1}}
+    text = proofs_html(verdict, records, [(0.0, 1e-8, "kill [3]")], known=True)
+    assert "accepted as: <code>response-hwm-sampled-before-read</code>" in text
+    assert "kafka.cluster.Partition.readRecords" in text and "(active during the proof)" in text
+    assert "follower-hwm-follows-leader" not in text  # a deviation of the profile that accepted nothing here
+    # under the KIP text the same records are an anomaly, and no evidence is claimed for it
+    strict = check_records(records, profile="kip")
+    assert strict["anomalies"]["uncommitted-read"] and strict["counts"]["by_deviation"] == {}
+    assert "Partition.readRecords" not in proofs_html(strict, records, [], known=False)

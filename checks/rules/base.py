@@ -18,6 +18,9 @@ from typing import Iterable, Protocol, Sequence
 #: raises the anomaly names it, and nothing else maps anomalies to model rules: the verdict
 #: counts them per model rule (checks.verdict) and the conformance table reads those counts.
 RULE = "rule"
+#: the key of a known anomaly's `details` that names the profile deviations accepting it
+#: (checks.rules.observe.known_as); the verdict counts known anomalies per deviation.
+DEVIATIONS = "deviations"
 
 
 @dataclass(frozen=True)

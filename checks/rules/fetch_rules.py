@@ -20,7 +20,7 @@ from reference_model.state import NONE, Replica
 
 from checks.rules.base import RULE, Anomaly
 from checks.rules.log_bounds import Extremes, Lives, SendBound, fault_brokers, hwm_series, hwm_values
-from checks.rules.observe import EpochIndex, Op, answered, as_int, partitions_of, proven_epoch, verdict
+from checks.rules.observe import EpochIndex, Op, answered, as_int, known_as, partitions_of, proven_epoch, verdict
 
 KIP392_ERRORS = {"NONE", "OFFSET_OUT_OF_RANGE", "OFFSET_NOT_AVAILABLE"}
 
@@ -38,7 +38,7 @@ def _anomaly(kind: str | None, name: str, rule: str, indices, message: str, **de
     if kind is None:
         return []
     return [Anomaly(name, tuple(sorted(set(indices))), message, known=(kind == "known"),
-                    details={**details, RULE: rule})]
+                    details={**details, **known_as(kind), RULE: rule})]
 
 
 class ConsumerFetchRule:

@@ -22,7 +22,7 @@ from reference_model import kip1023
 
 from checks.rules.base import RULE, Anomaly
 from checks.rules.log_bounds import STATE_LOSING_FAULTS
-from checks.rules.observe import EpochIndex, Op, answered, as_int, broker_ids, proven_epoch, verdict
+from checks.rules.observe import EpochIndex, Op, answered, as_int, broker_ids, known_as, proven_epoch, verdict
 
 #: faults after which a broker's offsets may go back: it lost state or its log was cut
 #: (a kill or restart replays the log: recovery may drop a torn tail; an unclean
@@ -109,4 +109,4 @@ class TieredOffsetRule:
             known=(kind == "known"),
             details={"topic": topic, "partition": partition, "leader_epoch": epoch, "earlier": a[1],
                      "earlier_value": a[2], "later": b[1], "later_value": b[2],
-                     RULE: "kip1023.offset_order"})]
+                     **known_as(kind), RULE: "kip1023.offset_order"})]

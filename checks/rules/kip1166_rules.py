@@ -6,6 +6,7 @@ from typing import Iterable, Sequence
 from reference_model import kip1166
 
 from checks.rules.base import RULE, Anomaly
+from checks.rules.observe import known_as, verdict
 
 #: After a fault heals, a node reconnects and catches up (KRaft retries a lost FETCH after
 #: controller.quorum.request.timeout.ms, 2 s, plus backoff): a probe that starts this soon
@@ -36,9 +37,9 @@ class PropagationRule:
             return []
         lags = [lag for _, lag, _ in probes]
         outcome = kip1166.propagation_statistic(lags, window_ms)
-        if kip1166.propagation_accepted(outcome, "kip"):
+        kind = verdict(lambda p: kip1166.propagation_accepted(outcome, p), profile)
+        if kind is None:
             return []
-        known = kip1166.propagation_accepted(outcome, profile)
         quartile_ms = kip1166.upper_quartile_ns(lags) / 1e6
         median_ms = kip1166.median_ns(lags) / 1e6
         kip_ms, parked_ms = kip1166.kip_bound_ns(window_ms) / 1e6, kip1166.parked_once_bound_ns(window_ms) / 1e6
@@ -50,12 +51,12 @@ class PropagationRule:
                         f"exceeds the KIP-1166 bound {kip_ms:.0f} ms (parking window {window_ms} ms); "
                         + ("within one parked KRaft FETCH per change" if within_parking else
                            f"beyond even one parked KRaft FETCH per change ({parked_ms:.0f} ms)"),
-                        known=known,
+                        known=(kind == "known"),
                         details={"upper_quartile_ms": round(quartile_ms, 1), "median_ms": round(median_ms, 1),
                                  "bound_ms": kip_ms, "parked_once_ms": parked_ms,
                                  "window_ms": window_ms, "changes": len(lags),
                                  "slowest_ms": [round(lag / 1e6, 1) for _, lag, _ in slowest],
-                                 RULE: "kip1166.propagation_statistic"})]
+                                 **known_as(kind), RULE: "kip1166.propagation_statistic"})]
 
 
 def counted_probes(records: Sequence[dict]) -> tuple[list[tuple[int, int, dict]], int]:

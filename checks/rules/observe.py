@@ -12,6 +12,8 @@ from typing import Iterable, Sequence
 
 from reference_model import profiles
 
+from checks.rules.base import DEVIATIONS
+
 
 @dataclass(frozen=True)
 class Op:
@@ -59,12 +61,43 @@ def partitions_of(value: dict) -> list[dict]:
     return [{k: value[k] for k in keys if k in value}]
 
 
+class Known(str):
+    """`verdict`'s "known" (equal to that string), naming the deviations that accept the observation."""
+
+    def __new__(cls, deviations: tuple[str, ...]):
+        self = super().__new__(cls, "known")
+        self.deviations = deviations
+        return self
+
+
 def verdict(allowed, profile: str) -> str | None:
     """Run `allowed(profile) -> bool` under the chosen profile and under `kip`:
-    None (fine), "known" (only the profile accepts it) or "anomaly"."""
-    if allowed(profiles.get(profile)):
-        return None if allowed(profiles.KIP) else "known"
+    None (fine), `Known` (only the profile accepts it) or "anomaly"."""
+    chosen = profiles.get(profile)
+    if allowed(chosen):
+        return None if allowed(profiles.KIP) else Known(accepting_deviations(allowed, chosen))
     return "anomaly"
+
+
+def accepting_deviations(allowed, profile: profiles.Profile) -> tuple[str, ...]:
+    """Which of `profile`'s deviations make `allowed` true: each that does alone, else one
+    smallest set of them found by leaving out, one at a time, those not needed."""
+    def with_only(devs) -> profiles.Profile:
+        return profiles.Profile(f"{profile.name} ({', '.join(sorted(devs))})", frozenset(devs), "")
+
+    alone = tuple(d for d in sorted(profile.deviations) if allowed(with_only({d})))
+    if alone:
+        return alone
+    needed = set(profile.deviations)
+    for d in sorted(profile.deviations):
+        if allowed(with_only(needed - {d})):
+            needed.discard(d)
+    return tuple(sorted(needed))
+
+
+def known_as(kind) -> dict:
+    """The details naming a known anomaly's deviations (`DEVIATIONS`); none for an anomaly."""
+    return {DEVIATIONS: list(kind.deviations)} if isinstance(kind, Known) else {}
 
 
 def as_int(x, default=None):

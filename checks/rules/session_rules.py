@@ -23,7 +23,7 @@ from reference_model.state import FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESS
     CachedPartition, Session, SessionCache
 
 from checks.rules.base import RULE, Anomaly
-from checks.rules.observe import as_int, partitions_of, verdict
+from checks.rules.observe import as_int, known_as, partitions_of, verdict
 
 SESSION_ANSWERS = {NONE, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH}
 NAME = "fetch-session-violation"
@@ -81,7 +81,7 @@ class _Walk:
         """`rule`: the judged model rule (checks.coverage.OBSERVED) the answer broke."""
         if kind is not None:
             self.out.append(Anomaly(NAME, tuple(sorted(set(indices))), message, known=(kind == "known"),
-                                    details={**details, RULE: rule}))
+                                    details={**details, **known_as(kind), RULE: rule}))
 
     def step(self, inv: dict, done: dict) -> None:
         v, iv = done.get("value") or {}, inv.get("value") or {}
