@@ -26,15 +26,6 @@ def kafka_version(path: str | Path) -> str | None:
     return run_config.load(path).get("kafka_version")
 
 
-def _older(a: str, b: str) -> str:
-    def key(v: str) -> tuple:
-        try:
-            return tuple(int(x) for x in v.split(".")[:3])
-        except ValueError:
-            return (1 << 30,)
-    return min(a, b, key=key)
-
-
 def mixed_profile(upgrade: dict) -> tuple[str, str]:
     """(profile, note) for a rolling upgrade's history (config.json `upgrade`): the older
     release's profile judges the whole history, and the note says so.
@@ -45,7 +36,8 @@ def mixed_profile(upgrade: dict) -> tuple[str, str]:
     The older release's profile accepts only what that release is known to do; the newer
     release's extra deviations show as anomalies (re-judge with --profile to compare)."""
     a, b = str(upgrade.get("from")), str(upgrade.get("to"))
-    old, new = _older(a, b), (b if _older(a, b) == a else a)
+    old = str(upgrade.get("judged_as") or a)  # the older release, as the run decided (harness.upgrade.older)
+    new = b if old == a else a
     name, fallback = profile_for(old)
     new_name = for_version(new)
     newer = (f"deviations known only for {new_name} show as anomalies; `kipcheck check RUN --profile "

@@ -147,6 +147,7 @@ def check_campaign(directory: Path, planned: list[PlannedRun], state: CampaignSt
 
 
 def add_campaign_arguments(c) -> None:
+    from harness.run import BACKENDS
     c.add_argument("--seeds", default=None, help="seeds, e.g. 1-20 or 1,4,9 (required for a new campaign)")
     c.add_argument("--faults", action="append", default=None, metavar="MIX",
                    help="a fault mix per flag: 'default', 'none', 'all' or kinds 'partition,kill' (repeatable)")
@@ -157,7 +158,8 @@ def add_campaign_arguments(c) -> None:
     c.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="the one check over all runs: local, or one Spark job (default local)")
     c.add_argument("--master", default=None, help="Spark master for --engine spark (e.g. spark://host:7077)")
-    c.add_argument("--backend", choices=("native", "external"), default="native")
+    c.add_argument("--backend", choices=BACKENDS, default="native",
+                   help="where each run's cluster comes from, as for `kipcheck run` (default native)")
     c.add_argument("--bootstrap", default=None, help="bootstrap servers (external backend)")
     c.add_argument("--brokers", type=int, default=3)
     c.add_argument("--tiered", action="store_true")

@@ -208,6 +208,7 @@ def cmd_history(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from harness.clients.workload import WorkloadOptions as WorkloadDefaults
+    from harness.run import BACKENDS
     p = argparse.ArgumentParser(prog="kipcheck", description="Chaos and KIP conformance checks for Kafka (KRaft)")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -240,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--consumers", type=_positive(int, zero=True), default=w.consumers,
                    help=f"consumers, cycling assign/subscribe, rack-aware but the last, some read_uncommitted "
                         f"(default {w.consumers})")
-    r.add_argument("--backend", choices=("native", "external", "testcontainers"), default="native",
+    r.add_argument("--backend", choices=BACKENDS, default="native",
                    help="native: start an embedded cluster (default); external: use --bootstrap; testcontainers: "
                         "a cluster of Docker containers (DOCKER_HOST), node and election faults only")
     r.add_argument("--bootstrap", default=None, help="bootstrap servers of an existing cluster (external backend)")

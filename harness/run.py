@@ -39,11 +39,16 @@ from faults.nemesis import heal_all
 from faults import schedule as schedules
 
 
+#: where a run's cluster comes from: "native" starts one here; "external", an existing cluster at
+#: `bootstrap`; "testcontainers", one of Docker containers (harness.backends.containers)
+BACKENDS = ("native", "external", "testcontainers")
+
+
 @dataclass
 class RunOptions:
     duration: float = 60.0
     seed: int = 0
-    backend: str = "native"  # "external": an existing cluster at `bootstrap`; "testcontainers": Docker (harness.backends.containers)
+    backend: str = "native"  # one of BACKENDS
     bootstrap: str | None = None
     kafka_version: str | None = None
     kafka_home: str | None = None

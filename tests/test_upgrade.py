@@ -29,11 +29,12 @@ def test_direction_and_format_release():
 
 def test_a_mixed_history_is_judged_under_the_older_release_and_says_so(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(
-        {"kafka_version": "3.9.2", "upgrade": {"from": "3.9.2", "to": "4.3.1"}}))
+        {"kafka_version": "3.9.2", "upgrade": {"from": "3.9.2", "to": "4.3.1", "judged_as": "3.9.2"}}))
     name, note = choose_profile_noted(tmp_path)
     assert name == "kafka-3.9" and "older release's profile kafka-3.9" in note and "--profile kafka-4.3" in note
     # a downgrade's older release is its target
-    assert mixed_profile({"from": "4.3.1", "to": "3.9.2"})[0] == "kafka-3.9"
+    downgrade = {"from": "4.3.1", "to": "3.9.2", "judged_as": "3.9.2"}
+    assert mixed_profile(downgrade)[0] == "kafka-3.9" and "rolling downgrade 4.3.1 -> 3.9.2" in mixed_profile(downgrade)[1]
     # an asked profile wins, without a note
     assert choose_profile_noted(tmp_path, "kafka-4.3") == ("kafka-4.3", None)
     # without the upgrade block the same run would be judged by its version alone
