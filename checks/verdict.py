@@ -17,9 +17,7 @@ import json
 from collections import Counter
 from typing import Iterable, Sequence
 
-from checks.rules.base import DEVIATIONS, RULE, Anomaly
-
-UNKNOWN = "unknown"
+from checks.rules.base import DEVIATIONS, RULE, UNKNOWN, Anomaly
 
 #: every anomaly name of docs/checker.md, in its order; each is a key of the verdict
 ANOMALY_NAMES = (

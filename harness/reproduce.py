@@ -14,8 +14,7 @@ _FLAGS = {"duration": "--duration", "backend": "--backend", "bootstrap": "--boot
 
 def reproduce_command(options) -> str:
     """`kipcheck run --seed S ...` for a harness.run.RunOptions (the seed always)."""
-    from harness.run import RunOptions
-    default = RunOptions()
+    default = type(options)()  # a RunOptions of the defaults
     args = ["kipcheck", "run", "--seed", str(options.seed)]
     for field, flag in _FLAGS.items():
         value = getattr(options, field, None)

@@ -136,7 +136,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         version = dist.version
         if options.backend == "testcontainers":
             from harness.backends.container_image import ensure_image
-            from harness.backends.containers import docker_client
+            from harness.backends.docker_cleanup import docker_client
             with ui.step("reaching Docker"):  # before the run directory: no Docker leaves nothing behind
                 client = docker_client()
             with ui.step(f"the Kafka {dist.version} image"):  # not in the measured node start (liveness bound)

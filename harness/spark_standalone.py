@@ -11,11 +11,11 @@ import contextlib
 import ctypes
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 
+from harness.backends.ports import free_port
 from harness.errors import HarnessError
 
 _PR_SET_PDEATHSIG = 1
@@ -24,12 +24,6 @@ _PR_SET_PDEATHSIG = 1
 def _die_with_parent() -> None:
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     os.setsid()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def spark_class() -> Path:
@@ -57,7 +51,7 @@ def standalone_spark(workdir: Path, cores: int = 2, memory: str = "2g", timeout:
     """Start a master and one worker; yield the master URL (spark://127.0.0.1:PORT)."""
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "SPARK_LOG_DIR": str(workdir), "SPARK_WORKER_DIR": str(workdir / "work"),
            "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
     cls = str(spark_class())
@@ -72,11 +66,11 @@ def standalone_spark(workdir: Path, cores: int = 2, memory: str = "2g", timeout:
 
     try:
         master, mlog = start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                             "--port", str(port), "--webui-port", str(_free_port()))
+                             "--port", str(port), "--webui-port", str(free_port()))
         _wait_for(mlog, "I have been elected leader", master, timeout)
         url = f"spark://127.0.0.1:{port}"
         worker, wlog = start("worker", "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
-                             "--cores", str(cores), "--memory", memory, "--webui-port", str(_free_port()),
+                             "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port()),
                              "--work-dir", str(workdir / "work"))
         _wait_for(wlog, "Successfully registered with master", worker, timeout)
         yield url

@@ -21,6 +21,9 @@ RULE = "rule"
 #: the key of a known anomaly's `details` that names the profile deviations accepting it
 #: (checks.rules.observe.known_as); the verdict counts known anomalies per deviation.
 DEVIATIONS = "deviations"
+#: the name of an `Anomaly` that is no deviation but a reason the history could not be
+#: decided (checks.verdict: it makes the verdict "unknown" unless an anomaly is proven)
+UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,7 @@ import json
 from typing import Iterable, Sequence
 
 from checks import linearize
-from checks.rules.base import Anomaly
-from checks.verdict import UNKNOWN
+from checks.rules.base import UNKNOWN, Anomaly
 
 HISTORY_ANOMALIES = ("lost-write", "duplicate", "inconsistent-offset", "nonmonotonic-poll", "poll-skip")
 

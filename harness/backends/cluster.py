@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import os
 import shutil
-import socket
 import sys
 import subprocess
 import time
@@ -23,6 +22,7 @@ from harness.backends import firewall, network
 from harness.errors import HarnessError
 from harness.backends.kafka_dist import KafkaDistribution
 from harness.backends.node import KafkaNode, NodeSpec, kraft_settings
+from harness.backends.ports import free_port
 from harness.backends.state import ClusterState, all_states, kill_recorded, process_start_time
 
 if TYPE_CHECKING:
@@ -46,12 +46,6 @@ class ClusterOptions:
     # format at this release's metadata.version ("3.9"), not the distribution's newest: a
     # cluster a rolling downgrade can leave (harness.upgrade); None: the distribution's newest
     release_version: str | None = None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _kafka_uuid() -> str:
@@ -146,7 +140,7 @@ class NativeCluster:
                 ports = (BROKER_PORT, CONTROLLER_PORT, CLIENT_PORT)
             else:
                 host = network.Host(f"n{i}", "127.0.0.1", None)
-                ports = (_free_port(), _free_port(), _free_port())
+                ports = (free_port(), free_port(), free_port())
             broker_index = sum(1 for x in roles[:i] if "broker" in x)
             specs.append(NodeSpec(node_id=i, roles=r, rack=f"rack-{broker_index if 'broker' in r else 'c' + str(i)}",
                                   host=host, internal_port=ports[0], controller_port=ports[1], client_port=ports[2],
@@ -275,7 +269,7 @@ def teardown(state: ClusterState) -> None:
     """Remove everything a state file records: processes, containers, helpers, namespaces, links, firewall rules."""
     docker_error = None
     if state.data.get("mode") == "testcontainers":
-        from harness.backends.containers import remove_cluster  # Docker's side first: the Toxiproxy in front stays up till then
+        from harness.backends.docker_cleanup import remove_cluster  # Docker's side first: the Toxiproxy in front stays up till then
         try:
             remove_cluster(state.data["cluster_id"], state.data.get("docker_host"))
         except HarnessError as e:  # the rest still goes; the state stays, so `cluster down --id` can try again

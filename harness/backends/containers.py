@@ -32,7 +32,8 @@ from harness.errors import HarnessError
 from harness.backends.kafka_dist import KafkaDistribution
 from harness.backends.network import Host
 from harness.backends.node import KafkaNode
-from harness.backends.state import ClusterState, process_start_time, same_process_alive
+from harness.backends.docker_cleanup import LABEL, docker_client, owner_label, reap_stale_containers
+from harness.backends.state import ClusterState
 
 #: fault kinds a container cluster supports (faults.registry names); the rest are skipped
 SUPPORTED_FAULTS = ("kill", "pause", "restart", "rolling-restart", "wipe", "truncate", "wipe-metadata",
@@ -41,21 +42,10 @@ SUPPORTED_FAULTS = ("kill", "pause", "restart", "rolling-restart", "wipe", "trun
 DEFAULT_FAULTS = ("kill", "pause")  # instead of the native default, a packet-level leader isolation
 UNSUPPORTED_WHY = ("packet-level partitions need iptables in a network namespace per node; containers share "
                    "Docker's (use the native backend)")
-LABEL = "io.kipcheck.cluster"  # on every container and network: which cluster, whose harness
 SUBNETS = range(201, 255)  # 198.19.<i>.0/24; 198.19.200/24 is the Docker bridge of kipcheck's tests
 
 
-def docker_client():
-    """The Docker client of DOCKER_HOST (or the default socket); one line when Docker is not there."""
-    try:
-        import docker
-        client = docker.from_env()
-        client.ping()
-        return client
-    except Exception as e:
-        where = os.environ.get("DOCKER_HOST", "the default socket")
-        raise HarnessError(f"Docker is not reachable at {where}: {str(e).splitlines()[0][:200]} "
-                           "(the testcontainers backend needs a running Docker)") from None
+
 
 
 class ContainerNode(KafkaNode):
@@ -179,7 +169,7 @@ class ContainerCluster(NativeCluster):
                                          kafka_version=self.dist.version, docker_host=os.environ.get("DOCKER_HOST"))
         if self.owner_pid is not None:
             self._start_reaper()
-        labels = {LABEL: self.cluster_id, f"{LABEL}.owner": _owner(self.owner_pid)}
+        labels = {LABEL: self.cluster_id, f"{LABEL}.owner": owner_label(self.owner_pid)}
         subnet = _free_subnet(self.client)
         step(f"creating Docker network {subnet}.0/24")
         self.network = _network(subnet, labels)
@@ -210,43 +200,6 @@ class ContainerCluster(NativeCluster):
             n.container = None  # teardown removes them by label, with whatever a half-done up left
         teardown(self.state)  # -> remove_cluster, then the Toxiproxy server and the reaper
         self.state = None
-
-
-def remove_cluster(cluster_id: str, docker_host: str | None) -> None:
-    """Remove a container cluster's containers and network (harness.backends.cluster.teardown)."""
-    import docker
-    try:
-        client = docker.DockerClient(base_url=docker_host) if docker_host else docker.from_env()
-        reap_stale_containers(client, cluster_id=cluster_id)
-    except Exception as e:
-        raise HarnessError(f"removing the containers of cluster {cluster_id} failed: "
-                           f"{str(e).splitlines()[0][:200]}") from None
-
-
-def _owner(pid: int | None) -> str:
-    pid = pid or os.getpid()
-    return f"{pid}:{process_start_time(pid)}"
-
-
-def reap_stale_containers(client, cluster_id: str | None = None) -> list[str]:
-    """Remove kipcheck's containers and networks whose harness died (or, with `cluster_id`, that
-    cluster's): a SIGKILLed run leaves them until the next `up`."""
-    def stale(obj) -> bool:
-        labels = obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}
-        if cluster_id is not None:
-            return labels.get(LABEL) == cluster_id
-        pid, _, start = labels.get(f"{LABEL}.owner", "").partition(":")
-        return not (pid.isdigit() and same_process_alive(int(pid), int(start) if start.isdigit() else None))
-    removed = []
-    for c in client.containers.list(all=True, filters={"label": LABEL}):
-        if stale(c):
-            c.remove(force=True)
-            removed.append(c.name)
-    for net in client.networks.list(filters={"label": LABEL}):
-        if stale(net):
-            net.remove()
-            removed.append(net.name)
-    return removed
 
 
 def _free_subnet(client) -> str:

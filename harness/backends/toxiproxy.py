@@ -145,14 +145,14 @@ def start_server(state: ClusterState, log_dir: Path, seed: int = 1, attempts: in
     """Start the pinned server on 127.0.0.1 and record it as the cluster's `toxiproxy` helper.
 
     `-seed` fixes the server's random draws (jitter, toxicity), so a run is reproducible."""
-    from harness.backends.cluster import _free_port
+    from harness.backends.ports import free_port
     binary = ensure_installed()
     log_dir.mkdir(parents=True, exist_ok=True)
     config = log_dir / "toxiproxy.json"  # no proxies at start; on the command line it tells whose server this is
     config.write_text("[]\n")
     last = ""
     for _ in range(attempts):  # the free port may be taken between the probe and the bind
-        port = _free_port()
+        port = free_port()
         with open(log_dir / "toxiproxy.log", "ab") as out:
             proc = subprocess.Popen([str(binary), "-host", "127.0.0.1", "-port", str(port), "-seed", str(seed),
                                      "-config", str(config)],

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.backends.containers import LABEL
+from harness.backends.docker_cleanup import LABEL
 from harness.backends.network import list_namespaces
 from tests.integration.docker_support import dockerd_namespace
 from tests.integration.run_support import (cluster_states, history_once_it_shows, jvms_under, kafka_args, kipcheck,
