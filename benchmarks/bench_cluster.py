@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness import kafka_dist, releases  # noqa: E402
+from harness.backends import kafka_dist, releases  # noqa: E402
 from harness.backends.cluster import NativeCluster  # noqa: E402
 
 
