@@ -1,6 +1,13 @@
-"""The liveness verdict on a live cluster: a kill judged with a recovery bound shorter than a
-broker restart is a slow-recovery (exit 1); the same history re-checked with the run's own
-default bound (derived from the cluster's timeouts and measured start) is not."""
+"""A broker killed under a live run, twice over (issue 11):
+
+- the liveness verdict: the kill judged with a recovery bound shorter than a broker restart is
+  a slow-recovery (exit 1); the same history re-checked with the run's own default bound
+  (derived from the cluster's timeouts and measured start) is not;
+- kipcheck's own workers survive the cluster failing under them: the prober's requests to the
+  killed broker end `info`, the prober carries on as new processes, and the run exits by its
+  verdict, not with `prober failed` and exit 2.
+
+One run serves both (a kill run costs a minute on two cores)."""
 from __future__ import annotations
 
 import json
@@ -8,6 +15,8 @@ import subprocess
 import sys
 
 import pytest
+
+from checks.history import read_history
 
 pytestmark = pytest.mark.cluster
 
@@ -19,12 +28,19 @@ def _cli(*args, timeout=900):
                           timeout=timeout)
 
 
-def test_kill_judged_with_a_short_bound_is_slow_and_with_the_default_is_not(tmp_path, pytestconfig):
+@pytest.fixture(scope="module")
+def killed_run(tmp_path_factory, pytestconfig):
+    """`kipcheck run --faults kill` judged with SHORT_BOUND: (its process, its run directory)."""
     v = pytestconfig.getoption("--kafka-version")
+    runs = tmp_path_factory.mktemp("runs")
     # seed 25: the first kill heals ~14 s before the second starts (faults/schedule.py)
-    run = _cli("run", "--faults", "kill", "--duration", "45", "--seed", "25", "--runs-dir", str(tmp_path),
+    run = _cli("run", "--faults", "kill", "--duration", "45", "--seed", "25", "--runs-dir", str(runs),
                "--quiet", "--recovery-bound", str(SHORT_BOUND), *(["--kafka-version", v] if v else []))
-    run_dir = next(tmp_path.iterdir())
+    return run, next(runs.iterdir())
+
+
+def test_kill_judged_with_a_short_bound_is_slow_and_with_the_default_is_not(killed_run):
+    run, run_dir = killed_run
     verdict = json.loads((run_dir / "verdict.json").read_text())
     assert run.returncode == 1, f"exit {run.returncode}\n{run.stdout}\n{run.stderr[-3000:]}"
     slow = verdict["anomalies"]["slow-recovery"]
@@ -62,3 +78,22 @@ def test_kill_judged_with_a_short_bound_is_slow_and_with_the_default_is_not(tmp_
                 if isinstance(f[m], float)]
     assert measured, "nothing recovered within any heal's window: the default bound judged nothing"
     assert max(measured) <= default["seconds"]
+
+
+def test_a_killed_broker_is_history_not_a_harness_error(killed_run):
+    run, run_dir = killed_run
+    terminal = run.stdout + run.stderr
+    assert "Traceback" not in terminal and "prober failed" not in terminal, terminal[-3000:]
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert run.returncode == {True: 0, False: 1}.get(verdict["valid"], 3), terminal[-3000:]  # by its verdict
+    records = list(read_history(run_dir / "history.jsonl"))
+    probes = [r for r in records if r["f"] in ("fetch", "list_offsets", "offsets_for_leader_epoch")]
+    lost = [r for r in probes if r["type"] == "info"]
+    assert lost, "some probe met the killed broker"
+    assert all(r["value"].get("error") for r in lost)
+    first = min(lost, key=lambda r: r["index"])
+    assert [r for r in probes if r["type"] == "ok" and r["index"] > first["index"]
+            and r["process"] != first["process"]], "the prober went on, as a new process"
+    for info in lost:  # a process that saw `info` issues nothing more
+        assert not [r for r in records if r["process"] == info["process"] and r["index"] > info["index"]]
+    assert (run_dir / "harness.log").exists()
