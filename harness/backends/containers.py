@@ -173,6 +173,7 @@ class ContainerCluster(NativeCluster):
         subnet = _free_subnet(self.client)
         step(f"creating Docker network {subnet}.0/24")
         self.network = _network(subnet, labels)
+        _require_local_bridge(subnet)
         specs = [dataclasses.replace(s, host=Host(s.host.name, f"{subnet}.{10 + s.node_id}", None),
                                      internal_port=BROKER_PORT, controller_port=CONTROLLER_PORT, client_port=CLIENT_PORT)
                  for s in self._plan()]
@@ -200,6 +201,21 @@ class ContainerCluster(NativeCluster):
             n.container = None  # teardown removes them by label, with whatever a half-done up left
         teardown(self.state)  # -> remove_cluster, then the Toxiproxy server and the reaper
         self.state = None
+
+
+def _require_local_bridge(subnet: str) -> None:
+    """Clients connect to the containers' addresses directly, so Docker's bridge for the
+    network (its gateway, `<subnet>.1`) must be an address of this host; else every
+    connection would fail only after the readiness timeout, as "cluster not ready"."""
+    import socket
+    with socket.socket() as s:
+        try:
+            s.bind((f"{subnet}.1", 0))
+        except OSError:
+            raise HarnessError(
+                f"Docker's network {subnet}.0/24 is not on this host's network (is Docker in a VM, on another "
+                f"machine or in another network namespace?): the testcontainers backend connects to the "
+                f"containers directly (docs/containers.md)") from None
 
 
 def _free_subnet(client) -> str:

@@ -118,6 +118,26 @@ def test_no_docker_is_one_line_and_leaves_no_run(tmp_path, kafka_version):
 
 
 @pytest.mark.cluster
+def test_docker_whose_network_is_not_this_hosts_is_one_line_at_once(tmp_path, kafka_version):
+    """A Docker elsewhere (here: in another network namespace; for users, a VM or Docker
+    Desktop) serves the API, but its containers cannot be reached: said in one line within
+    seconds, not as "cluster not ready" after the readiness timeout; nothing left in Docker."""
+    with dockerd_namespace("overlay2") as ns:
+        env = {**os.environ, "DOCKER_HOST": ns.socket}
+        t0 = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--backend", "testcontainers",
+                               "--duration", "10", "--runs-dir", str(tmp_path / "runs"), "--quiet",
+                               *kafka_args(kafka_version)], capture_output=True, text=True, env=env, timeout=600)
+        took = time.monotonic() - t0
+        assert proc.returncode == 2, proc
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and "not on this host's network" in lines[0], proc.stderr
+        assert took < 120, f"{took:.0f} s: the readiness timeout was waited out"
+        assert _docker(ns, "ps", "-aq", "--filter", f"label={LABEL}").strip() == ""
+        assert _docker(ns, "network", "ls", "-q", "--filter", f"label={LABEL}").strip() == ""
+
+
+@pytest.mark.cluster
 @pytest.mark.long  # a second container cluster start: minutes on a loaded machine
 def test_sigkilled_run_its_watchdog_removes_the_containers_and_toxiproxy(tmp_path, kafka_version):
     with dockerd_namespace("overlay2") as ns:
