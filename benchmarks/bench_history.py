@@ -7,7 +7,7 @@ Prints:
   nothing, in alternating slices of one run, and their ratio (targets: >= 20,000
   acknowledged sends/s with recording, ratio >= 0.9).
 
-    python benchmarks/bench_history.py [--seconds 10] [--producers 2] [--in-flight 256] [--kafka-version 4.3.1]
+    python benchmarks/bench_history.py [--seconds 20] [--producers 2] [--in-flight 1024] [--kafka-version 4.3.1]
 
 Use `--writer-only` to skip the cluster.
 """
@@ -101,9 +101,12 @@ def producer_rates(bootstrap: str, topic: str, seconds: float, producers: int, i
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seconds", type=float, default=10.0, help="measured seconds per variant")
+    p.add_argument("--seconds", type=float, default=20.0,
+                   help="measured seconds per variant (the brokers take ~10 s to reach their pace)")
     p.add_argument("--producers", type=int, default=2)
-    p.add_argument("--in-flight", type=int, default=256, help="sends outstanding per producer")
+    p.add_argument("--in-flight", type=int, default=1024,
+                   help="sends outstanding per producer (with one request per broker, throughput is about "
+                        "in-flight / round trip)")
     p.add_argument("--requests", type=int, default=1, help="max.in.flight.requests.per.connection (1..5)")
     p.add_argument("--kafka-version", default=None)
     p.add_argument("--writer-only", action="store_true")
