@@ -76,6 +76,7 @@ def conformance_table(verdict: dict, context: dict | None = None) -> dict[str, d
         row = {"section": meta[rule]["section"],
                "observations": (coverage.get(rule) or {}).get("observations") or 0,
                "anomalies": dict(counts.get("anomalies") or {}), "known": dict(counts.get("known") or {}),
+               "deviations": dict(counts.get("deviations") or {}),
                "not_asked": [f"{s.get('feature')}: {s.get('reason')}" for s in context.get("skipped") or []
                              if rule in SKIPPED_RULES.get(str(s.get("key", "")).split("@", 1)[0], ())],
                "not_in_release": (f"{lacking[kip]} is not in Kafka {version}" if kip in lacking else None)}
@@ -93,7 +94,8 @@ def with_status(row: dict) -> dict:
     elif row["not_in_release"]:
         status, why = NOT_IN_RELEASE, row["not_in_release"]
     elif row["known"]:
-        status, why = KNOWN, named(row["known"])
+        accepted = sorted(row.get("deviations") or {})
+        status, why = KNOWN, named(row["known"]) + (f", accepted as {', '.join(accepted)}" if accepted else "")
     elif n == 0:
         status, why = NOT_ASKED, "no observation in the history" + (
             f"; not asked: {'; '.join(row['not_asked'])}" if row["not_asked"] else "")
@@ -114,11 +116,12 @@ def merge(tables: list[dict]) -> dict[str, dict[str, dict]]:
                 acc = out.setdefault(kip, {}).get(rule)
                 if acc is None:
                     out[kip][rule] = {**row, "anomalies": dict(row["anomalies"]), "known": dict(row["known"]),
+                                      "deviations": dict(row.get("deviations") or {}),
                                       "not_asked": list(row["not_asked"])}
                     continue
                 acc["observations"] += row["observations"]
-                for key in ("anomalies", "known"):
-                    for name, n in row[key].items():
+                for key in ("anomalies", "known", "deviations"):
+                    for name, n in (row.get(key) or {}).items():
                         acc[key][name] = acc[key].get(name, 0) + n
                 acc["not_asked"] += [r for r in row["not_asked"] if r not in acc["not_asked"]]
                 acc["not_in_release"] = acc["not_in_release"] if row["not_in_release"] else None

@@ -182,16 +182,19 @@ def _one_per_proof(anomalies: Iterable[Anomaly]) -> list[Anomaly]:
 
 
 def by_model_rule(found: dict[str, list[Anomaly]], known: dict[str, list[Anomaly]]) -> dict:
-    """{model rule: {"anomalies": {name: n}, "known": {name: n}}} over every anomaly (not
-    only the examples kept), from the model rule each names (`checks.rules.base.RULE`)."""
+    """{model rule: {"anomalies": {name: n}, "known": {name: n}, "deviations": {deviation: n}}}
+    over every anomaly (not only the examples kept), from the model rule each names
+    (`checks.rules.base.RULE`) and, for a known one, the deviations that accepted it."""
     out: dict[str, dict] = {}
     for section, items in (("anomalies", found), ("known", known)):
         for name, found_here in items.items():
             for a in found_here:
                 rule = a.details.get(RULE)
                 if rule:
-                    row = out.setdefault(rule, {"anomalies": {}, "known": {}})[section]
-                    row[name] = row.get(name, 0) + 1
+                    counts = out.setdefault(rule, {"anomalies": {}, "known": {}, "deviations": {}})
+                    counts[section][name] = counts[section].get(name, 0) + 1
+                    for d in a.details.get(DEVIATIONS, ()):
+                        counts["deviations"][d] = counts["deviations"].get(d, 0) + 1
     return dict(sorted(out.items()))
 
 

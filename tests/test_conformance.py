@@ -61,6 +61,8 @@ def test_an_anomaly_fails_its_own_rule_only():
 def test_a_known_deviation_is_known_under_the_release_profile_and_fails_under_kip():
     h = history(fetch(12, hwm=10))  # NONE above the HWM: KIP-392 case 1, Kafka answers it
     assert statuses(check_records(h, profile="kafka-4.3"))["kip392.consumer_fetch_outcomes"] == KNOWN
+    assert rows(check_records(h, profile="kafka-4.3"))["kip392.consumer_fetch_outcomes"]["why"] == (
+        "wrong-fetch-error x1, accepted as fetch-above-hwm-empty")
     assert statuses(check_records(h, profile="kip"))["kip392.consumer_fetch_outcomes"] == FAILS
     assert statuses(check_records(history(fetch(10, hwm=10)), profile="kafka-4.3"))[
         "kip392.consumer_fetch_outcomes"] == HOLDS
