@@ -36,13 +36,14 @@ def proxied(kafka_dist, tmp_path_factory):
 @pytest.fixture
 def link(proxied, history):
     """A nemesis on the proxied cluster, plus a topic and its leader's proxy address."""
-    from harness.clients.admin import Admin
+    from harness.clients.admin import Admin, wait_known_by_each
     from harness.pytest_plugin import NemesisHandle
     import uuid
     topic = f"t-{uuid.uuid4().hex[:8]}"
     admin = Admin(proxied.bootstrap_servers())
     admin.create_topic(topic, partitions=1, replication_factor=3)
     leader = admin.wait_full_isr(topic, 60)[0].leader
+    wait_known_by_each([n.spec.client_endpoint for n in proxied.brokers], topic, 60)
     handle = NemesisHandle(proxied, topic, history)
     handle.topic, handle.leader_address = topic, proxied.node(leader).spec.advertised_client
     yield handle

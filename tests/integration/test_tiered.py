@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from harness.backends import releases, tiered
-from harness.clients.admin import Admin
+from harness.clients.admin import Admin, wait_known_by_each
 from harness.clients.prober import Prober
 from tests.integration.probe_support import Traffic, completions
 
@@ -28,6 +28,7 @@ def tiered_topic(cluster):
     admin.create_topic(name, partitions=1, replication_factor=3,
                        config=tiered.topic_config(segment_ms=1000, local_retention_ms=LOCAL_RETENTION_MS))
     admin.wait_full_isr(name, 60)
+    wait_known_by_each([n.spec.client_endpoint for n in cluster.brokers], name, 60)
     return name
 
 
