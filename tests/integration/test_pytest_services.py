@@ -1,4 +1,4 @@
-"""The example tests (test_example_workload.py) as a user runs them, under allure-pytest: it passes,
+"""The example tests (examples/test_example_workload.py) as a user runs them, under allure-pytest: it passes,
 its Allure test carries the verdict, the Kafka version and seed, the fault schedule as it ran, a
 history excerpt and every node's log; its teardown, after `verify()` closed the history, heals
 without the `I/O operation on closed file` error it used to raise; no dependency warnings."""
@@ -18,7 +18,7 @@ def test_example_test_under_allure(tmp_path):
     results = tmp_path / "allure-results"
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
                            f"--alluredir={results}", "--kipcheck-seed", "5",
-                           "tests/integration/test_example_workload.py"],
+                           "examples/test_example_workload.py"],
                           cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
                           timeout=900)
     out = proc.stdout + proc.stderr

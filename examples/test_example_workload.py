@@ -2,7 +2,9 @@
 fresh topic of the session's cluster, a fault in the middle, then one call that heals, reads
 everything back, checks the history and fails the test with any anomaly and its proof.
 
-Run it alone with `pytest tests/integration/test_example_workload.py --alluredir allure-results`.
+Run it with `pytest examples/test_example_workload.py --alluredir allure-results` (the test suite
+runs it that way too, tests/integration/test_pytest_services.py; it is outside tests/ so that
+it runs once).
 """
 import pytest
 
