@@ -17,7 +17,7 @@ are not offered: `SUPPORTED_FAULTS` says which run, the run reports the rest as 
 
 The cluster has a state file like a native one (harness.backends.state) with its Docker host, so
 its watchdog, `kipcheck cluster down --id` and the next run's stale sweep remove the
-containers of a harness that was SIGKILLed (`remove_cluster`), with the Toxiproxy server.
+containers of a harness that was SIGKILLed (harness.backends.docker_cleanup), with the Toxiproxy server.
 """
 from __future__ import annotations
 
