@@ -45,9 +45,6 @@ UNSUPPORTED_WHY = ("packet-level partitions need iptables in a network namespace
 SUBNETS = range(201, 255)  # 198.19.<i>.0/24; 198.19.200/24 is the Docker bridge of kipcheck's tests
 
 
-
-
-
 class ContainerNode(KafkaNode):
     """A KafkaNode whose JVM runs in a container; its lifecycle goes through the Docker API."""
 
