@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from faults.base import FaultSpec
-from tests.integration.faults_support import full_isr, partition_answered_by, partition_seen_by, wait_for
+from tests.integration.faults_support import (full_isr, partition_answered_by, partition_seen_by, produce_bulk,
+                                              wait_for)
 
 pytestmark = pytest.mark.cluster
 
@@ -59,9 +60,14 @@ def test_bridge_keeps_the_bridge_in_sync_and_drops_the_far_half(cluster, topic, 
     assert bridge not in left + right
 
     # Which half drops out depends on where the active controller is (a node that cannot reach it is
-    # fenced), but no ISR can keep both halves, and the bridge, reaching everyone, stays in sync.
-    # Asked of the bridge itself: it reaches the controller, while a fenced half answers from a
-    # metadata image that stopped at the cut (seen in CI: the ISR of before, for 90 s).
+    # fenced), but no ISR can keep both halves once the partition moves on, and the bridge, reaching
+    # everyone, stays in sync. An idle partition never moves on: a follower whose log end equals
+    # the leader's stays caught up however long it is cut off (Replica.isCaughtUp), so with the
+    # controller on the bridge nobody is fenced and the ISR stays whole (seen in CI for 90 s).
+    # Writes make the far follower fall behind. The bridge itself is asked: it reaches the
+    # controller, while a fenced half answers from a metadata image stopped at the cut.
+    produce_bulk(cluster, topic, 100)
+
     def halves_split():
         p = partition_answered_by(cluster, topic, 0, bridge)
         return p.leader >= 0 and bridge in p.isr and not (set(left) & set(p.isr) and set(right) & set(p.isr))
