@@ -62,7 +62,7 @@ def test_bridge_keeps_the_bridge_in_sync_and_drops_the_far_half(cluster, topic, 
     # Which half drops out depends on where the active controller is (a node that cannot reach it is
     # fenced), but no ISR can keep both halves once the partition moves on, and the bridge, reaching
     # everyone, stays in sync. An idle partition never moves on: a follower whose log end equals
-    # the leader's stays caught up however long it is cut off (Replica.isCaughtUp), so with the
+    # the leader's stays caught up however long it is cut off (ReplicaState.isCaughtUp), so with the
     # controller on the bridge nobody is fenced and the ISR stays whole (seen in CI for 90 s).
     # Writes make the far follower fall behind. The bridge itself is asked: it reaches the
     # controller, while a fenced half answers from a metadata image stopped at the cut.
