@@ -99,23 +99,30 @@ class Admin:
         raise HarnessError(f"{topic} has no full ISR within {timeout:.0f} s ({last})")
 
 
+def answered_partitions(endpoint: str, topic: str) -> list[PartitionView]:
+    """`topic`'s partitions as the broker at `endpoint` itself answers Metadata, asked over the
+    wire: an admin client sends its request to any broker it has learnt of."""
+    from harness.clients.wire import BrokerConnection, metadata
+    with BrokerConnection(endpoint, timeout=5) as conn:
+        view = metadata(conn, [topic])
+    return [PartitionView(topic, p.partition, p.leader if p.error == "NONE" else -1, tuple(p.replicas), tuple(p.isr))
+            for (t, _), p in sorted(view.partitions.items()) if t == topic]
+
+
 def wait_known_by_each(endpoints: list[str], topic: str, timeout: float) -> None:
     """Wait until each broker itself answers Metadata for `topic` with leaders and full ISRs.
 
     Each broker learns a new topic from its own replay of the metadata log, so one broker's
-    answer says nothing of another's; an admin client asks whichever broker it likes."""
-    from harness.clients.wire import BrokerConnection, metadata
+    answer says nothing of another's."""
     deadline = time.monotonic() + timeout
     pending, last = list(endpoints), "no answer"
     while pending and time.monotonic() < deadline:
         try:
-            with BrokerConnection(pending[0], timeout=5) as conn:
-                view = metadata(conn, [topic])
-            parts = [p for (t, _), p in view.partitions.items() if t == topic]
-            if parts and all(p.error == "NONE" and p.leader >= 0 and set(p.isr) == set(p.replicas) for p in parts):
+            parts = answered_partitions(pending[0], topic)
+            if parts and all(p.leader >= 0 and set(p.isr) == set(p.replicas) for p in parts):
                 pending.pop(0)
                 continue
-            last = f"{pending[0]}: {view.topic_errors.get(topic)}"
+            last = f"{pending[0]}: {[(p.partition, p.leader, list(p.isr)) for p in parts] or 'no partitions'}"
         except OSError as e:
             last = f"{pending[0]}: {e}"
         time.sleep(0.2)

@@ -5,8 +5,7 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from harness.clients.admin import Admin, PartitionView, _quiet_logger
-from harness.clients.wire import BrokerConnection, metadata
+from harness.clients.admin import Admin, PartitionView, _quiet_logger, answered_partitions
 
 
 def wait_for(cond, timeout: float, what: str, poll: float = 0.5):
@@ -31,11 +30,9 @@ def partition_seen_by(cluster, topic: str, partition: int, exclude=()):
 
 
 def partition_answered_by(cluster, topic: str, partition: int, node_id: int) -> PartitionView:
-    """The partition as one broker's own Metadata answer shows it, asked over the wire: an admin
-    client may send its request to any broker it has learnt of, fenced and stale ones too."""
-    with BrokerConnection(cluster.node(node_id).spec.client_endpoint, timeout=5) as conn:
-        p = metadata(conn, [topic]).partitions[(topic, partition)]
-    return PartitionView(topic, partition, p.leader, tuple(p.replicas), tuple(p.isr))
+    """The partition as one broker's own Metadata answer shows it (`answered_partitions`)."""
+    return next(p for p in answered_partitions(cluster.node(node_id).spec.client_endpoint, topic)
+                if p.partition == partition)
 
 
 def produce(cluster, topic: str, count: int, partition: int = 0, size: int = 100, prefix: str = "v") -> list[float]:
