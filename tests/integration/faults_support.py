@@ -64,6 +64,21 @@ def produce_bulk(cluster, topic: str, count: int, partition: int = 0, size: int 
     assert p.flush(120) == 0 and not errors, errors[:3]
 
 
+def produce_during_fault(cluster, topic: str, count: int, partition: int = 0, timeout: float = 15) -> int:
+    """acks=1 writes that move a partition's log end on, whoever answers; returns how many were acknowledged.
+
+    During a cut, acks=all can wait on a leader that is already fenced but does not know it yet:
+    it keeps an ISR it cannot shrink, so the send never completes. acks=1 answers at once."""
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers(), "acks": "1", "linger.ms": 20,
+                  "message.timeout.ms": int(timeout * 1000), "logger": _quiet_logger()})
+    acked = []
+    for i in range(count):
+        p.produce(topic, value=b"%d:" % i + b"x" * 1000, partition=partition,
+                  on_delivery=lambda err, msg: acked.append(1) if not err else None)
+    p.flush(timeout + 5)
+    return len(acked)
+
+
 def read_all(cluster, topic: str, partition: int = 0, timeout: float = 60) -> list[bytes]:
     """Every value of the partition from the beginning up to its current end."""
     c = Consumer({"bootstrap.servers": cluster.bootstrap_servers(), "group.id": f"kipcheck-read-{time.monotonic_ns()}",
