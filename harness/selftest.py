@@ -2,8 +2,9 @@
 
 One cluster whose brokers carry every seeded bug (harness.backends.seeded), all off. Then one window
 per bug, after a control window with none: a fresh topic, the bug switched on, the usual
-workload (one idempotent and one non-idempotent acks=all producer, a rack-aware consumer),
-the raw-protocol prober and the metadata observer for `window` seconds, the bug switched off,
+workload (one idempotent and one non-idempotent acks=all producer, a rack-aware consumer;
+none for a bug whose slip no client reaches, `SeededBug.clients`), the raw-protocol prober
+and the metadata observer for `window` seconds, the bug switched off,
 final reads from the beginning, and the window's own history checked under `kip` and the
 version's profile. A bug that never fired is "not exercised", never "caught"; one whose
 Kafka method the agent did not find is "not installable".
@@ -78,7 +79,8 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
     from harness.run import RunContext, RunOptions, _drive, _follower_rack
     wdir.mkdir(parents=True)
     topic = f"seed-{name or CONTROL}"
-    w = WorkloadOptions(topic=topic, producer_modes=PRODUCER_MODES)
+    clients = name is None or seeded.bug(name).clients
+    w = WorkloadOptions(topic=topic, producer_modes=PRODUCER_MODES, **({} if clients else {"producers": 0, "consumers": 0}))
     ctx = RunContext(cluster, topic)
     admin = ctx.admin()
     from harness.backends.tiered import topic_config

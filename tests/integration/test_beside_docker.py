@@ -38,7 +38,7 @@ def _docker_conditions(ns: DockerNamespace) -> None:
 def test_main_job_is_valid_beside_docker_and_leaves_its_rules_as_found(docker_ns, tmp_path, kafka_version):
     _docker_conditions(docker_ns)
     before = docker_ns.rules()
-    proc = kipcheck("run", "--duration", "30", "--seed", "1", "--runs-dir", str(tmp_path), "--quiet",
+    proc = kipcheck("run", "--duration", "20", "--seed", "1", "--runs-dir", str(tmp_path), "--quiet",
                     *kafka_args(kafka_version), prefix=docker_ns.ip_netns_exec)
     accept_seen = ""
     deadline = time.monotonic() + 120

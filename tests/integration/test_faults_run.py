@@ -25,7 +25,7 @@ def _paused_pids() -> list[str]:
 def test_run_with_every_fault_kind_is_valid_and_leaves_nothing(tmp_path, pytestconfig):
     v = pytestconfig.getoption("--kafka-version")
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--faults", "all", "--seed", "1",
-                           "--duration", "90", "--runs-dir", str(tmp_path), "--quiet",
+                           "--duration", "60", "--runs-dir", str(tmp_path), "--quiet",
                            *(["--kafka-version", v] if v else [])], capture_output=True, text=True, timeout=900)
     run_dir = next(tmp_path.iterdir())
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
