@@ -79,8 +79,9 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
     from harness.run import RunContext, RunOptions, _drive, _follower_rack
     wdir.mkdir(parents=True)
     topic = f"seed-{name or CONTROL}"
-    clients = name is None or seeded.bug(name).clients
-    w = WorkloadOptions(topic=topic, producer_modes=PRODUCER_MODES, **({} if clients else {"producers": 0, "consumers": 0}))
+    no_clients = name is not None and not seeded.bug(name).clients
+    w = WorkloadOptions(topic=topic, producer_modes=PRODUCER_MODES,
+                        **({"producers": 0, "consumers": 0} if no_clients else {}))
     ctx = RunContext(cluster, topic)
     admin = ctx.admin()
     from harness.backends.tiered import topic_config
