@@ -51,14 +51,13 @@ class DockerNamespace:
         return self.sh("iptables", "-w", "-S", "FORWARD")
 
 
-def _settled(ns: DockerNamespace, earlier: str | None) -> bool:
-    """dockerd's rules as it keeps them: FORWARD policy DROP, the DOCKER-USER jump moved to the top
-    of FORWARD (dockerd does that last; a snapshot taken before it differs from every later one,
-    seen in a suite run), and nothing changed since the `earlier` snapshot a second ago."""
-    forward = ns.forward_rules()
-    appended = [l for l in forward.splitlines() if l.startswith("-A FORWARD")]
-    return ("-P FORWARD DROP" in forward and appended[:1] == ["-A FORWARD -j DOCKER-USER"]
-            and earlier is not None and ns.rules() == earlier)
+def _settled(rules: str, earlier: str | None) -> bool:
+    """dockerd's rules (`DockerNamespace.rules`) as it keeps them: FORWARD policy DROP, the
+    DOCKER-USER jump moved to the top of FORWARD (dockerd does that last; a snapshot taken before
+    it differs from every later one, seen in a suite run), and the same as a second `earlier`."""
+    appended = [l for l in rules.splitlines() if l.startswith("-A FORWARD")]
+    return (":FORWARD DROP" in rules and appended[:1] == ["-A FORWARD -j DOCKER-USER"]
+            and rules == earlier)
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -94,12 +93,12 @@ def dockerd_namespace(storage_driver: str = "vfs"):
                        "--bip", DOCKER_BIP, "--storage-driver", storage_driver),
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         deadline, last = time.monotonic() + 90, None
-        while not _settled(ns, last):
+        while not _settled(rules := ns.rules(), last):
             if proc.poll() is not None:
                 tail = (work / "dockerd.log").read_text().strip().splitlines()[-1:]
                 pytest.skip(f"dockerd cannot start on this machine: {tail}")
-            assert time.monotonic() < deadline, f"dockerd ran but its iptables rules never settled:\n{ns.rules()}"
-            last = ns.rules()
+            assert time.monotonic() < deadline, f"dockerd ran but its iptables rules never settled:\n{rules}"
+            last = rules
             time.sleep(1)
         yield ns
     finally:

@@ -51,9 +51,11 @@ def produce(cluster, topic: str, count: int, partition: int = 0, size: int = 100
     return latencies
 
 
-def produce_bulk(cluster, topic: str, count: int, partition: int = 0, size: int = 1000) -> None:
-    p = Producer({"bootstrap.servers": cluster.bootstrap_servers(), "acks": "all", "linger.ms": 20,
-                  "logger": _quiet_logger()})
+def _send_bulk(cluster, topic: str, count: int, partition: int, size: int, acks: str,
+               timeout: float) -> tuple[int, list]:
+    """Send `count` records of about `size` bytes; return (still undelivered after `timeout`, errors)."""
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers(), "acks": acks, "linger.ms": 20,
+                  "message.timeout.ms": int(timeout * 1000), "logger": _quiet_logger()})
     errors = []
     payload = b"x" * size
     for i in range(count):
@@ -61,7 +63,13 @@ def produce_bulk(cluster, topic: str, count: int, partition: int = 0, size: int 
                   on_delivery=lambda err, msg: errors.append(err) if err else None)
         if i % 1000 == 0:
             p.poll(0)
-    assert p.flush(120) == 0 and not errors, errors[:3]
+    return p.flush(timeout + 5), errors
+
+
+def produce_bulk(cluster, topic: str, count: int, partition: int = 0, size: int = 1000) -> None:
+    """acks=all sends, many in flight; each must be acknowledged."""
+    undelivered, errors = _send_bulk(cluster, topic, count, partition, size, "all", 120)
+    assert undelivered == 0 and not errors, errors[:3]
 
 
 def produce_during_fault(cluster, topic: str, count: int, partition: int = 0, timeout: float = 15) -> int:
@@ -69,14 +77,8 @@ def produce_during_fault(cluster, topic: str, count: int, partition: int = 0, ti
 
     During a cut, acks=all can wait on a leader that is already fenced but does not know it yet:
     it keeps an ISR it cannot shrink, so the send never completes. acks=1 answers at once."""
-    p = Producer({"bootstrap.servers": cluster.bootstrap_servers(), "acks": "1", "linger.ms": 20,
-                  "message.timeout.ms": int(timeout * 1000), "logger": _quiet_logger()})
-    acked = []
-    for i in range(count):
-        p.produce(topic, value=b"%d:" % i + b"x" * 1000, partition=partition,
-                  on_delivery=lambda err, msg: acked.append(1) if not err else None)
-    p.flush(timeout + 5)
-    return len(acked)
+    undelivered, errors = _send_bulk(cluster, topic, count, partition, 1000, "1", timeout)
+    return count - undelivered - len(errors)
 
 
 def read_all(cluster, topic: str, partition: int = 0, timeout: float = 60) -> list[bytes]:
