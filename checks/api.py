@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Sequence
 
 from checks.coverage import apply_requirement, parse_requirement
-from checks.profiles import choose_profile_noted
+from checks.profiles import choose_profile_noted, kafka_version
+from reference_model.profiles import inherited
 
 ENGINES = ("local", "spark")
 
@@ -51,9 +52,12 @@ def check_many(paths: Sequence[str | Path], engine: str = "local", master: str |
     else:
         from checks.engine_spark import check_paths
         verdicts = check_paths(paths, run_rules, profiles, master=master)
-    for verdict, (_, note) in zip(verdicts, noted):
+    for verdict, path, (name, note) in zip(verdicts, paths, noted):
         if note:
             verdict["profile_note"] = note  # the run's Kafka version has no profile of its own
+        judged = inherited(kafka_version(path))
+        if judged and judged["profile"] == name:
+            verdict["judged_as"] = judged  # newer than every read profile: judged under the newest, inherited
     return [apply_requirement(v, require_coverage) for v in verdicts]
 
 

@@ -6,7 +6,8 @@ For each KIP rule the checker judges (checks.coverage.OBSERVED, grouped by KIP) 
 * "not in this release": the run's release lacks the KIP's feature (config.json `features`,
   harness.backends.releases), and no anomaly says otherwise (under `--profile kip` the absence of a
   KIP's behaviour is flagged, so the row fails);
-* "known deviation": only deviations the profile accepts;
+* "known deviation": only deviations the profile accepts (for a release newer than every read
+  profile, judged under the newest one, the row says they are inherited, not confirmed);
 * "not asked": no observation could have broken the rule: the broker could not be asked
   (config.json `skipped`, harness.clients.capabilities) or the history holds none;
 * "holds": observed (the coverage count), no anomaly.
@@ -22,6 +23,7 @@ from pathlib import Path
 from checks import run_config
 
 from checks.coverage import OBSERVED, model_rules
+from reference_model.profiles import inherited
 
 #: the verdict key of the table
 CONFORMANCE = "conformance"
@@ -68,6 +70,9 @@ def conformance_table(verdict: dict, context: dict | None = None) -> dict[str, d
     lacking = {f"KIP-{name[len('kip-'):]}": name for name, state in (context.get("features") or {}).items()
                if name.startswith("kip-") and state == NOT_IN_RELEASE}
     version = context.get("kafka_version")
+    judged = inherited(version)  # a release newer than every read profile: its deviations are inherited
+    inherited_from = (f"inherited from {judged['profile']}, not confirmed for {judged['line']}"
+                      if judged and verdict.get("profile") == judged["profile"] else None)
     meta = model_rules()
     table: dict[str, dict[str, dict]] = {}
     for rule in OBSERVED:
@@ -79,7 +84,8 @@ def conformance_table(verdict: dict, context: dict | None = None) -> dict[str, d
                "deviations": dict(counts.get("deviations") or {}),
                "not_asked": [f"{s.get('feature')}: {s.get('reason')}" for s in context.get("skipped") or []
                              if rule in SKIPPED_RULES.get(str(s.get("key", "")).split("@", 1)[0], ())],
-               "not_in_release": (f"{lacking[kip]} is not in Kafka {version}" if kip in lacking else None)}
+               "not_in_release": (f"{lacking[kip]} is not in Kafka {version}" if kip in lacking else None),
+               "inherited": inherited_from}
         table.setdefault(kip, {})[rule] = with_status(row)
     return table
 
@@ -95,7 +101,8 @@ def with_status(row: dict) -> dict:
         status, why = NOT_IN_RELEASE, row["not_in_release"]
     elif row["known"]:
         accepted = sorted(row.get("deviations") or {})
-        status, why = KNOWN, named(row["known"]) + (f", accepted as {', '.join(accepted)}" if accepted else "")
+        status, why = KNOWN, named(row["known"]) + (f", accepted as {', '.join(accepted)}" if accepted else "") + (
+            f" ({row['inherited']})" if row.get("inherited") else "")
     elif n == 0:
         status, why = NOT_ASKED, "no observation in the history" + (
             f"; not asked: {'; '.join(row['not_asked'])}" if row["not_asked"] else "")
@@ -125,6 +132,7 @@ def merge(tables: list[dict]) -> dict[str, dict[str, dict]]:
                         acc[key][name] = acc[key].get(name, 0) + n
                 acc["not_asked"] += [r for r in row["not_asked"] if r not in acc["not_asked"]]
                 acc["not_in_release"] = acc["not_in_release"] if row["not_in_release"] else None
+                acc["inherited"] = acc.get("inherited") or row.get("inherited")
     return {kip: {rule: with_status(row) for rule, row in rows.items()} for kip, rows in out.items()}
 
 

@@ -151,7 +151,8 @@ def add_campaign_arguments(c) -> None:
     c.add_argument("--seeds", default=None, help="seeds, e.g. 1-20 or 1,4,9 (required for a new campaign)")
     c.add_argument("--faults", action="append", default=None, metavar="MIX",
                    help="a fault mix per flag: 'default', 'none', 'all' or kinds 'partition,kill' (repeatable)")
-    c.add_argument("--kafka-versions", default=None, help="comma-separated Kafka versions (default: the default one)")
+    c.add_argument("--kafka-versions", default=None, help="comma-separated Kafka versions, `latest` for the newest on Maven Central "
+                        "(default: the pinned default release)")
     c.add_argument("--duration", type=float, default=60.0, help="seconds of workload per run (default 60)")
     c.add_argument("--dir", default=None, help="campaign directory (default ./campaigns/<time>); an existing "
                                                "one resumes with its own plan")
@@ -191,6 +192,10 @@ def cmd_campaign(args) -> int:
             if mix not in ("default", "none"):
                 parse_kinds(mix)  # an unknown kind is a one-line error before anything starts
         versions = [v.strip() for v in args.kafka_versions.split(",")] if args.kafka_versions else [None]
+        if args.backend != "external":  # fixed once, in campaign.json: a resume runs the same releases
+            from harness.backends.kafka_dist import version_of
+            with ProgressUI(quiet=args.quiet).step("resolving the Kafka versions"):
+                versions = list(dict.fromkeys(version_of(v) for v in versions))
         planned = plan(seeds, mixes, versions)
         settings = {k: getattr(args, k) for k in SETTINGS}
     if settings["duration"] <= 0:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from faults.errors import FaultError
+from harness.backends import releases
 from harness.errors import HarnessError
 
 EXIT_VALID, EXIT_ANOMALIES, EXIT_ERROR, EXIT_UNKNOWN = 0, 1, 2, 3
@@ -38,7 +39,8 @@ def _positive(kind, zero: bool = False):
 
 def _kafka_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kafka-version", default=None,
-                   help="Kafka version from Maven Central (default: newest 4.x >= 4.3 that resolves)")
+                   help=f"Kafka version from Maven Central, or `latest` for the newest it serves "
+                        f"(default: {releases.DEFAULT_VERSION}, pinned)")
     p.add_argument("--kafka-home", default=None, help="use an unpacked Kafka distribution instead of Maven")
     p.add_argument("--brokers", type=_positive(int), default=3, help="broker count (default 3)")
     p.add_argument("--controllers", type=int, default=0, choices=range(0, 8), metavar="N",
@@ -269,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_cluster)
 
     st = sub.add_parser("selftest", help="seed broker bugs one at a time; show which anomalies the checker names")
-    st.add_argument("--kafka-version", default=None, help="Kafka version under qualification (default: newest 4.x)")
+    st.add_argument("--kafka-version", default=None, help=f"Kafka version under qualification, or `latest` (default: {releases.DEFAULT_VERSION})")
     st.add_argument("--kafka-home", default=None, help="use an unpacked Kafka distribution instead of Maven")
     st.add_argument("--window", type=_positive(float), default=20.0, help="seconds each bug is on (default 20)")
     st.add_argument("--bugs", default=None, help="comma-separated seeded bugs (default: all; see harness/backends/seeded.py)")

@@ -39,13 +39,14 @@ import pytest
 def pytest_addoption(parser):
     g = parser.getgroup("kipcheck")
     g.addoption("--kafka-version", default=os.environ.get("KIPCHECK_KAFKA_VERSION"),
-                help="Kafka version for cluster tests (default: newest 4.x >= 4.3 that resolves)")
+                help="Kafka version for cluster tests, or `latest` (default: the pinned "
+                     "harness.backends.releases.DEFAULT_VERSION)")
     g.addoption("--kafka-home", default=None, help="unpacked Kafka distribution for cluster tests")
     g.addoption("--kipcheck-brokers", type=int, default=3, help="brokers in the shared test cluster")
     g.addoption("--kafka-matrix", default=os.environ.get("KIPCHECK_KAFKA_MATRIX"),
                 help="comma-separated Kafka versions: every cluster test runs once per version "
                      "(release qualification), e.g. 4.2.1,4.3.1; `all-kraft`: the newest patch of "
-                     "every KRaft minor line 3.3 ... 4.3")
+                     "every KRaft minor line 3.3 ... 4.4; `latest`: the newest on Maven Central")
     g.addoption("--kipcheck-seed", type=int, default=int(os.environ.get("KIPCHECK_SEED", "0")),
                 help="seed of the workload fixture's random draws (the prober's choices)")
 
@@ -70,11 +71,14 @@ THIRD_PARTY_WARNINGS = (
 
 def matrix_versions(matrix: str) -> list[str]:
     """`--kafka-matrix` as versions: a comma-separated list, where `all-kraft` stands for
-    the newest patch of every KRaft minor line (harness.backends.releases.all_kraft)."""
+    the newest patch of every KRaft minor line (harness.backends.releases.all_kraft) and
+    `latest` for the newest release Maven Central serves (asked once, here)."""
+    from harness.backends.kafka_dist import LATEST, version_of
     from harness.backends.releases import all_kraft
     out = []
     for entry in (v.strip() for v in matrix.split(",")):
-        for v in (all_kraft() if entry == "all-kraft" else [entry] if entry else []):
+        for v in (all_kraft() if entry == "all-kraft" else [version_of(LATEST)] if entry == LATEST
+                  else [entry] if entry else []):
             if v not in out:
                 out.append(v)
     return out

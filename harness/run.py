@@ -30,7 +30,7 @@ from harness.backends.cluster import ClusterOptions, NativeCluster
 from harness.errors import HarnessError
 from harness.reproduce import reproduce_command
 from harness.clients.history import History
-from harness.backends.kafka_dist import resolve
+from harness.backends.kafka_dist import LATEST, resolve
 from harness.backends import releases
 from harness.runlog import LOG_NAME, harness_log, internal_error
 from harness.service import WorkloadService
@@ -134,6 +134,8 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         with ui.step("resolving Kafka"):  # first: a bad version or no java leaves nothing behind
             dist = resolve(options.kafka_version, options.kafka_home)
         version = dist.version
+        if options.kafka_version == LATEST:
+            ui.note(f"--kafka-version latest: Kafka {version}, the newest release Maven Central serves whole")
         if options.backend == "testcontainers":
             from harness.backends.container_image import ensure_image
             from harness.backends.docker_cleanup import docker_client
@@ -196,7 +198,7 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
                                   options={k: v for k, v in asdict(options).items() if k != "workload"},
                                   workload=asdict(w), schedule=[s.as_json() for s in plan],
                                   python=platform.python_version(), started=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-    config.update(kafka_version=version, features=releases.report(version), reproduce=reproduce_command(options))
+    config.update(kafka_version=version, features=releases.report(version), reproduce=reproduce_command(options, version))
     if options.upgrade_from:
         config.update(upgrade=_upgrade_config(options),
                       features=releases.report(_older_release(options)))  # what both releases have

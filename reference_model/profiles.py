@@ -248,22 +248,59 @@ def get(name: str | Profile) -> Profile:
         raise ValueError(f"unknown profile {name!r}; known: {sorted(PROFILES)}") from None
 
 
+def _line(version: str) -> tuple[int, int] | None:
+    """"4.4.0" -> (4, 4); None when it is not X.Y[.Z]."""
+    parts = version.split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def newest_read_line() -> tuple[int, int]:
+    """The newest release line with a profile of its own (read in its sources)."""
+    return max(line for name in PROFILES if name.startswith("kafka-") and (line := _line(name[len("kafka-"):])))
+
+
+def inherited(version: str | None) -> dict | None:
+    """For a release newer than every read profile: {"release", "line", "profile", "note"}, the
+    newest read profile it is judged under and the line that says so; None otherwise.
+
+    A new release mostly keeps the code of the one before it, so judging it under the KIP text
+    would flag every deviation it still has (seen: 4.4.0 under `kip`, 254 wrong-fetch-error on
+    a run 4.3's profile finds valid). Its profile's deviations are inherited, not confirmed:
+    the verdict, CLI, report and conformance table say so until `kipcheck profile read` has
+    read the release and a profile of its own is added."""
+    line = _line(version or "")
+    newest = newest_read_line()
+    if line is None or line <= newest:
+        return None
+    profile = f"kafka-{newest[0]}.{newest[1]}"
+    unread = f"{line[0]}.{line[1]}"
+    return {"release": version, "line": unread, "profile": profile, "read": False,
+            "note": f"judged as {profile}: {unread} not read (Kafka {version} is newer than every read "
+                    f"profile; the deviations {profile} accepts are inherited, not confirmed for {unread}; "
+                    f"`kipcheck profile read {version}` reads them)"}
+
+
 def profile_for(version: str | None) -> tuple[str, str | None]:
     """(profile name, fallback note) for a Kafka version string such as "4.3.1".
 
-    A release line with a profile gets it and no note. Any other version (3.x, 4.4, 5.0, an
-    unknown or unparseable one) is judged by the KIP texts, `kip`, with a note: another
-    line's deviations were read in another line's code and are not verified for it, so
-    accepting them there would accept what nobody has shown that release to do."""
+    A release line with a profile gets it and no note. A release newer than every read line is
+    judged under the newest read profile (`inherited`). Any other version (an older unread
+    line, an unknown or unparseable one) is judged by the KIP texts, `kip`, with a note:
+    another line's deviations were read in another line's code and are not verified for it."""
     if not version:
         return "kip", "the Kafka version is unknown: checked against the KIP texts alone (kip)"
-    parts = version.split(".")
-    try:
-        name = f"kafka-{int(parts[0])}.{int(parts[1])}"
-    except (IndexError, ValueError):
+    line = _line(version)
+    if line is None:
         return "kip", f"{version!r} is not a Kafka version X.Y[.Z]: checked against the KIP texts alone (kip)"
+    name = f"kafka-{line[0]}.{line[1]}"
     if name in PROFILES:
         return name, None
+    newer = inherited(version)
+    if newer:
+        return newer["profile"], newer["note"]
     return "kip", (f"Kafka {version} has no profile of its own ({name} was not read): checked against the "
                    f"KIP texts alone (kip), so its release's known deviations show as anomalies")
 

@@ -201,20 +201,38 @@ def test_case2_offset_not_available_below_the_hwm_is_wrong_only_where_the_hwm_is
 
 
 # --- profiles: a Kafka version without one falls back, and the verdict says so ------------
-def test_a_run_on_a_version_without_a_profile_is_checked_as_the_nearest_and_the_verdict_says_so(tmp_path):
+def _judge(tmp_path, version):
     import json
 
     from checks.api import check
-    from checks.cli_check import summary
-
     records = history(fetch(8, records=[8, 9, 10], current_leader_epoch=3), fetch(11, hwm=11, current_leader_epoch=3))
     (tmp_path / "history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    for version, profile, noted in (("4.4.0", "kip", True), ("4.3.1", "kafka-4.3", False)):
-        (tmp_path / "config.json").write_text(json.dumps({"kafka_version": version}))
-        verdict = check(tmp_path)
-        assert verdict["profile"] == profile
-        assert ("4.4.0" in verdict.get("profile_note", "")) is noted
-        assert ("profile note" in summary(verdict)) is noted
-        # 4.3's deviation is known only under its own profile; 4.4 is judged by the KIP text
-        section = "anomalies" if noted else "known"
-        assert verdict["counts"][section]["uncommitted-read"] == 1
+    (tmp_path / "config.json").write_text(json.dumps({"kafka_version": version}))
+    return check(tmp_path)
+
+
+def test_an_unread_newer_release_is_judged_under_the_newest_read_profile_and_says_so(tmp_path):
+    from checks.cli_check import deviation_lines, summary
+    from reference_model.profiles import newest_read_line
+    newest = "kafka-%d.%d" % newest_read_line()
+    verdict = _judge(tmp_path, "9.9.0")  # newer than every read line: what a new release looks like
+    assert verdict["profile"] == newest and verdict["valid"] is True
+    assert verdict["judged_as"]["release"] == "9.9.0" and verdict["judged_as"]["read"] is False
+    assert verdict["profile_note"].startswith(f"judged as {newest}: 9.9 not read")
+    assert f"profile note: judged as {newest}: 9.9 not read" in summary(verdict)
+    # the deviation that accepted the read is listed as inherited, not confirmed
+    assert verdict["counts"]["known"]["uncommitted-read"] == 1
+    assert all(f"inherited from {newest}, not confirmed for 9.9" in line for line in deviation_lines(verdict))
+    known_rows = [row for rows in verdict["conformance"].values() for row in rows.values() if row["status"] == "known deviation"]
+    assert known_rows and all(f"(inherited from {newest}, not confirmed for 9.9)" in row["why"] for row in known_rows)
+
+
+def test_a_read_release_and_an_older_unread_line_are_not_inherited(tmp_path):
+    from checks.cli_check import summary
+    read = _judge(tmp_path, "4.3.1")
+    assert read["profile"] == "kafka-4.3" and "profile_note" not in read and "judged_as" not in read
+    assert read["counts"]["known"]["uncommitted-read"] == 1
+    assert not any("inherited" in row["why"] for rows in read["conformance"].values() for row in rows.values())
+    older = _judge(tmp_path, "3.2.3")  # an older line without a profile keeps the KIP text
+    assert older["profile"] == "kip" and "3.2.3" in older["profile_note"] and "judged_as" not in older
+    assert "profile note" in summary(older) and older["counts"]["anomalies"]["uncommitted-read"] == 1

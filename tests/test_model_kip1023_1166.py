@@ -155,11 +155,17 @@ def test_profiles_per_release_line():
     assert all(prof.description for prof in p.values())
 
 
-def test_a_version_without_a_profile_is_judged_by_the_kip_texts_and_says_so():
+def test_a_version_without_a_profile_is_judged_by_the_kip_texts_or_inherits_and_says_so():
     from reference_model import profiles
-    for version in ("4.4.0", "5.1.0", "3.2.3"):
+    for version in ("3.2.3", "2.8.0"):  # older than every read line: the KIP text
         name, note = profiles.profile_for(version)
         assert name == "kip" and version in note and "(kip)" in note
+        assert profiles.inherited(version) is None
+    newest = "kafka-%d.%d" % profiles.newest_read_line()
+    for version in ("5.1.0", "9.0.0"):  # newer than every read line: the newest read profile, inherited
+        name, note = profiles.profile_for(version)
+        assert name == newest and note.startswith(f"judged as {newest}: {version[:3]} not read")
+        assert profiles.inherited(version)["profile"] == newest
     name, note = profiles.profile_for("unknown")
     assert name == "kip" and "KIP texts" in note
 

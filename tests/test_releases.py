@@ -83,3 +83,68 @@ def test_table_matches_the_request_versions_each_cached_release_ships():
         if storage_test.exists():
             names = subprocess.run(["unzip", "-l", str(storage_test)], capture_output=True, text=True).stdout
             assert releases.has(v, "tiered-storage") == (f"{tiered.LOCAL_TIERED_STORAGE.replace('.', '/')}.class" in names), v
+
+
+# --- the pinned default and `latest`: no test depends on what Maven Central serves today ------
+def _listing(tmp_path, *versions: str) -> str:
+    """A maven-metadata.xml of kafka_2.13 listing `versions`, as a file:// URL."""
+    xml = tmp_path / "maven-metadata.xml"
+    xml.write_text("<metadata><versioning><versions>" + "".join(f"<version>{v}</version>" for v in versions)
+                   + "</versions></versioning></metadata>")
+    return xml.as_uri()
+
+
+def _cached(cache, version: str) -> None:
+    """A resolved classpath in the cache (`.complete`), so resolving it needs no Maven."""
+    lib = cache / "kafka" / version
+    lib.mkdir(parents=True)
+    (lib / ".complete").write_text(version)
+
+
+def test_the_default_release_is_pinned_and_never_asks_maven_central(tmp_path, monkeypatch):
+    from harness.backends.kafka_dist import version_of
+    from reference_model.profiles import profile_for
+    monkeypatch.setenv("KIPCHECK_MAVEN_METADATA", (tmp_path / "absent.xml").as_uri())  # reading it would fail
+    assert version_of(None) == releases.DEFAULT_VERSION
+    # the default has a profile read in its own sources (no note, nothing inherited)
+    assert profile_for(releases.DEFAULT_VERSION) == (f"kafka-{releases.DEFAULT_VERSION.rsplit('.', 1)[0]}", None)
+
+
+def test_latest_is_the_newest_listed_release_that_resolves(tmp_path, monkeypatch):
+    from harness.backends.kafka_dist import LATEST, latest_version, listed_versions, version_of
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("KIPCHECK_CACHE", str(cache))
+    monkeypatch.setenv("KIPCHECK_MAVEN_METADATA", _listing(tmp_path, "3.2.3", "4.3.1", "9.10.0", "9.9.1", "4.3.1-rc1"))
+    assert listed_versions() == ["9.10.0", "9.9.1", "4.3.1"]  # newest first, pre-KRaft and non-releases left out
+    _cached(cache, "9.9.1")
+    _cached(cache, "9.10.0")
+    assert latest_version() == version_of(LATEST) == "9.10.0"
+
+
+def test_an_unreadable_listing_is_one_line_naming_it(tmp_path, monkeypatch):
+    from harness.backends.kafka_dist import LATEST, version_of
+    url = (tmp_path / "absent.xml").as_uri()
+    monkeypatch.setenv("KIPCHECK_MAVEN_METADATA", url)
+    with pytest.raises(HarnessError, match="cannot read Kafka versions from .*absent.xml.*--kafka-version") as e:
+        version_of(LATEST)
+    assert "\n" not in str(e.value)
+    with pytest.raises(HarnessError, match="not a Kafka version: 'newest'"):
+        version_of("newest")
+
+
+def test_the_reproduce_command_names_the_resolved_release_and_the_workload():
+    from harness.clients.workload import WorkloadOptions
+    from harness.reproduce import reproduce_command
+    from harness.run import RunOptions
+    line = reproduce_command(RunOptions(seed=7), releases.DEFAULT_VERSION)
+    assert line == f"kipcheck run --seed 7 --kafka-version {releases.DEFAULT_VERSION}"
+    line = reproduce_command(RunOptions(seed=3, kafka_version="latest", tiered=True, recovery_bound=5.0,
+                                        workload=WorkloadOptions(producers=4, rate=0.0),
+                                        broker_jvm_args=("-Xmx1g",)), "9.10.0")
+    assert line == ("kipcheck run --seed 3 --kafka-version 9.10.0 --tiered --recovery-bound 5 --producers 4 "
+                    "--rate 0 --broker-jvm-arg=-Xmx1g")
+    # an external cluster of unknown release, and a rolling upgrade, name what they were given
+    assert "--kafka-version" not in reproduce_command(RunOptions(seed=1, backend="external", bootstrap="h:9092"),
+                                                      "unknown")
+    upgrade = reproduce_command(RunOptions(seed=1, upgrade_from="3.9.2", upgrade_to="4.3.1"), "3.9.2")
+    assert "--kafka-version" not in upgrade and "--upgrade-from 3.9.2 --upgrade-to 4.3.1" in upgrade

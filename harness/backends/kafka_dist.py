@@ -1,18 +1,17 @@
 """Find a Kafka to run: jars resolved from Maven Central by Maven, or an unpacked distribution.
 
 Resolution writes a throw-away pom and lets Maven copy the runtime classpath of
-`kafka_2.13` (plus a log4j2 SLF4J binding and the test jars that carry
-`LocalTieredStorage`) into a per-version cache, so a warm run needs no network.
+`kafka_2.13` (plus a log4j2 SLF4J binding) into a per-version cache, so a warm run needs no
+network. Tiered storage needs no jar of Kafka's beyond these: its remote storage manager is
+kipcheck's own (harness.backends.tiered).
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +19,10 @@ from pathlib import Path
 from harness.backends import releases
 from harness.errors import HarnessError
 
+#: where `--kafka-version latest` reads the released versions; KIPCHECK_MAVEN_METADATA overrides it
+#: (a file:// listing lets the "a newer release appeared" path be tested offline)
 MAVEN_METADATA = "https://repo1.maven.org/maven2/org/apache/kafka/kafka_2.13/maven-metadata.xml"
-MIN_DEFAULT = (4, 3)  # KIP-1023's follower.fetch.last.tiered.offset.enable exists from 4.3
+LATEST = "latest"
 LOG4J_VERSION = "2.24.3"
 
 
@@ -53,39 +54,48 @@ def _version_key(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
 
 
-def _candidate_versions() -> list[str]:
-    """Released 4.x versions (>= 4.3) on Maven Central, newest first."""
+def listed_versions() -> list[str]:
+    """Every KRaft release x.y.z Maven Central lists for kafka_2.13, newest first."""
+    url = os.environ.get("KIPCHECK_MAVEN_METADATA", MAVEN_METADATA)
     try:
-        with urllib.request.urlopen(MAVEN_METADATA, timeout=20) as resp:
+        with urllib.request.urlopen(url, timeout=20) as resp:
             xml = resp.read().decode()
-    except OSError as e:
-        raise HarnessError(f"cannot read Kafka versions from Maven Central ({e}); pass --kafka-version") from e
-    versions = re.findall(r"<version>(4\.\d+\.\d+)</version>", xml)
-    return sorted((v for v in versions if _version_key(v)[:2] >= MIN_DEFAULT), key=_version_key, reverse=True)
+    except (OSError, ValueError) as e:
+        raise HarnessError(f"cannot read Kafka versions from {url} ({e}); pass --kafka-version X.Y.Z") from e
+    versions = {v for v in re.findall(r"<version>(\d+\.\d+\.\d+)</version>", xml) if releases.is_kraft(v)}
+    return sorted(versions, key=_version_key, reverse=True)
 
 
-def default_version() -> str:
-    """The newest 4.x release whose whole classpath Maven Central serves.
+def latest_version() -> str:
+    """`--kafka-version latest`: the newest release whose whole classpath Maven Central serves.
 
-    The newest version listed is sometimes only partly published (seen: 4.4.0 lacked
-    kafka-tools-api), so each candidate is resolved before it is chosen. The choice is
-    remembered for a day so warm runs work offline."""
-    memo = cache_root() / "default-version.json"
-    if memo.exists():
-        data = json.loads(memo.read_text())
-        if time.time() - data.get("at", 0) < 86400 and (cache_root() / "kafka" / data["version"] / ".complete").exists():
-            return data["version"]
+    Asked on purpose only: the default is the pinned `releases.DEFAULT_VERSION`. A listed
+    release is sometimes only partly published (seen: 4.4.0 lacked kafka-tools-api for weeks),
+    so each candidate is resolved before it is chosen, newest first."""
     errors = []
-    for v in _candidate_versions():
+    for v in listed_versions():
         try:
             _resolve_maven(v)
         except HarnessError as e:
             errors.append(f"{v}: {e}")
             continue
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        memo.write_text(json.dumps({"version": v, "at": time.time()}))
         return v
-    raise HarnessError("no Kafka 4.x >= 4.3 resolves from Maven Central: " + "; ".join(errors))
+    raise HarnessError("no Kafka release resolves from Maven Central: " + ("; ".join(errors[:3]) or "none listed"))
+
+
+def version_of(requested: str | None) -> str:
+    """The release a `--kafka-version` value names: the pinned default for None, the newest
+    published one for `latest`, else the value itself (checked)."""
+    if requested is None:
+        return releases.DEFAULT_VERSION
+    if requested == LATEST:
+        return latest_version()
+    if not re.fullmatch(r"\d+\.\d+\.\d+", requested):
+        raise HarnessError(f"not a Kafka version: {requested!r} (expected e.g. {releases.DEFAULT_VERSION}, or {LATEST})")
+    if not releases.is_kraft(requested):
+        raise HarnessError(f"Kafka {requested} predates production KRaft: kipcheck runs "
+                           f"{'.'.join(map(str, releases.FIRST_KRAFT))}.0 or newer")
+    return requested
 
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
@@ -94,31 +104,9 @@ _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0
 <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>{v}</version></dependency>
 <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>{binding}</artifactId><version>{log4j}</version></dependency>
 <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-api</artifactId><version>{slf4j}</version></dependency>
-{tests}</dependencies></project>
+</dependencies></project>
 """
-#: the test jars that carry LocalTieredStorage (harness.backends.tiered); some releases do not publish them
-_TEST_JARS = """<dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-storage</artifactId><version>{v}</version><classifier>test</classifier></dependency>
-<dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-clients</artifactId><version>{v}</version><classifier>test</classifier></dependency>
-"""
-
-
-def has_test_jars(dist: "KafkaDistribution") -> bool:
-    """Whether `dist` carries Kafka's storage test jar (LocalTieredStorage, for --tiered)."""
-    return any(p.name.startswith("kafka-storage-") and p.name.endswith("-test.jar") for p in dist.classpath)
-
-
 def _resolve_maven(version: str) -> Path:
-    """The classpath with the test jars, or without them when the release did not publish
-    them (seen: 4.2.2's kafka-storage-4.2.2-test.jar is a 404): then only --tiered is lost."""
-    try:
-        return _resolve_maven_once(version, tests=True)
-    except HarnessError as e:
-        if ":jar:test:" not in str(e):
-            raise
-        return _resolve_maven_once(version, tests=False)
-
-
-def _resolve_maven_once(version: str, tests: bool) -> Path:
     lib = cache_root() / "kafka" / version
     if (lib / ".complete").exists():
         return lib
@@ -128,8 +116,7 @@ def _resolve_maven_once(version: str, tests: bool) -> Path:
     binding, slf4j = releases.slf4j_binding(version)
     staging = Path(tempfile.mkdtemp(prefix="kipcheck-mvn-"))
     try:
-        (staging / "pom.xml").write_text(_POM.format(v=version, binding=binding, log4j=LOG4J_VERSION, slf4j=slf4j,
-                                                          tests=_TEST_JARS.format(v=version) if tests else ""))
+        (staging / "pom.xml").write_text(_POM.format(v=version, binding=binding, log4j=LOG4J_VERSION, slf4j=slf4j))
         out = staging / "lib"
         proc = subprocess.run(
             [mvn, "-q", "-B", "-U", "-f", str(staging / "pom.xml"), "dependency:copy-dependencies",
@@ -168,11 +155,7 @@ def resolve(version: str | None = None, kafka_home: str | None = None) -> KafkaD
         v = _home_version(home)
         jars = sorted((home / "libs").glob("*.jar"))
         return KafkaDistribution(v, tuple(jars), java)
-    v = version or default_version()
-    if not re.fullmatch(r"\d+\.\d+\.\d+", v):
-        raise HarnessError(f"not a Kafka version: {v!r} (expected e.g. 4.3.1)")
-    if not releases.is_kraft(v):
-        raise HarnessError(f"Kafka {v} predates production KRaft: kipcheck runs {'.'.join(map(str, releases.FIRST_KRAFT))}.0 or newer")
+    v = version_of(version)
     lib = _resolve_maven(v)
     return KafkaDistribution(v, tuple(sorted(lib.glob("*.jar"))), java)
 

@@ -17,6 +17,13 @@ import re
 #: KRaft became production-ready in 3.3 (KIP-833); nothing older is supported here.
 FIRST_KRAFT = (3, 3)
 
+#: The release `kipcheck run`, `cluster up`, `selftest` and the test suite start when no
+#: `--kafka-version` is given: the newest release whose profile has been read
+#: (reference_model.profiles) and which the suite has passed on. Pinned, so the same command
+#: gives the same answer on any day; taking a newer release is a deliberate change of this line
+#: (docs/releases.md, "Taking a new release"). `--kafka-version latest` asks Maven Central.
+DEFAULT_VERSION = "4.3.1"
+
 #: The newest patch of each minor line on Maven Central (maven-metadata.xml of
 #: org.apache.kafka:kafka_2.13, read 2026-11-23). 4.4.0 is listed but only partly
 #: published (kafka-tools-api missing), so 4.3 is the newest usable line. 4.2.2 publishes
