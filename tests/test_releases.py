@@ -1,6 +1,7 @@
 """harness.backends.releases: what each KRaft release has, checked against the releases' own jars."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
@@ -79,10 +80,57 @@ def test_table_matches_the_request_versions_each_cached_release_ships():
             methods = subprocess.run(["javap", "-p", "-cp", str(raft), "org.apache.kafka.raft.KafkaRaftClient"],
                                      capture_output=True, text=True).stdout
             assert releases.has(v, "kip-1166") == ("isHighWatermarkUpdated" in methods), v
-        storage_test = jar.parent / f"kafka-storage-{v}-test.jar"
-        if storage_test.exists():
-            names = subprocess.run(["unzip", "-l", str(storage_test)], capture_output=True, text=True).stdout
-            assert releases.has(v, "tiered-storage") == (f"{tiered.LOCAL_TIERED_STORAGE.replace('.', '/')}.class" in names), v
+
+
+
+_RSM = "org.apache.kafka.server.log.remote.storage.RemoteStorageManager"
+#: what kipcheck's remote storage manager (harness/backends/remote_storage) implements and calls,
+#: as javap prints it from 3.6.2's kafka-storage-api jar, the one it is compiled against
+_RSM_API = {
+    _RSM: {
+        "copyLogSegmentData(RemoteLogSegmentMetadata, LogSegmentData) -> Optional<RemoteLogSegmentMetadata$CustomMetadata>",
+        "fetchLogSegment(RemoteLogSegmentMetadata, int) -> InputStream",
+        "fetchLogSegment(RemoteLogSegmentMetadata, int, int) -> InputStream",
+        "fetchIndex(RemoteLogSegmentMetadata, RemoteStorageManager$IndexType) -> InputStream",
+        "deleteLogSegmentData(RemoteLogSegmentMetadata) -> void",
+    },
+    "org.apache.kafka.server.log.remote.storage.LogSegmentData": {
+        "logSegment() -> Path", "offsetIndex() -> Path", "timeIndex() -> Path",
+        "transactionIndex() -> Optional<Path>", "producerSnapshotIndex() -> Path", "leaderEpochIndex() -> ByteBuffer",
+    },
+}
+
+
+def _methods(jar, cls: str, abstract_only: bool) -> set[str]:
+    """`name(args) -> return` of cls's public methods, package names dropped."""
+    out = subprocess.run(["javap", "-cp", str(jar), cls], capture_output=True, text=True, check=True).stdout
+    found = set()
+    for line in out.splitlines():
+        m = re.match(r"\s+public (abstract )?(?:static )?(?:final )?(\S+) (\w+)\((.*)\)", line)
+        if m and (m.group(1) or not abstract_only):
+            strip = lambda t: re.sub(r"(?:[a-z]\w*\.)+", "", t)
+            found.add(f"{m.group(3)}({strip(m.group(4))}) -> {strip(m.group(2))}")
+    return found
+
+
+def test_one_remote_storage_manager_fits_every_cached_tiered_release():
+    """--tiered puts one jar on every release from 3.6 on: each cached release's RemoteStorageManager
+    must be the interface it implements (no method added or changed) and LogSegmentData must
+    still have what it calls."""
+    jars = sorted(cache_root().glob("kafka/*/kafka-storage-api-*[0-9].jar"))
+    if not shutil.which("javap") or not jars:
+        pytest.skip("no javap or no resolved Kafka in the cache")
+    checked = []
+    for jar in jars:
+        v = jar.parent.name
+        if not releases.has(v, "tiered-storage"):
+            continue
+        assert _methods(jar, _RSM, abstract_only=True) == _RSM_API[_RSM], v
+        data = "org.apache.kafka.server.log.remote.storage.LogSegmentData"
+        assert _RSM_API[data] <= _methods(jar, data, abstract_only=False), v
+        checked.append(v)
+    if not checked:
+        pytest.skip("no release with tiered storage in the cache")
 
 
 # --- the pinned default and `latest`: no test depends on what Maven Central serves today ------

@@ -62,6 +62,9 @@ class NativeCluster:
     def __init__(self, dist: KafkaDistribution, root: Path, options: ClusterOptions = ClusterOptions(),
                  owner_pid: int | None = None, cluster_id: str | None = None):
         self.dist = dist
+        if options.tiered:  # kipcheck's remote storage manager on every node's classpath
+            from harness.backends import tiered
+            self.dist = tiered.with_storage_manager(dist)
         self.root = Path(root)
         self.options = options
         self.cluster_id = cluster_id or uuid.uuid4().hex[:8]
@@ -128,10 +131,6 @@ class NativeCluster:
         extra = dict(o.extra_config)
         if o.tiered:
             from harness.backends import tiered
-            from harness.backends.kafka_dist import has_test_jars
-            if not has_test_jars(self.dist):
-                raise HarnessError(f"Kafka {self.dist.version} published no kafka-storage test jar "
-                                   "(LocalTieredStorage): --tiered is unavailable for this release")
             extra = {**tiered.broker_config(self.root / "remote-storage", self.dist.version), **extra}
         specs = []
         for i, r in enumerate(roles, start=1):

@@ -12,16 +12,13 @@ sources, so it is rebuilt only when they change (scripts/install.sh warms it).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.backends.kafka_dist import cache_root
+from harness.backends import maven_build
 
 SOURCES = Path(__file__).resolve().parents[2] / "tests" / "seeded_bugs"
 REPORT_NAME = "seeded-bugs.json"
@@ -98,41 +95,9 @@ def bug(name: str) -> SeededBug:
     return BY_NAME[name]
 
 
-def _source_hash() -> str:
-    h = hashlib.sha256()
-    for p in sorted([SOURCES / "pom.xml", *(SOURCES / "src").rglob("*.java")]):
-        h.update(p.relative_to(SOURCES).as_posix().encode())
-        h.update(p.read_bytes())
-    return h.hexdigest()[:16]
-
-
 def agent_jar() -> Path:
     """The agent jar for the current sources: from the cache, or built by Maven once."""
-    if not (SOURCES / "pom.xml").exists():
-        raise HarnessError(f"the seeded-bug agent sources are missing ({SOURCES})")
-    jar = cache_root() / "seeded-bugs" / _source_hash() / "seeded-bugs.jar"
-    if jar.exists():
-        return jar
-    mvn = shutil.which("mvn")
-    if not mvn:
-        raise HarnessError("mvn not found: install Maven (apt-get install maven) to build the seeded-bug agent")
-    build = jar.parent / "build"
-    shutil.rmtree(build, ignore_errors=True)
-    shutil.copytree(SOURCES, build, ignore=shutil.ignore_patterns("target"))
-    proc = subprocess.run(
-        [mvn, "-q", "-B", "-f", str(build / "pom.xml"), "package", "-DskipTests",
-         *([f"-Dmaven.repo.local={os.environ['KIPCHECK_MAVEN_REPO']}"] if os.environ.get("KIPCHECK_MAVEN_REPO") else [])],
-        capture_output=True, text=True)
-    built = build / "target" / "seeded-bugs-1.jar"
-    if proc.returncode != 0 or not built.exists():
-        lines = [l for l in (proc.stdout + proc.stderr).splitlines() if "ERROR" in l]
-        raise HarnessError("building the seeded-bug agent failed: " + (lines[0] if lines else "see mvn output")[:300])
-    shutil.move(str(built), jar)
-    shutil.rmtree(build, ignore_errors=True)
-    for old in jar.parent.parent.iterdir():  # agents built from older sources
-        if old != jar.parent:
-            shutil.rmtree(old, ignore_errors=True)
-    return jar
+    return maven_build.cached_jar(SOURCES, "seeded-bugs", "the seeded-bug agent")
 
 
 def jvm_args(jar: Path, control: Path) -> tuple[str, ...]:

@@ -1,21 +1,40 @@
 """Tiered storage (KIP-405) for a test cluster, so KIP-1023's tiered offsets exist.
 
-Remote storage is Kafka's own `LocalTieredStorage` (from the kafka-storage test jar that
-harness.backends.kafka_dist puts on the classpath): a directory every broker shares, which is
-enough because all nodes of a native cluster share one filesystem. Segments roll every
-couple of seconds and local retention is short, so a partition soon has offsets that
-live only in remote storage (log start < local log start <= last tiered offset + 1).
+Remote storage is kipcheck's own `kipcheck.rsm.FileRemoteStorageManager`
+(harness/backends/remote_storage/, Java): a directory every broker shares holds each uploaded
+segment and its indexes, which is enough because all nodes of a native cluster share one
+filesystem (a container cluster bind-mounts it into every node). `storage_manager_jar()` builds
+it with Maven into the kipcheck cache once per source change; `with_storage_manager(dist)` puts it
+on the broker classpath. One jar serves every release from 3.6 on: the RemoteStorageManager
+interface it implements is the same in all of them. Segments roll every couple of seconds and
+local retention is short, so a partition soon has offsets that live only in remote storage
+(log start < local log start <= last tiered offset + 1).
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from harness.backends import releases
+from harness.backends import maven_build, releases
 from harness.errors import HarnessError
 
-LOCAL_TIERED_STORAGE = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
+SOURCES = Path(__file__).resolve().parent / "remote_storage"
+STORAGE_MANAGER = "kipcheck.rsm.FileRemoteStorageManager"
 #: KIP-1023: an empty follower starts replicating after the last tiered offset (Kafka >= 4.3)
 FOLLOWER_FROM_TIERED = "follower.fetch.last.tiered.offset.enable"
+
+
+def storage_manager_jar() -> Path:
+    """The remote storage manager's jar for the current sources: from the cache, or built by Maven once."""
+    return maven_build.cached_jar(SOURCES, "remote-storage", "kipcheck's remote storage manager")
+
+
+def with_storage_manager(dist):
+    """`dist` (a KafkaDistribution) with the remote storage manager's jar on its classpath."""
+    jar = storage_manager_jar()
+    if jar in dist.classpath:
+        return dist
+    return dataclasses.replace(dist, classpath=(*dist.classpath, jar))
 
 
 def broker_config(storage_dir: Path, kafka_version: str) -> dict[str, str]:
@@ -24,10 +43,9 @@ def broker_config(storage_dir: Path, kafka_version: str) -> dict[str, str]:
         raise HarnessError(f"Kafka {kafka_version} has no tiered storage (KIP-405 ships from 3.6): drop --tiered")
     config = {
         "remote.log.storage.system.enable": "true",
-        "remote.log.storage.manager.class.name": LOCAL_TIERED_STORAGE,
+        "remote.log.storage.manager.class.name": STORAGE_MANAGER,
         "remote.log.storage.manager.impl.prefix": "rsm.config.",
         "rsm.config.dir": str(storage_dir),
-        "rsm.config.delete.on.close": "false",
         "remote.log.metadata.manager.impl.prefix": "rlmm.config.",
         "remote.log.metadata.manager.listener.name": "INTERNAL",
         "rlmm.config.remote.log.metadata.topic.num.partitions": "3",
@@ -51,3 +69,12 @@ def topic_config(segment_ms: int = 2000, local_retention_ms: int = 1000) -> dict
         "retention.ms": "-1",
     }
 
+
+
+if __name__ == "__main__":  # `python -m harness.backends.tiered`: build (or find) the jar (used by install.sh)
+    import sys
+    try:
+        print(f"remote storage manager: {storage_manager_jar()}")
+    except HarnessError as e:
+        print(f"kipcheck: {e}", file=sys.stderr)
+        sys.exit(2)
