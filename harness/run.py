@@ -136,6 +136,12 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         version = dist.version
         if options.kafka_version == LATEST:
             ui.note(f"--kafka-version latest: Kafka {version}, the newest release Maven Central serves whole")
+        if options.tiered:
+            if not releases.has(version, "tiered-storage"):
+                raise HarnessError(f"Kafka {version} has no tiered storage (KIP-405 ships from 3.6): drop --tiered")
+            from harness.backends.tiered import with_storage_manager
+            with ui.step("kipcheck's remote storage manager"):  # built by Maven once per source change
+                dist = with_storage_manager(dist)  # on the classpath (and in a container image)
         if options.backend == "testcontainers":
             from harness.backends.container_image import ensure_image
             from harness.backends.docker_cleanup import docker_client
@@ -144,8 +150,6 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
             with ui.step(f"the Kafka {dist.version} image"):  # not in the measured node start (liveness bound)
                 ensure_image(client, dist, ui.substep)
             client.close()
-        if options.tiered and not releases.has(version, "tiered-storage"):
-            raise HarnessError(f"Kafka {version} has no tiered storage (KIP-405 ships from 3.6): drop --tiered")
     run_dir = new_run_dir(options.runs_dir, options.seed)
     ui.note(f"run directory {run_dir}")
     with harness_log(run_dir):

@@ -72,9 +72,13 @@ class ContainerNode(KafkaNode):
         self.write_config()
         name = f"kipcheck-{self.labels[LABEL]}-n{self.spec.node_id}"
         endpoint = EndpointConfig("1.41", ipv4_address=self.spec.host.address, aliases=[self.spec.host.name])
-        return (DockerContainer(self.image)
+        container = DockerContainer(self.image).with_volume_mapping(str(self.dir), str(self.dir), "rw")
+        shared = self.spec.extra_config.get("rsm.config.dir")  # tiered storage: one directory every node shares
+        if shared:
+            Path(shared).mkdir(parents=True, exist_ok=True)
+            container = container.with_volume_mapping(shared, shared, "rw")
+        return (container
                 .with_name(name).with_network(self.network).with_command(self._command())
-                .with_volume_mapping(str(self.dir), str(self.dir), "rw")
                 .with_kwargs(networking_config={self.network.name: endpoint}, labels=self.labels,
                              hostname=self.spec.host.name, user=f"{os.getuid()}:{os.getgid()}",
                              stop_signal="SIGTERM"))
