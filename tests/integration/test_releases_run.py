@@ -4,12 +4,14 @@ KIP features the release lacks, and the prober must not have asked for them."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
-from harness.backends import releases
+from harness.backends import kafka_dist, releases
+from reference_model.profiles import newest_read_line
 from tests.integration.run_support import leftovers
 
 pytestmark = pytest.mark.cluster
@@ -44,3 +46,38 @@ def test_old_release_starts_runs_and_is_checked(tmp_path, version, tiered):
     assert (-5 in asked) == releases.has(version, "list-offsets-latest-tiered")
     assert (-4 in asked) == releases.has(version, "list-offsets-earliest-local")
     assert not any(op.get("f") == "metadata_propagation" for op in ops), "KIP-1166 probed where it did not ship"
+
+
+def test_a_newer_release_appearing_on_maven_central_is_run_on_purpose_and_judged_as_inherited(tmp_path):
+    """`--kafka-version latest` on the day Maven Central lists a release newer than every read
+    profile. Offline: a fake listing, and a fake release 9.9.0 whose cached classpath is the
+    default release's jars, so a real cluster runs and only the version is new."""
+    cache = tmp_path / "cache"
+    real = kafka_dist.cache_root()
+    for entry in real.iterdir():  # everything else the run needs stays where it is
+        if entry.name != "kafka":
+            (cache / entry.name).parent.mkdir(parents=True, exist_ok=True)
+            (cache / entry.name).symlink_to(entry)
+    lib = cache / "kafka" / "9.9.0"
+    lib.mkdir(parents=True)
+    for jar in kafka_dist.resolve(releases.DEFAULT_VERSION).classpath:
+        (lib / jar.name).symlink_to(jar)
+    (lib / ".complete").write_text("9.9.0")
+    listing = tmp_path / "maven-metadata.xml"
+    listing.write_text("<versions><version>4.3.1</version><version>9.9.0</version></versions>")
+    env = {**os.environ, "KIPCHECK_CACHE": str(cache), "KIPCHECK_MAVEN_METADATA": listing.as_uri()}
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--kafka-version", "latest", "--duration", "20",
+                           "--seed", "2", "--runs-dir", str(tmp_path / "runs"), "--no-probes"],
+                          capture_output=True, text=True, timeout=900, env=env)
+    run_dir = next((tmp_path / "runs").iterdir())
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert not leftovers(run_dir)
+    assert "--kafka-version latest: Kafka 9.9.0" in proc.stdout + proc.stderr  # the run names the release
+    newest = "kafka-%d.%d" % newest_read_line()
+    assert f"profile: {newest} (judged as {newest}: 9.9 not read" in proc.stdout
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["kafka_version"] == "9.9.0" and config["options"]["kafka_version"] == "latest"
+    assert "--kafka-version 9.9.0" in config["reproduce"]  # next month's `latest` is another release
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["valid"] is True and verdict["profile"] == newest
+    assert verdict["judged_as"] == {**verdict["judged_as"], "release": "9.9.0", "line": "9.9", "read": False}
