@@ -229,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the verdict is unknown (exit 3) unless every judged KIP rule (or each RULE) "
                         "had at least N observations")
     r.add_argument("--tiered", action="store_true",
-                   help="tiered storage (LocalTieredStorage) on every broker and for the workload topic: "
+                   help="tiered storage (kipcheck's file-backed remote storage manager) on every broker and for the workload topic: "
                         "gives KIP-1023's tiered offsets something to be about")
     r.add_argument("--no-probes", action="store_true",
                    help="no raw-protocol prober or metadata observer (client workload only)")

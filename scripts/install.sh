@@ -72,6 +72,7 @@ python3 -m harness.backends.kafka_dist ${KIPCHECK_KAFKA_VERSION:+"$KIPCHECK_KAFK
 # the seeded-bug agent (tests/seeded_bugs, Byte Buddy) for `kipcheck selftest`; cached by source hash
 step 4 "the seeded-bug agent, built by Maven once per source change"
 python3 -m harness.backends.seeded
+python3 -m harness.backends.tiered  # and the remote storage manager for --tiered (harness/backends/remote_storage), the same way
 step 5 "the pinned Toxiproxy server (go install, a minute or two the first time)"
 if [ -f scripts/install-toxiproxy.sh ]; then
   bash scripts/install-toxiproxy.sh
