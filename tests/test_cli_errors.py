@@ -48,10 +48,18 @@ def test_kafka_version_that_does_not_exist(tmp_path):
     assert_one_line_error(code, err, "0.0.1")
 
 
-@pytest.mark.parametrize("version", ["latest", "4.3"])
+@pytest.mark.parametrize("version", ["newest", "4.3"])
 def test_malformed_kafka_version(tmp_path, version):
     code, _, err = kipcheck("run", "--kafka-version", version, "--runs-dir", str(tmp_path))
     assert_one_line_error(code, err, version)
+
+
+def test_latest_with_no_listing_is_one_line_and_starts_nothing(tmp_path):
+    listing = (tmp_path / "absent.xml").as_uri()  # what an offline machine sees
+    code, _, err = kipcheck("run", "--kafka-version", "latest", "--runs-dir", str(tmp_path / "runs"),
+                            env={"KIPCHECK_MAVEN_METADATA": listing})
+    assert_one_line_error(code, err, "cannot read Kafka versions", "absent.xml", "--kafka-version X.Y.Z")
+    assert not (tmp_path / "runs").exists()
 
 
 def test_unreachable_external_cluster(tmp_path):
