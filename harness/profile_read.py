@@ -46,17 +46,20 @@ class Probe:
     `paths`: candidate source paths, first one holding `method` wins (classes moved between
     releases). `method`: a regex where the method starts; its body runs to the matching
     brace. `patterns`: regexes that must all match in the body (in this order if `ordered`).
-    `name`: the method's name in bytecode (for releases without source jars)."""
+    `name`: the method's name in bytecode (for releases without source jars), whose
+    instructions must equal the reference release's, or, for a method too big to stay
+    the same (BrokerServer.startup), match the regexes `bytecode` in order."""
     paths: tuple[str, ...]
     method: str
     patterns: tuple[str, ...] = ()
     name: str = ""
     ordered: bool = False
     absent: bool = False
+    bytecode: tuple[str, ...] = ()
 
 
-def _p(paths, method, *patterns, name="", ordered=False, absent=False) -> Probe:
-    return Probe(tuple(paths.split()), method, patterns, name, ordered, absent)
+def _p(paths, method, *patterns, name="", ordered=False, absent=False, bytecode=()) -> Probe:
+    return Probe(tuple(paths.split()), method, patterns, name, ordered, absent, tuple(bytecode))
 
 
 _UL = "org/apache/kafka/storage/internals/log/UnifiedLog.java kafka/log/UnifiedLog.scala"
@@ -133,9 +136,11 @@ PROBES: dict[str, tuple[tuple[Probe, ...], ...]] = {
     P.SHARDED_SESSION_CACHE: ((
         _p("kafka/server/BrokerServer.scala", r"override def startup\(\)", r"Int\.MaxValue / NumFetchSessionCacheShards",
            r"new FetchSessionCacheShard\(", r"maxIncrementalFetchSessionCacheSlots / NumFetchSessionCacheShards",
-           name="startup"),
+           name="startup", bytecode=(r"ldc(_w)? # // int 2147483647\n.*\n.*NumFetchSessionCacheShards:\(\)I\n.*idiv",
+                                     r"maxIncrementalFetchSessionCacheSlots:.*\n(.*\n){0,3}.*NumFetchSessionCacheShards:\(\)I\n.*idiv",
+                                     r"FetchSessionCacheShard\.\"<init>\"")),
         _p("kafka/server/KafkaBroker.scala", r"val NumFetchSessionCacheShards\b", r"NumFetchSessionCacheShards: Int = 8",
-           name="$init$"),
+           name="$init$", bytecode=(r"bipush 8\n.*NumFetchSessionCacheShards_\$eq",)),
     ),),
     P.PENDING_UPLOAD_RESOLVED_BY_LEADER: ((
         _p(_UL, r"(private OffsetResultHolder|def) fetchEarliestPendingUploadOffset\(", r"highestOffsetInRemoteStorage\(\)",
@@ -149,8 +154,8 @@ PROBES: dict[str, tuple[tuple[Probe, ...], ...]] = {
         _p(_AFT, r"def fetchEarliestPendingUploadOffset\(", absent=True, name="fetchEarliestPendingUploadOffset"),
     ),),
     P.KRAFT_FETCH_PARKS_WITHOUT_HWM: ((
-        _p(_KRC, r"private CompletableFuture<FetchResponseData> handleFetchRequest\(", r"fetchPurgatory\.await\(",
-           name="handleFetchRequest"),
+        _p(_KRC, r"private Completion\w+<FetchResponseData> handleFetchRequest\(", r"fetchPurgatory\.await\(",
+           name="handleFetchRequest", bytecode=(r"FuturePurgatory\.await",)),
         _p(_KRC, r"private static boolean isHighWatermarkUpdated\(", absent=True, name="isHighWatermarkUpdated"),
     ),),
 }
@@ -321,7 +326,10 @@ def _bytecode(rel: Release, cls: str, name: str) -> str | None:
                 blocks.append("\n".join(cur))
             cur, keep = [], bool(mname.search(head.group(1))) or (name == "<init>" and head.group(1) == cls.rsplit(".", 1)[-1])
         if keep:
-            cur.append(re.sub(r"#\d+(:\d+)?(, *#?\d+)?|\$\d+", "#", line))
+            line = re.sub(r"#\d+(:\d+)?(, *#?\d+)?|\$\d+", "#", line)
+            # a class that moved package (kafka.server.ReplicaQuota -> org.apache.kafka.server.quota) is the same class
+            line = re.sub(r"(?:[a-z]\w*/)+(?=[A-Z$_])", "", line)
+            cur.append(" ".join(line.split()))
     if keep:
         blocks.append("\n".join(cur))
     return "\n".join(blocks)
@@ -364,6 +372,16 @@ def match_bytecode(rel: Release, ref: Release, probe: Probe) -> dict:
     mine, theirs = _bytecode(rel, cls, probe.name), _bytecode(ref, cls, probe.name)
     if not mine:
         return {"holds": False, "path": path, "evidence": [], "missing": [f"{cls}.{probe.name} (bytecode)"]}
+    if probe.bytecode:
+        evidence, missing, pos = [], [], 0
+        for pat in probe.bytecode:
+            hit = re.compile(pat).search(mine, pos)
+            if hit is None:
+                missing.append(f"{cls}.{probe.name} bytecode: {pat}")
+                continue
+            evidence.append(f"{cls}.{probe.name}: " + " | ".join(hit.group(0).splitlines()))
+            pos = hit.end()
+        return {"holds": not missing, "path": path, "evidence": evidence, "missing": missing}
     if mine != theirs:
         return {"holds": False, "path": path, "changed": True, "evidence": [],
                 "missing": [f"{cls}.{probe.name}: bytecode differs from {ref.version}'s: read it by hand"]}
