@@ -9,6 +9,8 @@ reported as *known*.
 Evidence was read in the Apache Kafka 4.3.1 source jars from Maven Central
 (kafka_2.13, kafka-server, kafka-storage, kafka-raft, kafka-clients 4.3.1:sources).
 `RELEASE_NOTES` records, per release line, what was checked in which sources.
+`kipcheck profile read X.Y.Z` (harness/profile_read.py) reads a release for every deviation
+here; tests/test_profile_read.py holds each profile against it (docs/releases.md).
 """
 from __future__ import annotations
 
@@ -167,6 +169,20 @@ BOUNDS: dict[str, str] = {
 
 #: What was verified, per release line, and where.
 RELEASE_NOTES: dict[str, str] = {
+    "kafka-4.4": "Read by `kipcheck profile read 4.4.0` (harness/profile_read.py) in the 4.4.0 binary jars "
+    "(kafka_2.13, kafka-server, kafka-storage, kafka-raft, kafka-clients, kafka-server-common): Maven Central "
+    "publishes no 4.4.0 source jars, so each deviation's methods were compared instruction for instruction "
+    "(javap -c) with 4.3.1's, whose sources the reader matched. Identical: UnifiedLog.read / updateHighWatermark / "
+    "updateHighWatermarkMetadata / endOffsetForEpoch / fetchEarliestPendingUploadOffset, LocalLog.read, "
+    "Partition.readRecords, ReplicaManager.handleOffsetOutOfRangeError / lastOffsetForLeaderEpoch, LogReadResult(Errors), "
+    "FetchManager.newContext, FetchSession.CachedPartition.maybeUpdateResponseData, FetchSessionCacheShard.tryEvict / "
+    "touch. Changed but read by hand to the same code: ReplicaFetcherThread.processPartitionData (only ReplicaQuota "
+    "moved to org.apache.kafka.server.quota; still log.maybeUpdateHighWatermark(partitionData.highWatermark)), "
+    "BrokerServer.startup (Int.MaxValue / NumFetchSessionCacheShards, maxIncrementalFetchSessionCacheSlots / "
+    "NumFetchSessionCacheShards per FetchSessionCacheShard; KafkaBroker NumFetchSessionCacheShards = 8), "
+    "KafkaRaftClient.handleFetchRequest (returns CompletionStage; isHighWatermarkUpdated still answers at once). "
+    "As in 4.3.1: AbstractFetcherThread has shouldFetchFromLastTieredOffset / fetchEarliestPendingUploadOffset "
+    "(the follower bootstrap exists), follower.fetch.last.tiered.offset.enable exists, Fetch v18, ListOffsets v11.",
     "kafka-4.3": "All deviations read in the 4.3.1 source jars. KIP-1023 (follower.fetch.last.tiered.offset.enable, "
     "ReplicationConfigs, default false; ReplicaFetcherThread.shouldFetchFromLastTieredOffset: enabled, remote "
     "storage on, not compacted, follower LEO == 0, leader LEO != 0; ListOffsets v11 for -6) and KIP-1166 "
@@ -231,6 +247,7 @@ _BY_MINOR = {
     1: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT},
     2: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT, PENDING_UPLOAD_RESOLVED_BY_LEADER},
     3: _KIP392_227 | {PENDING_UPLOAD_RESOLVED_BY_LEADER},
+    4: _KIP392_227 | {PENDING_UPLOAD_RESOLVED_BY_LEADER},
 }
 PROFILES: dict[str, Profile] = {"kip": KIP}
 for _minor, _devs in _BY_MINOR.items():
@@ -313,8 +330,11 @@ def for_version(version: str | None) -> str:
 # --- Kafka 3.x release lines (added by helper "versions"; kept apart from the 4.x tables) ---
 # Only the deviations read in that release's own source jar (kafka_2.13-X:sources); every
 # other 4.x deviation is unread for 3.x and stays an anomaly there until someone reads it.
-# 3.3 and 3.9 were read by hand; 3.4 ... 3.8 by scripts/read_3x_deviations.py, which looks
-# for the same code in the same class and method of each release's kafka_2.13 source jar.
+# 3.3 and 3.9 were read by hand; 3.4 ... 3.8 by a script now grown into `kipcheck profile read`
+# (harness/profile_read.py), which looks for the same code in the same class and method of each
+# release's source jars. That reader also finds the KIP-227 deviations (and from 3.8 the sharded
+# session cache) and follower-bootstrap-absent in 3.x code; they are not in these profiles
+# (tests/test_profile_read.py lists them as UNPROFILED_3X).
 _READ_IN_3X = frozenset({OUT_OF_RANGE_WITHOUT_OFFSETS, RESPONSE_HWM_SAMPLED_BEFORE_READ, FETCH_ABOVE_HWM_EMPTY,
                          HWM_CAPPED_AT_LEO, OFFSETS_FOR_LEADER_EPOCH_UNCAPPED, FOLLOWER_HWM_FOLLOWS_LEADER})
 _3X_COMMON = (
@@ -346,7 +366,7 @@ _BY_3X_LINE = {
 }
 for _minor, _patch in ((4, "3.4.1"), (5, "3.5.2"), (6, "3.6.2"), (7, "3.7.2"), (8, "3.8.1")):
     _BY_3X_LINE[f"kafka-3.{_minor}"] = (
-        f"Read in the {_patch} source jar (kafka_2.13) by scripts/read_3x_deviations.py: the same code as "
+        f"Read in the {_patch} source jar (kafka_2.13) by harness/profile_read.py: the same code as "
         "3.3.2 and 3.9.2 in the same classes and methods. out-of-range-without-offsets: "
         "kafka.server.ReplicaManager.readFromLocalLog answers OffsetOutOfRangeException with "
         "highWatermark = leaderLogStartOffset = UnifiedLog.UnknownOffset (inline catch, or from 3.6 "

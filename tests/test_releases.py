@@ -35,8 +35,8 @@ def test_report_names_absent_features():
 def test_all_kraft_is_one_newest_patch_per_minor_line():
     versions = releases.all_kraft()
     lines = [releases.parse(v)[:2] for v in versions]
-    assert lines == sorted(set(lines)) and lines[0] == (3, 3) and lines[-1] == (4, 3)
-    assert lines == [(3, m) for m in range(3, 10)] + [(4, m) for m in range(0, 4)]
+    assert lines == sorted(set(lines)) and lines[0] == (3, 3) and lines[-1] == (4, 4)
+    assert lines == [(3, m) for m in range(3, 10)] + [(4, m) for m in range(0, 5)]
 
 
 def test_matrix_expands_all_kraft_and_keeps_explicit_versions():

@@ -25,12 +25,14 @@ FIRST_KRAFT = (3, 3)
 DEFAULT_VERSION = "4.3.1"
 
 #: The newest patch of each minor line on Maven Central (maven-metadata.xml of
-#: org.apache.kafka:kafka_2.13, read 2026-11-23). 4.4.0 is listed but only partly
-#: published (kafka-tools-api missing), so 4.3 is the newest usable line. (4.2.2 and 4.4.0
+#: org.apache.kafka:kafka_2.13, read 2026-11-23; 4.4.0 the newest 4.4 patch on
+#: 2026-11-24). 4.4.0 publishes its binary jars (kafka-tools-api too, by now) but no source
+#: jars; its profile was read in the bytecode (`kipcheck profile read 4.4.0`). (4.2.2 and 4.4.0
 #: publish no test jars; --tiered needs none: harness.backends.tiered brings its own storage.)
 NEWEST_PATCH = {
     "3.3": "3.3.2", "3.4": "3.4.1", "3.5": "3.5.2", "3.6": "3.6.2", "3.7": "3.7.2", "3.8": "3.8.1",
     "3.9": "3.9.2", "4.0": "4.0.2", "4.1": "4.1.2", "4.2": "4.2.2", "4.3": "4.3.1",
+    "4.4": "4.4.0",
 }
 
 #: feature -> (first release line, why). Versions of requests are kafka-clients'
