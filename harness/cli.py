@@ -208,6 +208,11 @@ def cmd_history(args) -> int:
     return 0
 
 
+def cmd_profile_read(args) -> int:
+    from harness.profile_read import cmd_profile_read as read
+    return read(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from harness.clients.workload import WorkloadOptions as WorkloadDefaults
     from harness.run import BACKENDS
@@ -298,6 +303,14 @@ def build_parser() -> argparse.ArgumentParser:
     mr.add_argument("scenario", help="scenario JSON file (see docs/model.md)")
     mr.add_argument("--profile", default="kip", help="kip or kafka-X.Y")
     mr.set_defaults(func=cmd_model)
+
+    pr = sub.add_parser("profile", help="profiles of Kafka releases")
+    prsub = pr.add_subparsers(dest="profile_command", required=True)
+    prr = prsub.add_parser("read", help="read a release's jars from Maven Central: which known deviations and KIP "
+                                        "features its code has (docs/releases.md, 'Reading a new release')")
+    prr.add_argument("version", help="Kafka release X.Y.Z, e.g. 4.4.0")
+    prr.add_argument("--json", action="store_true", help="machine-readable output")
+    prr.set_defaults(func=cmd_profile_read)
 
     h = sub.add_parser("history", help="history tools")
     hsub = h.add_subparsers(dest="history_command", required=True)

@@ -154,7 +154,7 @@ PROBES: dict[str, tuple[tuple[Probe, ...], ...]] = {
         _p(_AFT, r"def fetchEarliestPendingUploadOffset\(", absent=True, name="fetchEarliestPendingUploadOffset"),
     ),),
     P.KRAFT_FETCH_PARKS_WITHOUT_HWM: ((
-        _p(_KRC, r"private Completion\w+<FetchResponseData> handleFetchRequest\(", r"fetchPurgatory\.await\(",
+        _p(_KRC, r"private Complet\w+<FetchResponseData> handleFetchRequest\(", r"fetchPurgatory\.await\(",
            name="handleFetchRequest", bytecode=(r"FuturePurgatory\.await",)),
         _p(_KRC, r"private static boolean isHighWatermarkUpdated\(", absent=True, name="isHighWatermarkUpdated"),
     ),),
