@@ -140,8 +140,9 @@ EVIDENCE: dict[str, str] = {
 #: profile (docs/model.md, "bound"). The rules gather the observations each bound names.
 BOUNDS: dict[str, str] = {
     FETCH_ABOVE_HWM_EMPTY: "Only up to the LEO (LocalLog.read throws OffsetOutOfRangeException above it): the fetch "
-    "offset is at most an upper bound of the LEO when the broker answered: the partition's highest proven offset + 1 "
-    "+ the appends of the sends invoked before the answer completed (kip392.LogBounds.leo_max).",
+    "offset is at most an upper bound of the LEO while the broker answered: the highest offset proven by the answer's "
+    "completion + 1 + the appends of the sends invoked by then, less the idempotent sends acknowledged before the "
+    "request (kip392.LogBounds.leo_max, checks.rules.log_bounds.SendBound).",
     OUT_OF_RANGE_WITHOUT_OFFSETS: "Only outside [log start, LEO]: not below a LEO the broker proved earlier in the "
     "same epoch and life (an HWM it reported, a record it returned) while at or above every log start it reported "
     "later in that life (kip392.LogBounds.leo_min / log_start_max).",

@@ -303,11 +303,18 @@ def test_pending_upload_below_last_tiered_plus_one_is_known_under_kafka():
 
 # --- `kipcheck check` on a hand-made history of every gap ------------------------------------
 
+def _on_topic(record: dict, topic: str) -> dict:
+    v = record["value"]
+    return {**record, "value": {**v, "partitions": [{**p, "topic": topic} for p in v.get("partitions") or []]}}
+
+
 def every_gap() -> list[dict]:
     """One history with each section-3 gap: a fetch serving another value, a preferred
     replica out of the ISR, a session response with nothing new, ListOffsets out of order."""
     parts = [written().fetch(S, 0, [(0, "a"), (1, "x")], hwm=3, proc=5).poll(9, 2 * S, (0, "a"), (1, "b"), (2, "c")),
              prr(isr=((1, 3),) * 3), sess(opened(), S, 42, 1, 42, [part(10)], sent=[]), offsets((-2, 50), (-4, 40))]
+    # the session's partition is another topic's: HWM 10 on t/0 is more than its three sends can write
+    parts[2].records[:] = [_on_topic(r, "s") for r in parts[2].records]
     records = sorted((r for h in parts for r in h.records), key=lambda r: r["time"])
     assert len({r["process"] for h in parts for r in h.records}) == 7  # no process shared by two parts
     return [dict(r, index=i) for i, r in enumerate(records)]

@@ -3,6 +3,7 @@
 deviation (and an anomaly under `kip`); one just outside it is an anomaly under `kip`
 and under every such profile."""
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from checks.rules.base import DEVIATIONS
 from checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
@@ -124,17 +125,34 @@ E = profiles.FETCH_ABOVE_HWM_EMPTY
 
 
 def test_none_and_empty_above_the_hwm_within_the_possible_leo_is_known():
-    inside(history(*sends(20), fetch(40, hwm=10)), "wrong-fetch-error", E)
+    # 20 idempotent sends acknowledged at 0..19: the LEO is at most 20, each send counted once
+    inside(history(*sends(20), fetch(20, hwm=10)), "wrong-fetch-error", E)
 
 
-@pytest.mark.parametrize("offset", [41, 10**9])
+@pytest.mark.parametrize("offset", [21, 40, 10**9])
 def test_none_and_empty_above_any_possible_leo_is_a_wrong_fetch_error(offset):
+    # 40 was inside while acknowledged sends were counted twice (highest offset + every send)
     outside(history(*sends(20), fetch(offset, hwm=10)), "wrong-fetch-error", E)
 
 
-def test_non_idempotent_sends_may_append_more_than_once():
-    # one non-idempotent send may be appended again on every retry, so 41 is possible
-    inside(history(*sends(20, idempotent=False), fetch(41, hwm=10)), "wrong-fetch-error", E)
+def _in_flight(records, key, ns):
+    """`records` with the send of `key` answered `ns` after its invoke (later records shifted)."""
+    out, shift = [], 0
+    for r in records:
+        if r["f"] == "send" and r["value"]["key"] == key and r["type"] == "ok":
+            shift = ns
+        out.append({**r, "time": r["time"] + shift})
+    return out
+
+
+def test_non_idempotent_sends_may_append_once_per_attempt_their_time_in_flight_allows():
+    quick = history(*sends(20, idempotent=False), fetch(40, hwm=10))  # one attempt each, never taken off
+    inside(quick, "wrong-fetch-error", E)
+    outside(history(*sends(20, idempotent=False), fetch(41, hwm=10)), "wrong-fetch-error", E)
+    # one send in flight for 1 s: 1 + 1 s / 80 ms = 13 attempts, so 12 more appends are possible
+    slow = lambda offset: _in_flight(history(*sends(20, idempotent=False), fetch(offset, hwm=10)), "v3", 10**9)
+    inside(slow(52), "wrong-fetch-error", E)
+    outside(slow(53), "wrong-fetch-error", E)
 
 
 # --- out-of-range-without-offsets: the LEO and log start the broker's answers prove -----
@@ -179,11 +197,11 @@ def ofle(end):
 
 
 def test_end_offset_above_the_hwm_within_the_possible_leo_is_known():
-    inside(history(*sends(20), ofle(40), fetch(0, hwm=10, current_leader_epoch=3)), "wrong-fetch-error", U)
+    inside(history(*sends(20), ofle(20), fetch(0, hwm=10, current_leader_epoch=3)), "wrong-fetch-error", U)
 
 
 def test_end_offset_above_any_possible_leo_is_a_wrong_fetch_error():
-    outside(history(*sends(20), ofle(41), fetch(0, hwm=10, current_leader_epoch=3)), "wrong-fetch-error", U)
+    outside(history(*sends(20), ofle(21), fetch(0, hwm=10, current_leader_epoch=3)), "wrong-fetch-error", U)
 
 
 # --- hwm-capped-at-leo (narrows the KIP: case 2 cannot arise) ----------------------------
@@ -236,3 +254,30 @@ def test_a_read_release_and_an_older_unread_line_are_not_inherited(tmp_path):
     older = _judge(tmp_path, "3.2.3")  # an older line without a profile keeps the KIP text
     assert older["profile"] == "kip" and "3.2.3" in older["profile_note"] and "judged_as" not in older
     assert "profile note" in summary(older) and older["counts"]["anomalies"]["uncommitted-read"] == 1
+
+
+# --- the LEO bound at 100x the run length ------------------------------------------------
+def _long_run(acknowledged: int, in_flight: int, answer_offset: int, later: int) -> list[dict]:
+    """`acknowledged` idempotent sends at offsets 0.., `in_flight` more invoked and not yet
+    answered, an empty NONE fetch answer at `answer_offset` (HWM 10), then `later` sends."""
+    def send(i, done=True):  # a send in flight holds its process (one operation per process)
+        return (5 if done else 100 + i, "send", {"topic": "t", "partition": 0, "key": f"v{i}", "value": f"v{i}", "idempotent": True},
+                {"offset": i} if done else None)
+    ops = [send(i) for i in range(acknowledged)]
+    ops += [send(acknowledged + i, done=False) for i in range(in_flight)]
+    ops += [fetch(answer_offset, hwm=10)]
+    ops += [send(acknowledged + in_flight + i) for i in range(later)]
+    return history(*ops)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(acknowledged=st.sampled_from([20, 200, 2000]), in_flight=st.integers(0, 64),
+       beyond=st.integers(1, 10**6), later=st.sampled_from([0, 2000]))
+def test_the_leo_bound_follows_the_writes_in_flight_not_the_run_length(acknowledged, in_flight, beyond, later):
+    """10x and 100x the sends around a fixed answer: one past the LEO the history allows stays
+    flagged, at it stays known (the bound is acknowledged + in flight, whatever came before)."""
+    leo = acknowledged + in_flight
+    flagged = both(_long_run(acknowledged, in_flight, leo + beyond, later), "kafka-4.3")
+    assert "wrong-fetch-error" in names(flagged)
+    accepted = both(_long_run(acknowledged, in_flight, leo, later), "kafka-4.3")
+    assert names(accepted) == [] and "wrong-fetch-error" in names(accepted, known=True)

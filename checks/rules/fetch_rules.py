@@ -177,7 +177,7 @@ class ConsumerFetchRule:
         if not bound.known:
             return out
         for op in answered(records, ["fetch", "offsets_for_leader_epoch"]):
-            leo_max = bound.leo_max(op.completed)
+            leo_max = bound.leo_max(op.invoked, op.completed)
             if op.f == "offsets_for_leader_epoch":
                 end = as_int(op.value.get("end_offset"), -1)
                 if op.value.get("error", NONE) == NONE and not kip392.epoch_end_offset_possible(end, leo_max):

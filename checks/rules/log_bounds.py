@@ -10,6 +10,7 @@ for the bounds of the known deviations (docs/model.md, "bound" column).
 from __future__ import annotations
 
 import bisect
+import itertools
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -20,12 +21,13 @@ from checks.rules.observe import EpochIndex, Op, as_int, broker_ids, partitions_
 #: faults that may cost a broker its in-memory state (HWM, sessions)
 STATE_LOSING_FAULTS = {"kill", "wipe", "wipe-metadata", "truncate", "restart", "rolling-restart"}
 
-#: Appends one non-idempotent send may cause: librdkafka retries a produce request whose
-#: answer was lost, each retry may be appended again, and retries are spaced by at least
-#: retry.backoff.ms (100 ms) within delivery.timeout.ms (the workload's send timeout,
-#: 10 s by default; this allows up to 100 s). An idempotent send is appended at most once
-#: per log (KIP-98: the leader drops a batch whose producer id, epoch and sequence it has).
-MAX_APPENDS_PER_NON_IDEMPOTENT_SEND = 1000
+#: The least time between two attempts of one non-idempotent send: librdkafka waits
+#: retry.backoff.ms (default 100 ms, the workload keeps it) before a retry, with a jitter of
+#: at most 20% (librdkafka CONFIGURATION.md, retry.backoff.ms), and only after the previous
+#: attempt failed or timed out. So a send in flight for d ns made at most 1 + d / this attempts,
+#: each appended at most once. An idempotent send is appended at most once per log (KIP-98: the
+#: leader drops a batch whose producer id, epoch and sequence it already has).
+MIN_RETRY_SPACING_NS = 80_000_000
 
 
 class Lives:
@@ -111,47 +113,68 @@ def hwm_series(ops: Sequence[Op], epochs: EpochIndex, lives: Lives) -> dict[tupl
 
 
 class SendBound:
-    """An upper bound on the LEO of any replica of one partition at time T.
+    """An upper bound on the LEO of any replica of one partition while an answer was made.
 
-    Every record in a log at T at an offset above the highest offset the history proves
-    (acknowledged sends, records read) was appended by an attempt of a send invoked
-    before T: so LEO(T) <= highest proven + 1 + appends of the sends invoked before T
-    (one per idempotent send, `MAX_APPENDS_PER_NON_IDEMPOTENT_SEND` otherwise). Without
-    sends of the partition in the history there is no bound (another writer may exist)."""
+    At any moment a, every record in a log above P(a), the highest offset the history proved
+    by a (acknowledged sends, records read), was appended by an attempt of a send invoked
+    before a that had not been acknowledged at an offset <= P(a) by then: an idempotent send
+    acknowledged before a sits at its acknowledged offset, once. So LEO(a) <= P(a) + 1 + U(a),
+    U(a) the appends of the sends invoked before a, less the idempotent ones acknowledged
+    before a. For an answer made somewhere in [i, c] (its invoke and completion), P(a) <= P(c)
+    and the sends acknowledged before a include those acknowledged before i, so
+    LEO <= P(c) + 1 + appends invoked before c - idempotent sends acknowledged before i.
+    The bound follows the partition's writes in flight, not the run's length. A non-idempotent
+    send counts the attempts its time in flight allows (`MIN_RETRY_SPACING_NS`) and is never
+    taken off: a stale attempt may still be appended after another one was acknowledged.
+    Without sends of the partition in the history there is no bound (another writer may exist).
+    Transaction markers take offsets too; the workloads that write them are not judged by it."""
 
     def __init__(self, records: Iterable[dict], topic, partition):
-        self.times: list[int] = []
-        self.weights: list[int] = []
-        self.highest = -1
-        sends = 0
+        invokes: dict[object, tuple[int, bool]] = {}  # process -> (invoke time, idempotent)
+        appends: list[tuple[int, int]] = []  # (invoke time, appends it may cause)
+        acknowledged: list[int] = []  # times idempotent sends were acknowledged with an offset
+        proven: list[tuple[int, int]] = []  # (time, offset) shown to exist by then
+        end = 0
         for r in records:
+            t = r.get("time", 0)
+            end = max(end, t)
             v = r.get("value") or {}
             if r.get("f") == "send" and v.get("topic") == topic and as_int(v.get("partition")) == as_int(partition):
                 if r.get("type") == "invoke":
-                    sends += 1
-                    self.times.append(r.get("time", 0))
-                    self.weights.append(1 if v.get("idempotent", False) else MAX_APPENDS_PER_NON_IDEMPOTENT_SEND)
-                elif r.get("type") == "ok" and as_int(v.get("offset"), -1) >= 0:
-                    self.highest = max(self.highest, int(v["offset"]))
+                    invokes[r.get("process")] = (t, bool(v.get("idempotent", False)))
+                    continue
+                invoked, idempotent = invokes.pop(r.get("process"), (t, bool(v.get("idempotent", False))))
+                appends.append((invoked, 1 if idempotent else self._attempts(t - invoked)))
+                if r.get("type") == "ok" and as_int(v.get("offset"), -1) >= 0:
+                    proven.append((t, int(v["offset"])))
+                    if idempotent:
+                        acknowledged.append(t)
             elif r.get("f") == "fetch" and r.get("type") == "ok":
                 for e in partitions_of(v):
                     if e.get("topic") == topic and as_int(e.get("partition")) == as_int(partition):
-                        for rec in e.get("records") or []:
-                            self.highest = max(self.highest, int(rec[0]))
-        self.known = sends > 0
-        order = sorted(range(len(self.times)), key=lambda i: self.times[i])
-        self.times = [self.times[i] for i in order]
-        self.cumulative = []
-        total = 0
-        for i in order:
-            total += self.weights[i]
-            self.cumulative.append(total)
+                        proven += [(t, int(rec[0])) for rec in e.get("records") or []]
+        for invoked, idempotent in invokes.values():  # never completed: in flight to the end
+            appends.append((invoked, 1 if idempotent else self._attempts(end - invoked)))
+        self.known = bool(appends)
+        appends.sort()
+        self.invoke_times = [t for t, _ in appends]
+        self.cumulative = list(itertools.accumulate(n for _, n in appends))
+        self.acknowledged = sorted(acknowledged)
+        self.highest = Extremes(proven)
 
-    def leo_max(self, t: int) -> int | None:
+    @staticmethod
+    def _attempts(in_flight_ns: int) -> int:
+        return 1 + max(0, in_flight_ns) // MIN_RETRY_SPACING_NS
+
+    def leo_max(self, invoked: int, completed: int | None = None) -> int | None:
+        """The LEO bound for an answer made between `invoked` and `completed` (ns)."""
         if not self.known:
             return None
-        n = bisect.bisect_left(self.times, t)
-        return self.highest + 1 + (self.cumulative[n - 1] if n else 0)
+        completed = invoked if completed is None else completed
+        n = bisect.bisect_right(self.invoke_times, completed)
+        highest = self.highest.before(completed + 1)
+        taken_off = bisect.bisect_left(self.acknowledged, invoked)
+        return (-1 if highest is None else highest) + 1 + (self.cumulative[n - 1] if n else 0) - taken_off
 
 
 class Extremes:
