@@ -1,6 +1,6 @@
-"""Seeded broker bugs: the table of slips the Java agent in tests/seeded_bugs/ plants in brokers.
+"""Seeded broker bugs: the table of slips the Java agent in harness/backends/seeded_bugs/ plants in brokers.
 
-The agent (Byte Buddy advice, `tests/seeded_bugs/src/main/java/kipcheck/seeded/Slips.java`)
+The agent (Byte Buddy advice, `harness/backends/seeded_bugs/src/main/java/kipcheck/seeded/Slips.java`)
 is loaded into every broker with `-javaagent:JAR=control=FILE,report={node_dir}/seeded-bugs.json`
 (`ClusterOptions.broker_jvm_args`). Every bug is off at start; the agent polls the control
 file and switches on the one bug named in it (empty: none). Each broker writes its report
@@ -20,7 +20,7 @@ from pathlib import Path
 from harness.errors import HarnessError
 from harness.backends import maven_build
 
-SOURCES = Path(__file__).resolve().parents[2] / "tests" / "seeded_bugs"
+SOURCES = Path(__file__).resolve().parent / "seeded_bugs"  # shipped in the package (pyproject package data)
 REPORT_NAME = "seeded-bugs.json"
 
 

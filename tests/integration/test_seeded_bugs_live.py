@@ -1,6 +1,6 @@
 """The detection matrix on live brokers: every seeded bug must be flagged by its anomaly name.
 
-One cluster carries every seeded bug (harness.backends.seeded, the Java agent in tests/seeded_bugs/),
+One cluster carries every seeded bug (harness.backends.seeded, the Java agent in harness/backends/seeded_bugs/),
 switched on one at a time by `harness.selftest.run_matrix`. The default suite runs short
 windows; `-m long` runs the long form. Each bug must have fired (else it proves nothing)
 and be flagged under `kip` and under the version's profile; the control window (no bug on)
