@@ -334,7 +334,8 @@ def for_version(version: str | None) -> str:
 # 3.3 and 3.9 were read by hand; 3.4 ... 3.8 by a script now grown into `kipcheck profile read`
 # (harness/profile_read.py), which looks for the same code in the same class and method of each
 # release's source jars. That reader also finds the KIP-227 deviations (and from 3.8 the sharded
-# session cache) and follower-bootstrap-absent in 3.x code; they are not in these profiles
+# session cache), follower-bootstrap-absent and kraft-fetch-parks-without-hwm in 3.x code; they are
+# not in these profiles
 # (tests/test_profile_read.py lists them as UNPROFILED_3X).
 _READ_IN_3X = frozenset({OUT_OF_RANGE_WITHOUT_OFFSETS, RESPONSE_HWM_SAMPLED_BEFORE_READ, FETCH_ABOVE_HWM_EMPTY,
                          HWM_CAPPED_AT_LEO, OFFSETS_FOR_LEADER_EPOCH_UNCAPPED, FOLLOWER_HWM_FOLLOWS_LEADER})

@@ -36,7 +36,7 @@ def test_just_outside_the_read_deviations_is_still_an_anomaly(profile):
 
 @pytest.mark.parametrize("profile", LINES)
 def test_a_follower_hwm_going_back_once_after_an_election_is_known_on_3x_within_its_bound(profile):
-    """follower-hwm-follows-leader was read in every 3.x source jar (scripts/read_3x_deviations.py):
+    """follower-hwm-follows-leader was read in every 3.x source jar (harness/profile_read.py):
     known within the 4.3 bound, an anomaly just outside it (a second drop in the epoch)."""
     from tests.test_deviation_bounds import follower_history
     assert names(run(HighWatermarkRule(), follower_history(10, 10, 9, 9, 11), profile)) == []
