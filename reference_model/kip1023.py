@@ -154,18 +154,36 @@ def never_decreasing(kind: str) -> bool:
 
 
 def answers_consistent(earlier_kind: str, earlier: int, later_kind: str, later: int,
-                       profile: Profile | str = "kip") -> bool:
+                       profile: Profile | str = "kip", log_start_after: int | None = None) -> bool:
     """Two ListOffsets answers of one leader in one leader epoch, the later one asked
     after the earlier one was answered, no truncating fault between: since the earlier
     quantity never decreases, earlier <= (earlier quantity now) <= later + slack for every
     pair of `offset_order`, and a quantity never goes back. Unknown offsets (< 0) say
-    nothing."""
+    nothing. `log_start_after`: the lowest log start (or local log start) the leader answered
+    after the earlier answer, an upper bound of its log start then (`pending_upload_resolved`)."""
     if earlier < 0 or later < 0:
         return True
     if earlier_kind == later_kind:
         return not never_decreasing(earlier_kind) or later >= earlier
+    if (earlier_kind, later_kind) == ("pending_upload", "last_tiered"):
+        return pending_upload_resolved(earlier, later, profiles.get(profile), log_start_after)
     for lo, hi, slack in offset_order(profile):
         if lo == earlier_kind and hi == later_kind and never_decreasing(lo):
             return earlier <= later + slack
     return True
+
+
+def pending_upload_resolved(pending: int, last_tiered_later: int, profile: Profile,
+                            log_start_after: int | None = None) -> bool:
+    """An earliest-pending-upload answer against a last-tiered answer of the same leader
+    asked later. KIP-1023 "List Offsets API": pending = last tiered + 1, and the last tiered
+    offset never goes back, so pending <= later last tiered + 1. Under
+    `pending-upload-resolved-by-leader` Kafka answers max(last tiered + 1, log start)
+    (UnifiedLog.fetchEarliestPendingUploadOffset), so a higher pending is its log start then,
+    which never exceeds a log start (or local log start) it answers later: beyond
+    `log_start_after` the answer is outside the deviation's bound."""
+    if pending <= last_tiered_later + 1:
+        return True
+    return profile.allows(profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER) and (
+        log_start_after is None or pending <= log_start_after)
 

@@ -161,7 +161,9 @@ BOUNDS: dict[str, str] = {
     INCREMENTAL_EXTRA_PARTITIONS: "Only partitions of the session.",
     EVICT_SMALLEST: "The one victim kip227 computes.",
     SHARDED_SESSION_CACHE: "Within one shard of slots / 8.",
-    PENDING_UPLOAD_RESOLVED_BY_LEADER: "Never below the log start.",
+    PENDING_UPLOAD_RESOLVED_BY_LEADER: "Never below the log start; above the last tiered offset + 1 only when it is the "
+    "log start (max(last tiered + 1, log start)), so never above a log start or local log start the leader answers "
+    "later in the same epoch and life (kip1023.pending_upload_resolved).",
     FOLLOWER_BOOTSTRAP_ABSENT: "The old fetcher path only.",
     KRAFT_FETCH_PARKS_WITHOUT_HWM: "One parking window W = min(MAX_FETCH_WAIT_MS 500, metadata.max.idle.interval.ms) "
     "at most: the upper quartile of the post-commit lags over >= 20 changes <= W + W/2 (kip1166.parked_once_bound_ns); "

@@ -330,3 +330,19 @@ def test_kipcheck_check_flags_every_gap(tmp_path, profile):
     verdict = json.loads(proc.stdout)
     assert {n for n, ex in verdict["anomalies"].items() if ex} == {
         "inconsistent-offset", "preferred-replica-violation", "fetch-session-violation", "tiered-offset-violation"}
+
+
+def test_pending_upload_above_last_tiered_plus_one_is_known_only_as_far_as_the_log_start_reaches():
+    """`pending-upload-resolved-by-leader`'s bound: a pending upload above the later last
+    tiered + 1 can only be the log start then, so a lower log start (or local log start)
+    answered after it puts it outside the deviation under every profile."""
+    carrying = [p for p in PROFILES if p != "kip"]
+    assert carrying
+    for profile in carrying:
+        at_log_start = offsets((-6, 150), (-5, 100), (-2, 150))
+        assert found(at_log_start, profile) == {}
+        assert set(found(at_log_start, profile, known=True)) == {"tiered-offset-violation"}
+        for later_start in ((-2, 149), (-4, 120)):  # the log start then was below 150
+            beyond = offsets((-6, 150), (-5, 100), later_start)
+            assert set(found(beyond, profile)) == {"tiered-offset-violation"}, (profile, later_start)
+    assert set(found(offsets((-6, 150), (-5, 100), (-2, 150)), "kip")) == {"tiered-offset-violation"}

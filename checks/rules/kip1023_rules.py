@@ -21,7 +21,7 @@ from typing import Iterable, Sequence
 from reference_model import kip1023
 
 from checks.rules.base import RULE, Anomaly
-from checks.rules.log_bounds import STATE_LOSING_FAULTS
+from checks.rules.log_bounds import STATE_LOSING_FAULTS, Extremes
 from checks.rules.observe import EpochIndex, Op, answered, as_int, broker_ids, known_as, proven_epoch, verdict
 
 #: faults after which a broker's offsets may go back: it lost state or its log was cut
@@ -87,18 +87,22 @@ class TieredOffsetRule:
         out = []
         for ops in stretches.values():
             done, i, best = sorted(ops, key=lambda o: o[0].completed), 0, {}
+            # the lowest log start (or local log start, above it) answered after a moment
+            starts = Extremes(((o[0].invoked, o[2]) for o in ops if o[1] in ("log_start", "local_log_start")), min)
             for b in sorted(ops, key=lambda o: o[0].invoked):
                 while i < len(done) and done[i][0].completed < b[0].invoked:
                     a = done[i]
                     if a[1] not in best or a[2] > best[a[1]][2]:
                         best[a[1]] = a
                     i += 1
-                out += [x for a in best.values() for x in TieredOffsetRule._judge(topic, partition, epoch, a, b, profile)]
+                out += [x for a in best.values()
+                        for x in TieredOffsetRule._judge(topic, partition, epoch, a, b, profile,
+                                                         starts.after(a[0].completed))]
         return out
 
     @staticmethod
-    def _judge(topic, partition, epoch, a, b, profile) -> list[Anomaly]:
-        kind = verdict(lambda p: kip1023.answers_consistent(a[1], a[2], b[1], b[2], p), profile)
+    def _judge(topic, partition, epoch, a, b, profile, log_start_after=None) -> list[Anomaly]:
+        kind = verdict(lambda p: kip1023.answers_consistent(a[1], a[2], b[1], b[2], p, log_start_after), profile)
         if kind is None:
             return []
         broke = "the offset went back" if a[1] == b[1] else f"{a[1]} <= {b[1]} is broken"
