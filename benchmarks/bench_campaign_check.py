@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def write_histories(directory: Path, runs: int, events: int) -> list[Path]:
-    from checks.history import ParquetSink
-    from checks.synthetic import generate
+    from kipcheck.checks.history import ParquetSink
+    from kipcheck.checks.synthetic import generate
     paths = []
     for n in range(runs):
         d = directory / f"run{n}"
@@ -43,9 +43,9 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=20000)
     ap.add_argument("--master", default=None, help="default: a standalone master + worker started here")
     args = ap.parse_args()
-    from checks.engine_spark import check_path, check_paths, spark_session
-    from checks.verdict import comparable
-    from harness.spark_standalone import standalone_spark
+    from kipcheck.checks.engine_spark import check_path, check_paths, spark_session
+    from kipcheck.checks.verdict import comparable
+    from kipcheck.harness.spark_standalone import standalone_spark
     with tempfile.TemporaryDirectory(prefix="kipcheck-bench-") as tmp, contextlib.ExitStack() as stack:
         paths = write_histories(Path(tmp), args.runs, args.events)
         master = args.master or stack.enter_context(standalone_spark(Path(tmp) / "spark", cores=os.cpu_count() or 2))

@@ -90,8 +90,8 @@ def make_history(n: int, directory: Path, jsonl: bool = True) -> Path:
 
     The Parquet copy has `to_parquet`'s schema; the value JSON is written by orjson when
     installed (the synthetic values are plain strings and ints, so it is the same JSON)."""
-    from checks.history import ParquetSink
-    from checks.synthetic import generate
+    from kipcheck.checks.history import ParquetSink
+    from kipcheck.checks.synthetic import generate
 
     try:
         import orjson
@@ -129,7 +129,7 @@ def run_one(engine: str, directory: str, master: str) -> dict:
     startup = 0.0
     load0 = loadavg()
     if engine == "spark":
-        from checks.engine_spark import check_path, spark_session
+        from kipcheck.checks.engine_spark import check_path, spark_session
         t0 = time.perf_counter()
         spark = spark_session(master)
         # a first small check warms the JVM up (class loading, JIT): counted as start-up
@@ -139,7 +139,7 @@ def run_one(engine: str, directory: str, master: str) -> dict:
         t0, c0 = time.perf_counter(), time.process_time()
         verdict = check_path(Path(directory) / "history.parquet", spark=spark)
     else:
-        from checks.engine_local import check_path
+        from kipcheck.checks.engine_local import check_path
         t0, c0 = time.perf_counter(), time.process_time()
         verdict = check_path(Path(directory) / "history.jsonl")
     elapsed = time.perf_counter() - t0

@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.backends import kafka_dist, releases  # noqa: E402
-from harness.backends.cluster import NativeCluster  # noqa: E402
+from kipcheck.harness.backends import kafka_dist, releases  # noqa: E402
+from kipcheck.harness.backends.cluster import NativeCluster  # noqa: E402
 
 
 def timed(fn):

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.clients.history import History  # noqa: E402
+from kipcheck.harness.clients.history import History  # noqa: E402
 
 
 class NoHistory(History):
@@ -66,7 +66,7 @@ def producer_rates(bootstrap: str, topic: str, seconds: float, producers: int, i
                    run_dir: Path, requests: int = 1) -> dict[str, float]:
     """Acknowledged sends/s of the workload's producers with and without recording,
     interleaved in alternating slices so both see the same cluster conditions."""
-    from harness.clients.workload import ProducerWorker, WorkloadOptions
+    from kipcheck.harness.clients.workload import ProducerWorker, WorkloadOptions
     options = WorkloadOptions(topic=topic, partitions=3, producers=producers, in_flight=in_flight, rate=0,
                               max_in_flight_requests=requests)
     histories = {"recorded": History(run_dir / "history.jsonl"), "unrecorded": NoHistory(run_dir / "none.jsonl")}
@@ -118,9 +118,9 @@ def main(argv=None) -> int:
     if args.writer_only:
         return 0
 
-    from harness.clients.admin import Admin
-    from harness.backends.cluster import ClusterOptions, NativeCluster
-    from harness.backends.kafka_dist import resolve
+    from kipcheck.harness.clients.admin import Admin
+    from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster
+    from kipcheck.harness.backends.kafka_dist import resolve
     with tempfile.TemporaryDirectory(prefix="kipcheck-bench-") as d:
         cluster = NativeCluster(resolve(args.kafka_version), Path(d) / "cluster", ClusterOptions(brokers=3),
                                 owner_pid=os.getpid())

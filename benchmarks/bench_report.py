@@ -29,9 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from checks.history import iter_history, write_jsonl  # noqa: E402
-from checks.synthetic import generate  # noqa: E402
-from reports.html import write_report  # noqa: E402
+from kipcheck.checks.history import iter_history, write_jsonl  # noqa: E402
+from kipcheck.checks.synthetic import generate  # noqa: E402
+from kipcheck.reports.html import write_report  # noqa: E402
 
 FAULTS = 6  # kill windows spread over the run
 #: the synthetic clock advances 1-1000 ns a record; stretched, 10^6 records span ~10 minutes

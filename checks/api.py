@@ -5,9 +5,9 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from checks.coverage import apply_requirement, parse_requirement
-from checks.profiles import choose_profile_noted, kafka_version
-from reference_model.profiles import inherited
+from kipcheck.checks.coverage import apply_requirement, parse_requirement
+from kipcheck.checks.profiles import choose_profile_noted, kafka_version
+from kipcheck.reference_model.profiles import inherited
 
 ENGINES = ("local", "spark")
 
@@ -41,16 +41,16 @@ def check_many(paths: Sequence[str | Path], engine: str = "local", master: str |
     if require_coverage:
         parse_requirement(require_coverage)  # bad text fails before the work
     if rules is None:
-        from checks.recovery import choose_bound, liveness_rule
-        from checks.verdict import default_rules
+        from kipcheck.checks.recovery import choose_bound, liveness_rule
+        from kipcheck.checks.verdict import default_rules
         run_rules = [default_rules(liveness_rule(choose_bound(p, recovery_bound), crash_loop)) for p in paths]
     else:
         run_rules = [list(rules)] * len(paths)
     if engine == "local":
-        from checks.engine_local import check_path
+        from kipcheck.checks.engine_local import check_path
         verdicts = [check_path(p, r, prof) for p, r, prof in zip(paths, run_rules, profiles)]
     else:
-        from checks.engine_spark import check_paths
+        from kipcheck.checks.engine_spark import check_paths
         verdicts = check_paths(paths, run_rules, profiles, master=master)
     for verdict, path, (name, note) in zip(verdicts, paths, noted):
         if note:

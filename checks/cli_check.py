@@ -13,9 +13,9 @@ import argparse
 import json
 import sys
 
-from checks.api import ENGINES, check_many, write_verdict
-from checks.conformance import CONFORMANCE, table_lines
-from checks.history import HistoryError
+from kipcheck.checks.api import ENGINES, check_many, write_verdict
+from kipcheck.checks.conformance import CONFORMANCE, table_lines
+from kipcheck.checks.history import HistoryError
 
 EXIT_VALID, EXIT_ANOMALIES, EXIT_ERROR, EXIT_UNKNOWN = 0, 1, 2, 3
 

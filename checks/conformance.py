@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from checks import run_config
+from kipcheck.checks import run_config
 
-from checks.coverage import OBSERVED, model_rules
-from reference_model.profiles import inherited
+from kipcheck.checks.coverage import OBSERVED, model_rules
+from kipcheck.reference_model.profiles import inherited
 
 #: the verdict key of the table
 CONFORMANCE = "conformance"

@@ -21,9 +21,9 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from reference_model import kip227, kip392, kip1023, kip1166
+from kipcheck.reference_model import kip227, kip392, kip1023, kip1166
 
-from checks.rules.base import Anomaly
+from kipcheck.checks.rules.base import Anomaly
 
 #: the verdict key of the coverage table (the summary row's name)
 COVERAGE = "coverage"

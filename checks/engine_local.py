@@ -24,9 +24,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from checks.conformance import run_context
-from checks.history import iter_history
-from checks.verdict import (Counts, as_row, build_verdict, default_rules, from_row, keyed,
+from kipcheck.checks.conformance import run_context
+from kipcheck.checks.history import iter_history
+from kipcheck.checks.verdict import (Counts, as_row, build_verdict, default_rules, from_row, keyed,
                             no_cyclic_gc, run_rule, starter)
 
 #: pickled bytes of held groups kept in memory before they are spilled to disk

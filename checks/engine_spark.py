@@ -31,9 +31,9 @@ from itertools import groupby
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from checks.conformance import run_context
-from checks.history import HistoryError, decode_row, is_parquet, resolve, to_parquet, validate
-from checks.verdict import (Counts, anomaly_from_row, anomaly_to_row, as_row, build_verdict, default_rules,
+from kipcheck.checks.conformance import run_context
+from kipcheck.checks.history import HistoryError, decode_row, is_parquet, resolve, to_parquet, validate
+from kipcheck.checks.verdict import (Counts, anomaly_from_row, anomaly_to_row, as_row, build_verdict, default_rules,
                             from_row, keyed, no_cyclic_gc, run_rule, starter)
 
 DEFAULT_MASTER = "local[*]"
@@ -78,15 +78,18 @@ def spark_session(master: str | None = None):
 
 
 def package_zip() -> Path:
-    """`checks` and `reference_model` (all the executors run) as a zip for spark.submit.pyFiles,
-    rebuilt per process in the temporary directory."""
+    """`kipcheck.checks` and `kipcheck.reference_model` (all the executors run) as a zip for
+    spark.submit.pyFiles, rebuilt per process in the temporary directory."""
     import zipfile
-    root = Path(__file__).resolve().parent.parent
+
+    import kipcheck
+    root = Path(__file__).resolve().parent.parent  # holds checks/ and reference_model/ (checkout or wheel)
     out = Path(tempfile.gettempdir()) / f"kipcheck-checker-{os.getpid()}.zip"
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        z.write(kipcheck.__file__, "kipcheck/__init__.py")
         for package in ("checks", "reference_model"):
             for f in sorted((root / package).rglob("*.py")):
-                z.write(f, f.relative_to(root))
+                z.write(f, Path("kipcheck") / f.relative_to(root))
     return out
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from checks.history import HistoryError
-from checks import run_config
-from reference_model.profiles import PROFILES, for_version, profile_for
+from kipcheck.checks.history import HistoryError
+from kipcheck.checks import run_config
+from kipcheck.reference_model.profiles import PROFILES, for_version, profile_for
 
 
 def known_profiles() -> list[str]:

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from checks.history import HistoryError
-from checks import run_config
+from kipcheck.checks.history import HistoryError
+from kipcheck.checks import run_config
 
 #: Kafka's defaults (ms) for the broker and controller parts of the bound
 KAFKA_DEFAULTS_MS = {
@@ -82,7 +82,7 @@ def choose_bound(path: str | Path | None, asked: float | None = None) -> dict:
 
 
 def liveness_rule(bound: dict | None = None, crash_loop: int | None = None):
-    from checks.rules.liveness_rules import LivenessRule
+    from kipcheck.checks.rules.liveness_rules import LivenessRule
     bound = bound or choose_bound(None)
     return LivenessRule(bound["seconds"], bound.get("parts"), bound.get("source", ""),
                         DEFAULT_CRASH_LOOP if crash_loop is None else crash_loop)

@@ -15,7 +15,7 @@ import sys
 def main(argv=None) -> int:
     from pyspark.sql import SparkSession
 
-    from checks.cli_check import main as check_main
+    from kipcheck.checks.cli_check import main as check_main
 
     SparkSession.builder.appName("kipcheck-check").getOrCreate()  # master from spark-submit; the engine finds it
     argv = list(sys.argv[1:] if argv is None else argv)

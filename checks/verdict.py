@@ -17,7 +17,7 @@ import json
 from collections import Counter
 from typing import Iterable, Sequence
 
-from checks.rules.base import DEVIATIONS, RULE, UNKNOWN, Anomaly
+from kipcheck.checks.rules.base import DEVIATIONS, RULE, UNKNOWN, Anomaly
 
 #: every anomaly name of docs/checker.md, in its order; each is a key of the verdict
 ANOMALY_NAMES = (
@@ -36,10 +36,10 @@ def default_rules(liveness=None) -> list:
     """The history rules, the liveness rule (`liveness`, or one with the Kafka-default
     bound), the model-backed rules and rule coverage. All are required: a checker that
     silently ran without the model's rules would certify what it never judged."""
-    from checks.coverage import CoverageRule
-    from checks.recovery import liveness_rule
-    from checks.rules.history_rules import HISTORY_RULES
-    from checks.rules.model_rules import MODEL_RULES
+    from kipcheck.checks.coverage import CoverageRule
+    from kipcheck.checks.recovery import liveness_rule
+    from kipcheck.checks.rules.history_rules import HISTORY_RULES
+    from kipcheck.checks.rules.model_rules import MODEL_RULES
 
     return [*HISTORY_RULES, liveness or liveness_rule(), *MODEL_RULES, CoverageRule()]
 
@@ -268,7 +268,7 @@ def build_verdict(anomalies: Iterable[Anomaly], counts: Counts, profile: str,
     if "liveness" in blocks:
         verdict["counts"]["client_crashes"] = blocks["liveness"].get("client_crashes", 0)
     if "coverage" in verdict:
-        from checks.conformance import CONFORMANCE, conformance_table
+        from kipcheck.checks.conformance import CONFORMANCE, conformance_table
         verdict[CONFORMANCE] = conformance_table(verdict, context)
     return verdict
 

@@ -8,7 +8,7 @@ it runs once).
 """
 import pytest
 
-from faults.base import FaultSpec
+from kipcheck.faults.base import FaultSpec
 
 pytestmark = pytest.mark.cluster
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from faults.cluster import Admin, Cluster
+from kipcheck.faults.cluster import Admin, Cluster
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 
-from faults.base import FaultContext, FaultSpec
-from faults.errors import FaultError
-from faults.process import heal_processes, start_stopped
-from faults.targets import partition_of, resolve_node, wait_full_isr
+from kipcheck.faults.base import FaultContext, FaultSpec
+from kipcheck.faults.errors import FaultError
+from kipcheck.faults.process import heal_processes, start_stopped
+from kipcheck.faults.targets import partition_of, resolve_node, wait_full_isr
 
 
 class _DiskFault:

@@ -11,9 +11,9 @@ import time
 
 from confluent_kafka import ElectionType, KafkaException, TopicPartition
 
-from faults.base import FaultContext, FaultSpec
-from faults.errors import FaultError
-from faults.targets import describe, partition_of, view
+from kipcheck.faults.base import FaultContext, FaultSpec
+from kipcheck.faults.errors import FaultError
+from kipcheck.faults.targets import describe, partition_of, view
 
 
 def _partitions(ctx: FaultContext, spec: FaultSpec) -> list[tuple[str, int]]:

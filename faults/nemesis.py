@@ -12,9 +12,9 @@ import logging
 import threading
 import time
 
-from faults.base import FaultSpec
-from faults.errors import FaultError
-from faults.registry import healers, kind
+from kipcheck.faults.base import FaultSpec
+from kipcheck.faults.errors import FaultError
+from kipcheck.faults.registry import healers, kind
 
 
 class Nemesis(threading.Thread):

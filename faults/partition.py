@@ -11,8 +11,8 @@ for acks=all.
 """
 from __future__ import annotations
 
-from faults.base import FaultContext, FaultSpec
-from faults.targets import all_node_ids, resolve_node
+from kipcheck.faults.base import FaultContext, FaultSpec
+from kipcheck.faults.targets import all_node_ids, resolve_node
 
 Grudge = dict[int, list[int]]  # node -> peers whose packets it drops
 

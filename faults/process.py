@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from faults.base import FaultContext, FaultSpec
-from faults.errors import FaultError
-from faults.targets import resolve_node, wait_full_isr
+from kipcheck.faults.base import FaultContext, FaultSpec
+from kipcheck.faults.errors import FaultError
+from kipcheck.faults.targets import resolve_node, wait_full_isr
 
 START_TIMEOUT = 120.0  # two cores shared by several clusters: a JVM start can be slow
 

@@ -3,12 +3,12 @@
 `all` in a fault list means the default mix: every kind except the opt-in ones."""
 from __future__ import annotations
 
-from faults.disk import DISK_KINDS
-from faults.election import ELECTION_KINDS
-from faults.errors import FaultError
-from faults.partition import PARTITION_KINDS
-from faults.process import PROCESS_KINDS
-from faults.toxics import TOXIC_KINDS
+from kipcheck.faults.disk import DISK_KINDS
+from kipcheck.faults.election import ELECTION_KINDS
+from kipcheck.faults.errors import FaultError
+from kipcheck.faults.partition import PARTITION_KINDS
+from kipcheck.faults.process import PROCESS_KINDS
+from kipcheck.faults.toxics import TOXIC_KINDS
 
 # Order matters for heal-all: network first (restarted nodes must reach their peers), processes before admin calls.
 KINDS = {k.name: k for k in (*PARTITION_KINDS, *TOXIC_KINDS, *PROCESS_KINDS, *DISK_KINDS, *ELECTION_KINDS)}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import random
 
-from faults.base import FaultSpec
+from kipcheck.faults.base import FaultSpec
 
 QUIET_TAIL = 0.2  # fraction of the run left without faults
 

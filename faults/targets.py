@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import time
 
-from faults.base import FaultContext, FaultSpec
-from faults.errors import FaultError
+from kipcheck.faults.base import FaultContext, FaultSpec
+from kipcheck.faults.errors import FaultError
 
 
 def partition_of(spec: FaultSpec, ctx: FaultContext) -> tuple[str, int]:

@@ -9,10 +9,10 @@ proxy in between would hide (see docs/faults.md).
 """
 from __future__ import annotations
 
-from faults.base import FaultContext, FaultSpec
-from faults.cluster import ClientProxy
-from faults.errors import FaultError
-from faults.targets import resolve_node
+from kipcheck.faults.base import FaultContext, FaultSpec
+from kipcheck.faults.cluster import ClientProxy
+from kipcheck.faults.errors import FaultError
+from kipcheck.faults.targets import resolve_node
 
 
 def _proxies(ctx: FaultContext, node_ids: list[int]) -> list[ClientProxy]:

@@ -18,9 +18,9 @@ import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from faults.errors import FaultError
-from harness.errors import HarnessError
-from harness.reproduce import reproduce_command
+from kipcheck.faults.errors import FaultError
+from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.reproduce import reproduce_command
 
 DONE, ERROR, RUNNING = "done", "error", "running"
 #: what a campaign keeps in campaign.json to resume exactly as it began
@@ -64,7 +64,7 @@ def plan(seeds: list[int], fault_mixes: list[str], versions: list[str | None]) -
 
 def run_options(base, planned: PlannedRun, runs_dir: Path):
     """The RunOptions of one planned run: the campaign's options with its seed, faults, version."""
-    from faults.registry import parse_kinds
+    from kipcheck.faults.registry import parse_kinds
     faults = {"default": None, "none": []}.get(planned.faults)
     if faults is None and planned.faults not in ("default", "none"):
         faults = parse_kinds(planned.faults)
@@ -98,7 +98,7 @@ class CampaignState:
 def run_campaign(directory: Path, planned: list[PlannedRun], base, settings: dict, ui) -> dict:
     """Do every planned run not done yet, then check them all at once; return the summary.
     `settings` (saved for a resume) hold the check's `engine` and `master` too."""
-    from harness.run import run
+    from kipcheck.harness.run import run
     directory.mkdir(parents=True, exist_ok=True)
     state = CampaignState(directory, planned, settings)
     for n, p in enumerate(planned, 1):
@@ -124,8 +124,8 @@ def run_campaign(directory: Path, planned: list[PlannedRun], base, settings: dic
 def check_campaign(directory: Path, planned: list[PlannedRun], state: CampaignState, base, ui,
                    engine: str, master: str | None) -> dict:
     """One check over every finished run; verdicts back into each run directory; summary files."""
-    from checks.api import check_many, write_verdict
-    from reports.summary import write_summary
+    from kipcheck.checks.api import check_many, write_verdict
+    from kipcheck.reports.summary import write_summary
     done = [p for p in planned if state.status(p) == DONE
             and (Path(state.runs[p.key]["run_dir"]) / "history.jsonl").exists()]
     run_dirs = [Path(state.runs[p.key]["run_dir"]) for p in done]
@@ -147,7 +147,7 @@ def check_campaign(directory: Path, planned: list[PlannedRun], state: CampaignSt
 
 
 def add_campaign_arguments(c) -> None:
-    from harness.run import BACKENDS
+    from kipcheck.harness.run import BACKENDS
     c.add_argument("--seeds", default=None, help="seeds, e.g. 1-20 or 1,4,9 (required for a new campaign)")
     c.add_argument("--faults", action="append", default=None, metavar="MIX",
                    help="a fault mix per flag: 'default', 'none', 'all' or kinds 'partition,kill' (repeatable)")
@@ -171,9 +171,9 @@ def cmd_campaign(args) -> int:
     """`kipcheck campaign`: exit 0 all valid, 1 any anomaly, 3 any undecided, 2 any run errored."""
     import time
 
-    from faults.registry import parse_kinds
-    from harness.progress import ProgressUI
-    from harness.run import RunOptions
+    from kipcheck.faults.registry import parse_kinds
+    from kipcheck.harness.progress import ProgressUI
+    from kipcheck.harness.run import RunOptions
     directory = Path(args.dir or Path("campaigns") / time.strftime("%Y%m%d-%H%M%S"))
     saved = directory / "campaign.json"
     if args.seeds is None:  # resume: the saved plan and settings
@@ -193,7 +193,7 @@ def cmd_campaign(args) -> int:
                 parse_kinds(mix)  # an unknown kind is a one-line error before anything starts
         versions = [v.strip() for v in args.kafka_versions.split(",")] if args.kafka_versions else [None]
         if args.backend != "external":  # fixed once, in campaign.json: a resume runs the same releases
-            from harness.backends.kafka_dist import version_of
+            from kipcheck.harness.backends.kafka_dist import version_of
             with ProgressUI(quiet=args.quiet).step("resolving the Kafka versions"):
                 versions = list(dict.fromkeys(version_of(v) for v in versions))
         planned = plan(seeds, mixes, versions)
@@ -204,7 +204,7 @@ def cmd_campaign(args) -> int:
     summary = run_campaign(directory, planned, base, settings, ProgressUI(quiet=args.quiet))
     totals = summary["totals"]
     print(f"campaign {directory}: " + ", ".join(f"{k.lower()} {n}" for k, n in sorted(totals.items())))
-    from checks.conformance import summary_markdown
+    from kipcheck.checks.conformance import summary_markdown
     print(summary_markdown(summary["conformance"]))
     print(f"summary: {directory / 'summary.html'} (and summary.md, summary.json)")
     for code, outcome in ((2, "ERROR"), (1, "INVALID"), (3, "UNKNOWN"), (3, "NOT RUN")):

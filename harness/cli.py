@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
-from faults.errors import FaultError
-from harness.backends import releases
-from harness.errors import HarnessError
+from kipcheck.faults.errors import FaultError
+from kipcheck.harness.backends import releases
+from kipcheck.harness.errors import HarnessError
 
 EXIT_VALID, EXIT_ANOMALIES, EXIT_ERROR, EXIT_UNKNOWN = 0, 1, 2, 3
 
@@ -51,18 +52,18 @@ def _kafka_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args) -> int:
-    from faults.registry import parse_kinds
-    from harness.progress import ProgressUI
-    from harness.run import RunOptions, run
-    from harness.clients.workload import WorkloadOptions
-    from checks.cli_check import liveness_options
+    from kipcheck.faults.registry import parse_kinds
+    from kipcheck.harness.progress import ProgressUI
+    from kipcheck.harness.run import RunOptions, run
+    from kipcheck.harness.clients.workload import WorkloadOptions
+    from kipcheck.checks.cli_check import liveness_options
     try:
         recovery_bound, crash_loop = liveness_options(args)
     except ValueError as e:
         raise HarnessError(str(e)) from None
     faults = None if args.faults is None else ([] if args.faults == "none" else parse_kinds(args.faults))
     if args.require_coverage:
-        from checks.coverage import parse_requirement
+        from kipcheck.checks.coverage import parse_requirement
         try:
             parse_requirement(args.require_coverage)  # a typo fails before the cluster starts
         except ValueError as e:
@@ -86,18 +87,18 @@ def cmd_run(args) -> int:
         print(f"valid: {verdict['valid']}" + (f"  anomalies: {flagged}" if flagged else "")
               + (f"  known: {known}" if known else ""))
         print(f"profile: {verdict['profile']}" + (f" ({verdict['profile_note']})" if verdict.get("profile_note") else ""))
-        from checks.cli_check import conformance_lines, deviation_lines
+        from kipcheck.checks.cli_check import conformance_lines, deviation_lines
         print("\n".join(deviation_lines(verdict) + conformance_lines(verdict)))
     print(f"report: {run_dir / 'report' / 'index.html'}")
     return _exit_for(verdict)
 
 
 def cmd_cluster(args) -> int:
-    from harness.backends.cluster import ClusterOptions, NativeCluster, reap_stale, teardown
-    from harness.backends.state import all_states
+    from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster, reap_stale, teardown
+    from kipcheck.harness.backends.state import all_states
     if args.action == "up":
-        from harness.backends.kafka_dist import resolve
-        from harness.progress import ProgressUI
+        from kipcheck.harness.backends.kafka_dist import resolve
+        from kipcheck.harness.progress import ProgressUI
         dist = resolve(args.kafka_version, args.kafka_home)
         root = Path(args.dir or Path("runs") / "cluster").resolve()
         cluster = NativeCluster(dist, root, ClusterOptions(args.brokers, args.controllers, tiered=args.tiered,
@@ -122,7 +123,7 @@ def cmd_cluster(args) -> int:
             print("no clusters")
         for st in states:
             d = st.data
-            from harness.backends.state import same_process_alive
+            from kipcheck.harness.backends.state import same_process_alive
             nodes = {k: ("up" if same_process_alive(v.get("pid"), v.get("start")) else "down")
                      for k, v in d.get("nodes", {}).items()}
             print(json.dumps({"cluster_id": d["cluster_id"], "kafka_version": d.get("kafka_version"),
@@ -143,8 +144,8 @@ def cmd_cluster(args) -> int:
 
 
 def cmd_selftest(args) -> int:
-    from harness.progress import ProgressUI
-    from harness.selftest import format_markdown, format_text, matrix_passes, run_matrix
+    from kipcheck.harness.progress import ProgressUI
+    from kipcheck.harness.selftest import format_markdown, format_text, matrix_passes, run_matrix
     if args.from_matrix:
         try:
             matrix = json.loads(Path(args.from_matrix).read_text())
@@ -163,10 +164,10 @@ def cmd_selftest(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from reports.html import write_report
+    from kipcheck.reports.html import write_report
     if not (Path(args.run) / "history.jsonl").is_file():
         raise HarnessError(f"{args.run} is not a run directory (no history.jsonl)")
-    from checks.history import HistoryError
+    from kipcheck.checks.history import HistoryError
     try:
         path = write_report(Path(args.run))
     except HistoryError as e:
@@ -178,11 +179,15 @@ def cmd_report(args) -> int:
 
 
 def cmd_model(args) -> int:
-    from reference_model.scenario import ScenarioError, replay
+    from kipcheck.reference_model.scenario import SHIPPED, ScenarioError, replay
+    path = Path(args.scenario)
+    if not path.exists() and (SHIPPED / f"{args.scenario}.json").exists():  # a shipped scenario, by name
+        path = SHIPPED / f"{args.scenario}.json"
     try:
-        scenario = json.loads(Path(args.scenario).read_text())
+        scenario = json.loads(path.read_text())
     except (OSError, ValueError) as e:
-        raise HarnessError(f"cannot read scenario {args.scenario}: {e}") from None
+        shipped = ", ".join(sorted(p.stem for p in SHIPPED.glob("*.json")))
+        raise HarnessError(f"cannot read scenario {args.scenario}: {e} (shipped: {shipped})") from None
     try:
         steps = replay(scenario, profile=args.profile)
     except ScenarioError as e:
@@ -192,7 +197,7 @@ def cmd_model(args) -> int:
 
 
 def cmd_history(args) -> int:
-    from checks.history import HistoryError, iter_history
+    from kipcheck.checks.history import HistoryError, iter_history
     from collections import Counter
     by_f, by_type, by_process = Counter(), Counter(), Counter()
     try:
@@ -209,13 +214,13 @@ def cmd_history(args) -> int:
 
 
 def cmd_profile_read(args) -> int:
-    from harness.profile_read import cmd_profile_read as read
+    from kipcheck.harness.profile_read import cmd_profile_read as read
     return read(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from harness.clients.workload import WorkloadOptions as WorkloadDefaults
-    from harness.run import BACKENDS
+    from kipcheck.harness.clients.workload import WorkloadOptions as WorkloadDefaults
+    from kipcheck.harness.run import BACKENDS
     p = argparse.ArgumentParser(prog="kipcheck", description="Chaos and KIP conformance checks for Kafka (KRaft)")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -258,11 +263,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "a software downgrade at its metadata.version; docs/releases.md)")
     r.add_argument("--upgrade-to", default=None, metavar="VERSION", help="the release a rolling upgrade rolls to")
     _kafka_args(r)
-    from checks.cli_check import add_liveness_arguments
+    from kipcheck.checks.cli_check import add_liveness_arguments
     add_liveness_arguments(r)
     r.set_defaults(func=cmd_run)
 
-    from harness.campaign import add_campaign_arguments, cmd_campaign
+    from kipcheck.harness.campaign import add_campaign_arguments, cmd_campaign
     cp = sub.add_parser("campaign", help="many runs (seeds x fault mixes x versions), one check, one summary")
     add_campaign_arguments(cp)
     cp.set_defaults(func=cmd_campaign)
@@ -288,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--quiet", action="store_true", help="no progress display")
     st.set_defaults(func=cmd_selftest)
 
-    from checks.cli_check import add_check_arguments, run_check_command
+    from kipcheck.checks.cli_check import add_check_arguments, run_check_command
     k = sub.add_parser("check", help="check a history against the reference model")
     add_check_arguments(k)
     k.set_defaults(func=run_check_command)
@@ -300,7 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("model", help="replay a scenario through the reference model")
     msub = m.add_subparsers(dest="model_command", required=True)
     mr = msub.add_parser("replay", help="print each step's allowed outcomes as JSON")
-    mr.add_argument("scenario", help="scenario JSON file (see docs/model.md)")
+    mr.add_argument("scenario", help="scenario JSON file (docs/model.md), or the name of one shipped in "
+                                     "reference_model/scenarios, e.g. kip227-session")
     mr.add_argument("--profile", default="kip", help="kip or kafka-X.Y")
     mr.set_defaults(func=cmd_model)
 
@@ -330,8 +336,11 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("kipcheck: interrupted; faults healed and cluster stopped", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`kipcheck check RUN | head`): nothing to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 0
     except Exception as e:  # a bug of kipcheck outside a run's directory: one line, the traceback in a file
-        from harness.runlog import one_line, save_traceback
+        from kipcheck.harness.runlog import one_line, save_traceback
         print(f"kipcheck: internal error: {one_line(e)} (traceback in {save_traceback(e)})", file=sys.stderr)
         return EXIT_ERROR
 

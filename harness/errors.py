@@ -1,5 +1,5 @@
 """Errors a user can act on: printed as one line by the CLI, never as a traceback."""
-from faults.errors import FaultError
+from kipcheck.faults.errors import FaultError
 
 
 class HarnessError(FaultError):

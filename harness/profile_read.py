@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from harness.backends import releases
-from harness.errors import HarnessError
-from reference_model import profiles as P
+from kipcheck.harness.backends import releases
+from kipcheck.harness.errors import HarnessError
+from kipcheck.reference_model import profiles as P
 
 GROUP = "org.apache.kafka"
 ARTIFACTS = ("kafka_2.13", "kafka-server", "kafka-storage", "kafka-raft", "kafka-clients", "kafka-server-common")
@@ -168,7 +168,7 @@ def _m2(artifact: str, version: str, classifier: str = "") -> Path:
 
 
 def _marker(artifact: str, version: str, classifier: str) -> Path:
-    from harness.backends.kafka_dist import cache_root
+    from kipcheck.harness.backends.kafka_dist import cache_root
     return cache_root() / "sources" / version / f"{artifact}-{classifier or 'jar'}.missing"
 
 

@@ -4,7 +4,7 @@ Fixtures
 - `kafka_version`, `kafka_dist` (session): the Kafka to run (`--kafka-version`, `--kafka-home`,
   or one entry of `--kafka-matrix 4.2.1,4.3.1`, which runs every cluster test per version;
   `--kafka-matrix all-kraft` is the newest patch of every KRaft minor line, 3.3 ... 4.3,
-  from harness.backends.releases).
+  from kipcheck.harness.backends.releases).
 - `cluster` (session): one native KRaft cluster shared by the session's tests; a test
   that breaks it must heal it (the `nemesis` fixture does that for faults).
 - `fresh_cluster` (function): a private cluster for tests that are destructive.
@@ -73,8 +73,8 @@ def matrix_versions(matrix: str) -> list[str]:
     """`--kafka-matrix` as versions: a comma-separated list, where `all-kraft` stands for
     the newest patch of every KRaft minor line (harness.backends.releases.all_kraft) and
     `latest` for the newest release Maven Central serves (asked once, here)."""
-    from harness.backends.kafka_dist import LATEST, version_of
-    from harness.backends.releases import all_kraft
+    from kipcheck.harness.backends.kafka_dist import LATEST, version_of
+    from kipcheck.harness.backends.releases import all_kraft
     out = []
     for entry in (v.strip() for v in matrix.split(",")):
         for v in (all_kraft() if entry == "all-kraft" else [version_of(LATEST)] if entry == LATEST
@@ -98,12 +98,12 @@ def kafka_version(request):
 
 @pytest.fixture(scope="session")
 def kafka_dist(kafka_version, pytestconfig):
-    from harness.backends.kafka_dist import resolve
+    from kipcheck.harness.backends.kafka_dist import resolve
     return resolve(kafka_version, pytestconfig.getoption("--kafka-home"))
 
 
 def _start(dist, root: Path, brokers: int):
-    from harness.backends.cluster import ClusterOptions, NativeCluster
+    from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster
     # tiered storage on (harness.backends.tiered): topics without remote.storage.enable are unaffected,
     # and KIP-1023 tests get tiered offsets on the shared cluster
     cluster = NativeCluster(dist, root, ClusterOptions(brokers=brokers, tiered=True), owner_pid=os.getpid())
@@ -131,7 +131,7 @@ def fresh_cluster(kafka_dist, tmp_path):
 
 @pytest.fixture
 def topic(cluster):
-    from harness.clients.admin import Admin, wait_known_by_each
+    from kipcheck.harness.clients.admin import Admin, wait_known_by_each
     name = f"t-{uuid.uuid4().hex[:8]}"
     admin = Admin(cluster.bootstrap_servers())
     admin.create_topic(name, partitions=3, replication_factor=min(3, len(cluster.brokers)))
@@ -142,7 +142,7 @@ def topic(cluster):
 
 @pytest.fixture
 def history(tmp_path):
-    from harness.clients.history import History
+    from kipcheck.harness.clients.history import History
     h = History(tmp_path / "history.jsonl")
     yield h
     h.close()
@@ -152,26 +152,26 @@ class NemesisHandle:
     """Inject and heal single faults from a test, each recorded in the test's history."""
 
     def __init__(self, cluster, topic: str, history):
-        from harness.run import RunContext
+        from kipcheck.harness.run import RunContext
         self.ctx = RunContext(cluster, topic)
         self.history = history
 
     def inject(self, spec) -> dict:
-        from faults.registry import kind
+        from kipcheck.faults.registry import kind
         op = self.history.invoke("nemesis", "fault", {"fault": spec.kind, **spec.params, "phase": "start"})
         injected = kind(spec.kind).inject(self.ctx, spec)
         op.ok(**injected)
         return injected
 
     def heal(self, spec, injected: dict) -> None:
-        from faults.registry import kind
+        from kipcheck.faults.registry import kind
         op = self.history.invoke("nemesis", "fault", {"fault": spec.kind, **spec.params, "phase": "stop"})
         kind(spec.kind).heal(self.ctx, spec, injected)
         op.ok()
 
     def heal_all(self) -> None:
         """Undo every fault; recorded while the history is open (a test that checked it closed it)."""
-        from faults.nemesis import heal_all
+        from kipcheck.faults.nemesis import heal_all
         heal_all(self.ctx, None if self.history.closed else self.history)
 
 
@@ -214,9 +214,9 @@ def kipcheck_check(request, kipcheck_seed):
     """`kipcheck_check(history, profile=None)`: close and check the history; fail the test with
     each anomaly and its proof records unless it is valid; return the verdict."""
     def check(history, profile: str | None = None) -> dict:
-        from checks.profiles import profile_for_version
-        from harness import verify
-        from reports.allure import report_to_current_test
+        from kipcheck.checks.profiles import profile_for_version
+        from kipcheck.harness import verify
+        from kipcheck.reports.allure import report_to_current_test
         version = _kafka_version(request.node)
         verdict = verify.check_history(history, profile or (profile_for_version(version) if version else None))
         _remember_for_matrix(request.config, version, verdict)
@@ -242,8 +242,8 @@ def _remember_for_matrix(config, version: str | None, verdict: dict) -> None:
     has no config.json, so its conformance table learns the release's features here
     (harness.backends.releases), from the one function that builds tables."""
     if version and verdict.get("conformance"):
-        from checks.conformance import conformance_table
-        from harness.backends import releases
+        from kipcheck.checks.conformance import conformance_table
+        from kipcheck.harness.backends import releases
         verdict["conformance"] = conformance_table(verdict, {"kafka_version": version, "skipped": [],
                                                              "features": releases.report(version)})
     config.stash.setdefault(_MATRIX_VERDICTS, {}).setdefault(version or "default", []).append(verdict)
@@ -256,7 +256,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if not config.getoption("--kafka-matrix") or not columns:
         return
     import json
-    from reports.summary import write_release_summary
+    from kipcheck.reports.summary import write_release_summary
     factory = getattr(config, "_tmp_path_factory", None)
     directory = (factory.getbasetemp() if factory else Path.cwd()) / "kipcheck-matrix"
     directory.mkdir(parents=True, exist_ok=True)
@@ -272,8 +272,8 @@ class Workload:
     plus an optional fault plan (FaultSpecs, `start` seconds after `start()`)."""
 
     def __init__(self, cluster, topic: str, history, seed: int, check):
-        from harness.run import RunContext
-        from harness.clients.workload import WorkloadOptions
+        from kipcheck.harness.run import RunContext
+        from kipcheck.harness.clients.workload import WorkloadOptions
         self.cluster, self.topic, self.history, self.seed, self._check = cluster, topic, history, seed, check
         self.ctx = RunContext(cluster, topic)
         self.options = WorkloadOptions(topic=topic, partitions=3)
@@ -282,9 +282,9 @@ class Workload:
     def start(self, faults=(), probes: bool = True, **options) -> "Workload":
         """Start producers, consumers, probes (and the nemesis of `faults`); `options` are
         harness.clients.workload.WorkloadOptions fields, e.g. producers=3, acks="1"."""
-        from harness.errors import HarnessError
-        from harness.run import _follower_rack
-        from harness.service import WorkloadService
+        from kipcheck.harness.errors import HarnessError
+        from kipcheck.harness.run import _follower_rack
+        from kipcheck.harness.service import WorkloadService
         if self.service is not None and not self.service.stopped:
             raise HarnessError("the workload is already running")
         self.options = replace(self.options, **options)
@@ -314,9 +314,9 @@ class Workload:
     def verify(self, profile: str | None = None) -> dict:
         """Stop, heal every fault, wait for a full ISR, read every partition to its end, then
         check the history: the test fails with the anomalies and their proofs unless it is valid."""
-        from faults.nemesis import heal_all
-        from harness.errors import HarnessError
-        from harness.clients.workload import final_read
+        from kipcheck.faults.nemesis import heal_all
+        from kipcheck.harness.errors import HarnessError
+        from kipcheck.harness.clients.workload import final_read
         self.stop()
         heal_all(self.ctx, self.history)
         try:
@@ -335,7 +335,7 @@ def workload(cluster, topic, history, kipcheck_seed, kipcheck_check):
     yield w
     if w.service is not None:
         w.service.stop()
-    from faults.nemesis import heal_all
+    from kipcheck.faults.nemesis import heal_all
     heal_all(w.ctx, None if history.closed else history)
 
 

@@ -20,23 +20,23 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from checks import run_config
-from faults.cluster import Cluster
-from faults.errors import FaultError
-from harness.clients import capabilities
-from harness import runlog
-from harness.clients.admin import Admin
-from harness.backends.cluster import ClusterOptions, NativeCluster
-from harness.errors import HarnessError
-from harness.reproduce import reproduce_command
-from harness.clients.history import History
-from harness.backends.kafka_dist import LATEST, resolve
-from harness.backends import releases
-from harness.runlog import LOG_NAME, harness_log, internal_error
-from harness.service import WorkloadService
-from harness.clients.workload import PRODUCER_REQUEST_TIMEOUT_MS, WorkloadOptions, final_read
-from faults.nemesis import heal_all
-from faults import schedule as schedules
+from kipcheck.checks import run_config
+from kipcheck.faults.cluster import Cluster
+from kipcheck.faults.errors import FaultError
+from kipcheck.harness.clients import capabilities
+from kipcheck.harness import runlog
+from kipcheck.harness.clients.admin import Admin
+from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster
+from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.reproduce import reproduce_command
+from kipcheck.harness.clients.history import History
+from kipcheck.harness.backends.kafka_dist import LATEST, resolve
+from kipcheck.harness.backends import releases
+from kipcheck.harness.runlog import LOG_NAME, harness_log, internal_error
+from kipcheck.harness.service import WorkloadService
+from kipcheck.harness.clients.workload import PRODUCER_REQUEST_TIMEOUT_MS, WorkloadOptions, final_read
+from kipcheck.faults.nemesis import heal_all
+from kipcheck.faults import schedule as schedules
 
 
 #: where a run's cluster comes from: "native" starts one here; "external", an existing cluster at
@@ -117,7 +117,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
     if options.backend == "testcontainers":
         options, fault_skips = _container_faults(options, ui)
     if options.backend == "external":
-        from harness.backends.external import ExternalCluster
+        from kipcheck.harness.backends.external import ExternalCluster
         if not options.bootstrap:
             raise HarnessError("the external backend needs --bootstrap HOST:PORT[,...]")
         external = ExternalCluster(options.bootstrap)
@@ -139,12 +139,12 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         if options.tiered:
             if not releases.has(version, "tiered-storage"):
                 raise HarnessError(f"Kafka {version} has no tiered storage (KIP-405 ships from 3.6): drop --tiered")
-            from harness.backends.tiered import with_storage_manager
+            from kipcheck.harness.backends.tiered import with_storage_manager
             with ui.step("kipcheck's remote storage manager"):  # built by Maven once per source change
                 dist = with_storage_manager(dist)  # on the classpath (and in a container image)
         if options.backend == "testcontainers":
-            from harness.backends.container_image import ensure_image
-            from harness.backends.docker_cleanup import docker_client
+            from kipcheck.harness.backends.container_image import ensure_image
+            from kipcheck.harness.backends.docker_cleanup import docker_client
             with ui.step("reaching Docker"):  # before the run directory: no Docker leaves nothing behind
                 client = docker_client()
             with ui.step(f"the Kafka {dist.version} image"):  # not in the measured node start (liveness bound)
@@ -165,7 +165,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
 def _resolve_upgrade(options: RunOptions, ui):
     """Both distributions of a rolling upgrade; the starting one is returned, the target kept
     on the options' side (`options._upgrade_target`). One-line errors for what cannot roll."""
-    from harness import upgrade
+    from kipcheck.harness import upgrade
     if not (options.upgrade_from and options.upgrade_to):
         raise HarnessError("a rolling upgrade needs both --upgrade-from and --upgrade-to")
     if options.backend != "native" or options.kafka_version or options.kafka_home:
@@ -182,7 +182,7 @@ def _resolve_upgrade(options: RunOptions, ui):
 
 def _upgrade_config(options: RunOptions) -> dict:
     """config.json's `upgrade` (docs/history.md): what rolls where; the run adds its steps."""
-    from harness import upgrade
+    from kipcheck.harness import upgrade
     a, b = options.upgrade_from, options.upgrade_to
     return {"from": a, "to": b, "direction": upgrade.direction(a, b), "judged_as": upgrade.older(a, b),
             "format_release": upgrade.format_release(a, b), "finalize": upgrade.direction(a, b) == "upgrade"}
@@ -216,13 +216,13 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
     if options.backend == "external":
         cluster = external
     else:
-        from faults.registry import needs_proxies  # link faults need clients to go through Toxiproxy
+        from kipcheck.faults.registry import needs_proxies  # link faults need clients to go through Toxiproxy
         proxied = bool(options.faults) and needs_proxies(options.faults)
         cluster_options = ClusterOptions(options.brokers, options.controllers, proxied_clients=proxied,
                                          tiered=options.tiered, broker_jvm_args=tuple(options.broker_jvm_args),
                                          release_version=config.get("upgrade", {}).get("format_release"))
         if options.backend == "testcontainers":
-            from harness.backends.containers import ContainerCluster
+            from kipcheck.harness.backends.containers import ContainerCluster
             cluster = ContainerCluster(dist, run_dir / "cluster", cluster_options, owner_pid=os.getpid())
         else:
             cluster = NativeCluster(dist, run_dir / "cluster", cluster_options, owner_pid=os.getpid())
@@ -242,7 +242,7 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
         ctx = RunContext(cluster, w.topic)
         with ui.step("creating the workload topic"):
             admin = ctx.admin()
-            from harness.backends.tiered import topic_config
+            from kipcheck.harness.backends.tiered import topic_config
             admin.create_topic(w.topic, w.partitions, min(3, len(cluster.racks()) or options.brokers),
                                config=topic_config() if options.tiered else None)
             parts = admin.wait_full_isr(w.topic, 60)
@@ -289,7 +289,7 @@ def _container_faults(options: RunOptions, ui) -> tuple[RunOptions, list[capabil
     """The options with only the fault kinds containers allow (harness.backends.containers), and the
     rest as skips. The default single leader isolation is packet-level: kill and pause instead."""
     from dataclasses import replace
-    from harness.backends.containers import DEFAULT_FAULTS, SUPPORTED_FAULTS, UNSUPPORTED_WHY
+    from kipcheck.harness.backends.containers import DEFAULT_FAULTS, SUPPORTED_FAULTS, UNSUPPORTED_WHY
     wanted = options.faults
     if wanted is None:
         ui.note(f"the default leader isolation needs network namespaces: faults {','.join(DEFAULT_FAULTS)} instead")
@@ -301,7 +301,7 @@ def _container_faults(options: RunOptions, ui) -> tuple[RunOptions, list[capabil
 def _recovery_bound(cluster, node_start_s: float) -> dict:
     """The default liveness bound from this cluster's own timeouts and its measured start
     (checks/recovery.py); an external cluster's settings are unknown: Kafka's defaults."""
-    from checks.recovery import derive_bound
+    from kipcheck.checks.recovery import derive_bound
     brokers = getattr(cluster, "brokers", None) or []
     props = brokers[0].server_properties() if brokers and hasattr(brokers[0], "server_properties") else None
     return derive_bound(props, PRODUCER_REQUEST_TIMEOUT_MS, node_start_s if props is not None else None)
@@ -394,7 +394,7 @@ def _upgrader(ctx, options: RunOptions, history: History, config: dict | None):
     """The rolling upgrade's thread (None without --upgrade-from): it starts a tenth into the workload."""
     if not options.upgrade_from:
         return None
-    from harness.upgrade import Upgrader
+    from kipcheck.harness.upgrade import Upgrader
     return Upgrader(ctx, options._upgrade_target, history, start_after=max(2.0, options.duration * 0.1),
                     finalize=bool((config or {}).get("upgrade", {}).get("finalize")))
 
@@ -419,7 +419,7 @@ def _record_upgrade(upgrader, cluster, config: dict | None, save_config, ui) -> 
 
 
 def _older_release(options: RunOptions) -> str:
-    from harness.upgrade import older
+    from kipcheck.harness.upgrade import older
     return older(options.upgrade_from, options.upgrade_to)
 
 
@@ -434,8 +434,8 @@ def _version_of(cluster, options: RunOptions) -> str | None:
 
 def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:
     """Parquet, verdict, report: each step independent, so a crash in one keeps the others."""
-    from checks.api import check, write_verdict
-    from checks.history import HistoryError, to_parquet
+    from kipcheck.checks.api import check, write_verdict
+    from kipcheck.checks.history import HistoryError, to_parquet
     verdict = None
     try:
         with ui.step("writing Parquet"):
@@ -450,7 +450,7 @@ def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:
     except Exception as e:  # our own failure: the history is intact; the traceback to harness.log
         ui.note(f"error: no verdict: {internal_error('check', 'checking the history failed', e)} (see {LOG_NAME})")
     try:
-        from reports.html import write_report
+        from kipcheck.reports.html import write_report
         with ui.step("writing the report"):
             write_report(run_dir)
     except Exception as e:  # the run's data is intact; say so

@@ -16,12 +16,12 @@ import os
 import time
 from pathlib import Path
 
-from checks import run_config
-from harness.backends import seeded
-from harness.backends.cluster import ClusterOptions, NativeCluster
-from harness.clients.history import History
-from harness.backends.kafka_dist import resolve
-from harness.clients.workload import WorkloadOptions, final_read
+from kipcheck.checks import run_config
+from kipcheck.harness.backends import seeded
+from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster
+from kipcheck.harness.clients.history import History
+from kipcheck.harness.backends.kafka_dist import resolve
+from kipcheck.harness.clients.workload import WorkloadOptions, final_read
 
 CONTROL = "control"
 PRODUCER_MODES = (("all", True), ("all", False))  # a non-idempotent retry is how `duplicate` shows
@@ -30,8 +30,8 @@ PRODUCER_MODES = (("all", True), ("all", False))  # a non-idempotent retry is ho
 def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, window: float = 20.0,
                bugs: list[str] | None = None, out_dir: str | Path = "runs", ui=None) -> dict:
     """Run the matrix; return {"kafka_version", "profiles", "window", "rows": [...]} (also matrix.json)."""
-    from checks.profiles import profile_for_version
-    from harness.progress import ProgressUI
+    from kipcheck.checks.profiles import profile_for_version
+    from kipcheck.harness.progress import ProgressUI
     ui = ui or ProgressUI(quiet=True)
     names = list(bugs) if bugs else [b.name for b in seeded.BUGS]
     for n in names:
@@ -75,8 +75,8 @@ def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, 
 
 def _window(cluster, control: Path, wdir: Path, name: str | None, window: float, profiles, version, tiered: bool,
             ui) -> dict:
-    from checks.api import check, write_verdict
-    from harness.run import RunContext, RunOptions, _drive, _follower_rack
+    from kipcheck.checks.api import check, write_verdict
+    from kipcheck.harness.run import RunContext, RunOptions, _drive, _follower_rack
     wdir.mkdir(parents=True)
     topic = f"seed-{name or CONTROL}"
     no_clients = name is not None and not seeded.bug(name).clients
@@ -84,7 +84,7 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
                         **({"producers": 0, "consumers": 0} if no_clients else {}))
     ctx = RunContext(cluster, topic)
     admin = ctx.admin()
-    from harness.backends.tiered import topic_config
+    from kipcheck.harness.backends.tiered import topic_config
     admin.create_topic(topic, w.partitions, 3, config=topic_config() if tiered else None)
     parts = admin.wait_full_isr(topic, 60)
     rack = _follower_rack(cluster, parts)
@@ -114,8 +114,8 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
         row.update(kafka_method=b.kafka_method, rule=b.rule, slip=b.slip, anomaly=b.anomaly,
                    fires=report["fired"].get(name, 0) - before, installed=name in report["installed"],
                    missing=report["missing"].get(name))
-    from checks.history import iter_history
-    from checks.rules.kip1166_rules import propagation_summary
+    from kipcheck.checks.history import iter_history
+    from kipcheck.checks.rules.kip1166_rules import propagation_summary
     # the KIP-1166 figures whatever the verdict: a miss then says why (too few changes, short lags)
     row["kip1166"] = propagation_summary([r for r in iter_history(wdir / "history.jsonl")
                                           if r.get("f") in ("metadata_propagation", "fault")])

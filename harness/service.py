@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import threading
 
-from harness.errors import HarnessError
-from harness.clients.history import History
-from harness.clients.observer import Observer
-from harness.clients.prober import Prober
-from harness.runlog import internal_error, one_line
-from harness.clients.workload import ConsumerWorker, ProducerWorker, WorkloadOptions
-from faults.nemesis import Nemesis
+from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.clients.history import History
+from kipcheck.harness.clients.observer import Observer
+from kipcheck.harness.clients.prober import Prober
+from kipcheck.harness.runlog import internal_error, one_line
+from kipcheck.harness.clients.workload import ConsumerWorker, ProducerWorker, WorkloadOptions
+from kipcheck.faults.nemesis import Nemesis
 
 
 class WorkloadService:

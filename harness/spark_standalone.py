@@ -15,8 +15,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from harness.backends.ports import free_port
-from harness.errors import HarnessError
+from kipcheck.harness.backends.ports import free_port
+from kipcheck.harness.errors import HarnessError
 
 _PR_SET_PDEATHSIG = 1
 

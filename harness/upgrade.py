@@ -33,9 +33,9 @@ from __future__ import annotations
 import threading
 import time
 
-from harness.backends import releases
-from harness.errors import HarnessError
-from harness.runlog import internal_error, one_line
+from kipcheck.harness.backends import releases
+from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.runlog import internal_error, one_line
 
 PROCESS = "upgrade"  # the history's process for every upgrade record
 F = "upgrade"
@@ -123,7 +123,7 @@ class Upgrader(threading.Thread):
     def roll(self, node_id: int, k: int, of: int) -> bool:
         """One step: stop the node cleanly, swap its distribution, start it, wait healthy.
         False (recorded as `info`) when it failed: the upgrade stops there."""
-        from faults.process import START_TIMEOUT, wait_healthy
+        from kipcheck.faults.process import START_TIMEOUT, wait_healthy
         node = self.ctx.cluster.node(node_id)
         begin = time.monotonic()
         whole = self._wait_whole()
@@ -163,7 +163,7 @@ class Upgrader(threading.Thread):
         this wait a kill during a step left two of three nodes down for longer than the
         producers' delivery timeout (30 s), and librdkafka's epoch bump after it wrote sends
         twice (`duplicate`, librdkafka #4953; docs/releases.md). True when whole."""
-        from faults.process import wait_healthy
+        from kipcheck.faults.process import wait_healthy
         deadline = time.monotonic() + self.step_timeout
         while not all(n.alive() for n in self.ctx.cluster.nodes) and time.monotonic() < deadline:
             if self.stop_event.wait(0.5):

@@ -16,7 +16,7 @@ EXCERPT_LIMIT = 400  # records in the excerpt attachment
 
 def check_history(history, profile: str | None = None, engine: str = "local") -> dict:
     """Close the history (every record flushed and fsynced) and check it."""
-    from checks.api import check
+    from kipcheck.checks.api import check
     history.close()
     return check(history.path, engine=engine, profile=profile)
 

@@ -1,8 +1,13 @@
 """Replay a scenario (docs/model.md) through the model: `kipcheck model replay`."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from . import profiles
 from .model import Model
+
+#: the example scenarios shipped with the package (docs/model.md); reading them is the caller's
+SHIPPED = Path(__file__).resolve().parent / "scenarios"
 
 
 class ScenarioError(ValueError):

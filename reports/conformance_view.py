@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 
-from checks.conformance import CONFORMANCE, FAILS, HOLDS, KNOWN, NOT_ASKED, NOT_IN_RELEASE
+from kipcheck.checks.conformance import CONFORMANCE, FAILS, HOLDS, KNOWN, NOT_ASKED, NOT_IN_RELEASE
 
 COLORS = {HOLDS: "#2a9d3f", FAILS: "#d62728", KNOWN: "#e69f00", NOT_ASKED: "#888", NOT_IN_RELEASE: "#bbb"}
 

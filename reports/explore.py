@@ -16,7 +16,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from reports.proof import FAULT_MARGIN_S
+from kipcheck.reports.proof import FAULT_MARGIN_S
 
 TYPES = ("ok", "fail", "info")
 

@@ -12,12 +12,12 @@ import html
 import json
 from pathlib import Path
 
-from checks import run_config
-from checks.history import iter_history
-from reports.conformance_view import conformance_html
-from reports.coverage_view import coverage_html
-from reports.explore import fault_windows, flagged_indices, operations, view_data
-from reports.proof import proofs_html
+from kipcheck.checks import run_config
+from kipcheck.checks.history import iter_history
+from kipcheck.reports.conformance_view import conformance_html
+from kipcheck.reports.coverage_view import coverage_html
+from kipcheck.reports.explore import fault_windows, flagged_indices, operations, view_data
+from kipcheck.reports.proof import proofs_html
 
 #: a heal's recovery status by the liveness status of the verdict (checks/rules/liveness_rules.py)
 RECOVERY_COLORS = {"recovered": "#2a9d3f", "slow": "#d62728", "undecided": "#f0a030", "heal failed": "#888888"}
@@ -50,7 +50,7 @@ def _views(data: dict) -> str:
 def _mixed_windows(records: list[dict], end: float) -> list[tuple[float, float, str]]:
     """(start s, stop s, label) of each mixed-version window of a rolling upgrade
     (checks.mixed.mixed_windows), with each roll step's node and release as its label."""
-    from checks.mixed import mixed_windows
+    from kipcheck.checks.mixed import mixed_windows
     steps = [r for r in records if r["f"] == "upgrade" and r["type"] == "invoke"]
     out = []
     for a, b in mixed_windows(records):
@@ -200,6 +200,6 @@ profile {html.escape(str((verdict or {}).get('profile', '?')))} · consumer rack
 </body></html>"""
     (out / "index.html").write_text(page)
     if verdict:
-        from reports.allure import write_allure_results
+        from kipcheck.reports.allure import write_allure_results
         write_allure_results(run_dir, verdict, config)
     return out / "index.html"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import json
 
-from reference_model import profiles
+from kipcheck.reference_model import profiles
 
 #: examples shown with their proof per anomaly name (the verdict keeps up to 50, all counted)
 PROOFS_SHOWN = 10

@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from checks.conformance import release_summary, summary_markdown
-from reports.conformance_view import release_summary_html
+from kipcheck.checks.conformance import release_summary, summary_markdown
+from kipcheck.reports.conformance_view import release_summary_html
 
 COLORS = {"VALID": "#2a9d3f", "INVALID": "#d62728", "UNKNOWN": "#888", "ERROR": "#7b3fa0", "NOT RUN": "#ccc"}
 

@@ -68,11 +68,11 @@ fi
 step 2 "the kipcheck Python package and its test extras (pip)"
 python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[test]'
 step 3 "the Kafka ${KIPCHECK_KAFKA_VERSION:-default} jars from Maven Central (a few minutes the first time)"
-python3 -m harness.backends.kafka_dist ${KIPCHECK_KAFKA_VERSION:+"$KIPCHECK_KAFKA_VERSION"}
+python3 -m kipcheck.harness.backends.kafka_dist ${KIPCHECK_KAFKA_VERSION:+"$KIPCHECK_KAFKA_VERSION"}
 # the seeded-bug agent (harness/backends/seeded_bugs, Byte Buddy) for `kipcheck selftest`; cached by source hash
 step 4 "the seeded-bug agent, built by Maven once per source change"
-python3 -m harness.backends.seeded
-python3 -m harness.backends.tiered  # and the remote storage manager for --tiered (harness/backends/remote_storage), the same way
+python3 -m kipcheck.harness.backends.seeded
+python3 -m kipcheck.harness.backends.tiered  # and the remote storage manager for --tiered (harness/backends/remote_storage), the same way
 step 5 "the pinned Toxiproxy server (go install, a minute or two the first time)"
 if [ -f scripts/install-toxiproxy.sh ]; then
   bash scripts/install-toxiproxy.sh

@@ -2,7 +2,7 @@
 anomaly name, failed with one step per example when the run found it, passed when it did not."""
 import json
 
-from reports.allure import write_allure_results
+from kipcheck.reports.allure import write_allure_results
 
 
 def test_one_result_per_anomaly_name_with_steps_and_parameters(tmp_path):

@@ -1,9 +1,9 @@
 """Each history anomaly: a hand-made history that must be flagged, and a near-identical
 valid one that must pass. Plus the verdict's shape and the linearisation search."""
-from checks import linearize
-from checks.engine_local import check_records
-from checks.rules.history_rules import PartitionHistoryRule
-from checks.verdict import ANOMALY_NAMES
+from kipcheck.checks import linearize
+from kipcheck.checks.engine_local import check_records
+from kipcheck.checks.rules.history_rules import PartitionHistoryRule
+from kipcheck.checks.verdict import ANOMALY_NAMES
 
 
 class H:
@@ -183,14 +183,14 @@ def test_windows_cut_at_quiescence():
 
 def test_profile_from_config_and_api(tmp_path):
     import json as _json
-    from checks.api import check
-    from checks.history import write_jsonl
-    from checks.profiles import choose_profile
+    from kipcheck.checks.api import check
+    from kipcheck.checks.history import write_jsonl
+    from kipcheck.checks.profiles import choose_profile
 
     write_jsonl(base().poll(9, (0, 0, "a"), (0, 1, "b"), (0, 2, "c")).records, tmp_path / "history.jsonl")
     assert choose_profile(tmp_path) == "kip"  # no config.json
     (tmp_path / "config.json").write_text(_json.dumps({"kafka_version": "4.3.1"}))
-    expected = "kafka-4.3" if "kafka-4.3" in __import__("checks.profiles").profiles.known_profiles() else "kip"
+    expected = "kafka-4.3" if "kafka-4.3" in __import__("kipcheck.checks.profiles").checks.profiles.known_profiles() else "kip"
     assert choose_profile(tmp_path) == expected
     assert choose_profile(tmp_path, "kip") == "kip"
     v = check(tmp_path)

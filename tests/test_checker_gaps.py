@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from checks.engine_local import check_records
-from checks.history import write_jsonl
-from checks.rules.history_rules import PartitionHistoryRule
+from kipcheck.checks.engine_local import check_records
+from kipcheck.checks.history import write_jsonl
+from kipcheck.checks.rules.history_rules import PartitionHistoryRule
 
 PROFILES = ("kip", "kafka-4.3")
 S = 1_000_000_000  # ns
@@ -323,7 +323,7 @@ def every_gap() -> list[dict]:
 @pytest.mark.parametrize("profile", PROFILES)
 def test_kipcheck_check_flags_every_gap(tmp_path, profile):
     write_jsonl(every_gap(), tmp_path / "history.jsonl")
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(tmp_path / "history.jsonl"),
+    proc = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", "check", str(tmp_path / "history.jsonl"),
                            "--profile", profile, "--json"], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert proc.returncode == 1, proc.stderr

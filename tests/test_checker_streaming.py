@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from checks.engine_local import check_records
-from checks.history import HistoryError, loads, validate
-from checks.rules.history_rules import PartitionHistoryRule
-from checks.synthetic import generate
-from checks.verdict import comparable, default_rules, group_keys, keyed, run_rule
+from kipcheck.checks.engine_local import check_records
+from kipcheck.checks.history import HistoryError, loads, validate
+from kipcheck.checks.rules.history_rules import PartitionHistoryRule
+from kipcheck.checks.synthetic import generate
+from kipcheck.checks.verdict import comparable, default_rules, group_keys, keyed, run_rule
 
 
 def broken(records):

@@ -9,7 +9,7 @@ import pytest
 
 
 def kipcheck(*args, env=None):
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", *args], capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, timeout=120)
     return proc.returncode, proc.stdout, proc.stderr
 

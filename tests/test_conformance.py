@@ -5,13 +5,13 @@ import json
 import re
 from pathlib import Path
 
-from checks import conformance
-from checks.api import check
-from checks.cli_check import main as check_main
-from checks.conformance import FAILS, HOLDS, KNOWN, NOT_ASKED, NOT_IN_RELEASE
-from checks.coverage import OBSERVED
-from checks.engine_local import check_records
-from checks.history import write_jsonl
+from kipcheck.checks import conformance
+from kipcheck.checks.api import check
+from kipcheck.checks.cli_check import main as check_main
+from kipcheck.checks.conformance import FAILS, HOLDS, KNOWN, NOT_ASKED, NOT_IN_RELEASE
+from kipcheck.checks.coverage import OBSERVED
+from kipcheck.checks.engine_local import check_records
+from kipcheck.checks.history import write_jsonl
 from tests.test_model_rules_fetch import fetch, history
 
 
@@ -184,7 +184,7 @@ def test_release_summary_side_by_side_and_merged_per_release(tmp_path):
     md = conformance.summary_markdown(summary)
     assert "| KIP-392 | records_committed | fails: uncommitted-read x1 | holds (1) | holds (1) |" in md
     assert "| KIP-1023 | offset_order | not asked | not asked | not in this release |" in md
-    from reports.summary import write_release_summary
+    from kipcheck.reports.summary import write_release_summary
     written = write_release_summary(tmp_path, {"4.3.1": [ok, bad], "3.9.2": [lacking]})
     assert (tmp_path / "summary.md").read_text().count("\n| KIP-") == len(OBSERVED)
     assert written["releases"] == ["4.3.1", "3.9.2"]

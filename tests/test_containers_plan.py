@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from faults.registry import KINDS
-from harness.backends import container_image
-from harness.backends.containers import DEFAULT_FAULTS, SUPPORTED_FAULTS
-from harness.backends.kafka_dist import KafkaDistribution, find_java
-from harness.run import RunOptions, _container_faults
+from kipcheck.faults.registry import KINDS
+from kipcheck.harness.backends import container_image
+from kipcheck.harness.backends.containers import DEFAULT_FAULTS, SUPPORTED_FAULTS
+from kipcheck.harness.backends.kafka_dist import KafkaDistribution, find_java
+from kipcheck.harness.run import RunOptions, _container_faults
 
 
 class _Notes:

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from checks import coverage
-from checks.api import check
-from checks.cli_check import main as check_main
-from checks.engine_local import check_records
-from checks.history import write_jsonl
+from kipcheck.checks import coverage
+from kipcheck.checks.api import check
+from kipcheck.checks.cli_check import main as check_main
+from kipcheck.checks.engine_local import check_records
+from kipcheck.checks.history import write_jsonl
 
 
 def rec(i, type_, f, value, process=9):

@@ -5,9 +5,9 @@ and under every such profile."""
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from checks.rules.base import DEVIATIONS
-from checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
-from reference_model import profiles
+from kipcheck.checks.rules.base import DEVIATIONS
+from kipcheck.checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
+from kipcheck.reference_model import profiles
 from tests.test_model_rules_fetch import fetch, history, names, run
 
 
@@ -222,7 +222,7 @@ def test_case2_offset_not_available_below_the_hwm_is_wrong_only_where_the_hwm_is
 def _judge(tmp_path, version):
     import json
 
-    from checks.api import check
+    from kipcheck.checks.api import check
     records = history(fetch(8, records=[8, 9, 10], current_leader_epoch=3), fetch(11, hwm=11, current_leader_epoch=3))
     (tmp_path / "history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     (tmp_path / "config.json").write_text(json.dumps({"kafka_version": version}))
@@ -230,8 +230,8 @@ def _judge(tmp_path, version):
 
 
 def test_an_unread_newer_release_is_judged_under_the_newest_read_profile_and_says_so(tmp_path):
-    from checks.cli_check import deviation_lines, summary
-    from reference_model.profiles import newest_read_line
+    from kipcheck.checks.cli_check import deviation_lines, summary
+    from kipcheck.reference_model.profiles import newest_read_line
     newest = "kafka-%d.%d" % newest_read_line()
     verdict = _judge(tmp_path, "9.9.0")  # newer than every read line: what a new release looks like
     assert verdict["profile"] == newest and verdict["valid"] is True
@@ -246,7 +246,7 @@ def test_an_unread_newer_release_is_judged_under_the_newest_read_profile_and_say
 
 
 def test_a_read_release_and_an_older_unread_line_are_not_inherited(tmp_path):
-    from checks.cli_check import summary
+    from kipcheck.checks.cli_check import summary
     read = _judge(tmp_path, "4.3.1")
     assert read["profile"] == "kafka-4.3" and "profile_note" not in read and "judged_as" not in read
     assert read["counts"]["known"]["uncommitted-read"] == 1

@@ -3,10 +3,10 @@ import copy
 
 import pytest
 
-from checks import engine_local
-from checks.history import HistoryError, to_parquet, write_jsonl
-from checks.synthetic import generate
-from checks.verdict import comparable
+from kipcheck.checks import engine_local
+from kipcheck.checks.history import HistoryError, to_parquet, write_jsonl
+from kipcheck.checks.synthetic import generate
+from kipcheck.checks.verdict import comparable
 
 pytestmark = pytest.mark.spark
 
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.spark
 @pytest.fixture(scope="session")
 def spark():
     pytest.importorskip("pyspark")
-    from checks.engine_spark import spark_session
+    from kipcheck.checks.engine_spark import spark_session
     session = spark_session("local[2]")
     yield session
     session.stop()
@@ -32,7 +32,7 @@ def mutated(records):
 @pytest.mark.parametrize("seed, events, parquet, mutate", [
     (1, 3000, True, False), (2, 3000, False, True), (3, 1500, True, True)])
 def test_same_verdict(spark, tmp_path, seed, events, parquet, mutate):
-    from checks import engine_spark
+    from kipcheck.checks import engine_spark
     records = list(generate(events, seed=seed, partitions=3))
     if mutate:
         records = mutated(records)
@@ -48,7 +48,7 @@ def test_same_verdict(spark, tmp_path, seed, events, parquet, mutate):
 
 
 def test_spark_names_the_bad_row(spark, tmp_path):
-    from checks import engine_spark
+    from kipcheck.checks import engine_spark
     records = list(generate(200, seed=4))
     write_jsonl(records, tmp_path / "history.jsonl")
     to_parquet(tmp_path / "history.jsonl", tmp_path / "history.parquet")
@@ -67,7 +67,7 @@ def test_spark_names_the_bad_row(spark, tmp_path):
 
 def test_same_coverage_with_raw_fetches(spark, tmp_path):
     """Coverage counts travel through the engines like anomalies: both count the same."""
-    from checks import engine_spark
+    from kipcheck.checks import engine_spark
     from tests.test_coverage import consumer_fetch, valid_history
     records = valid_history()
     for offset, session in ((5, (0, -1)), (6, (77, 0)), (7, (77, 1)), (8, (77, 2))):
@@ -82,7 +82,7 @@ def test_same_coverage_with_raw_fetches(spark, tmp_path):
 def test_one_job_for_many_runs_gives_each_its_own_verdict(spark, tmp_path):
     """Runs checked together in one Spark job get exactly the verdicts they get alone,
     each under its own profile, and anomalies stay with the run that has them."""
-    from checks import engine_spark
+    from kipcheck.checks import engine_spark
     paths, profiles = [], ["kip", "kafka-4.3", "kip"]
     for n, mutate in enumerate((False, True, False)):
         records = list(generate(800 + 300 * n, seed=10 + n, partitions=2))
@@ -100,9 +100,9 @@ def test_one_job_for_many_runs_gives_each_its_own_verdict(spark, tmp_path):
 
 def test_same_liveness_verdict(spark, tmp_path):
     """Heals, recoveries, a slow one and a crash loop: both engines measure and judge alike."""
-    from checks import engine_spark
-    from checks.recovery import liveness_rule
-    from checks.verdict import default_rules
+    from kipcheck.checks import engine_spark
+    from kipcheck.checks.recovery import liveness_rule
+    from kipcheck.checks.verdict import default_rules
     from tests.test_liveness import PARTITIONS, Hist, crash, kill_and_heal
 
     h = Hist()
@@ -131,7 +131,7 @@ def test_same_liveness_verdict(spark, tmp_path):
 def test_same_verdict_on_the_model_rules(spark, tmp_path):
     """The raw-protocol checks (fetch records in the log checks, preferred replica,
     sessions, ListOffsets) give the same verdict in both engines."""
-    from checks import engine_spark
+    from kipcheck.checks import engine_spark
     from tests.test_checker_gaps import every_gap
     records = every_gap()
     write_jsonl(records, tmp_path / "history.jsonl")
@@ -145,7 +145,7 @@ def test_same_verdict_on_the_model_rules(spark, tmp_path):
 def test_same_conformance_table(spark, tmp_path):
     """The per-KIP table (anomalies per model rule, the run's skips and missing features from
     its config.json) is the same from both engines, and shows each status it can."""
-    from checks import engine_spark
+    from kipcheck.checks import engine_spark
     from tests.test_conformance import full_fetch_leaving_out, run_dir, sends
     from tests.test_model_rules_fetch import fetch, history
     records = history(*sends(3), fetch(1, hwm=3, records=[1, 2]), fetch(2, hwm=2, records=[2, 3]),

@@ -28,8 +28,8 @@ def netns():
 
 PRELUDE = """
 import json, re, subprocess
-from harness.backends import firewall
-from harness.backends.state import ClusterState
+from kipcheck.harness.backends import firewall
+from kipcheck.harness.backends.state import ClusterState
 def sh(*argv): return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
 def saved():  # the rules without timestamps and packet counters
     return "\\n".join(re.sub(r" \\[\\d+:\\d+\\]$", "", l) for l in sh("iptables-save").splitlines() if not l.startswith("#"))
@@ -63,7 +63,7 @@ def test_no_rule_where_bridged_traffic_is_not_filtered(netns, tmp_path):
 
 def test_rule_is_recorded_inserted_and_deleted_and_orphans_are_swept(netns, tmp_path):
     out = _in_ns(netns, tmp_path, """
-    from harness.backends.cluster import reap_orphan_rules
+    from kipcheck.harness.backends.cluster import reap_orphan_rules
     sh("iptables", "-P", "FORWARD", "DROP")
     sh("iptables", "-A", "FORWARD", "-i", "docker0", "-j", "ACCEPT")  # someone else's rule stays
     before = saved()

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from checks.cli_check import add_check_arguments, run_check_command
-from checks.history import HistoryError, read_history, resolve, to_parquet, write_jsonl
-from checks.synthetic import generate
+from kipcheck.checks.cli_check import add_check_arguments, run_check_command
+from kipcheck.checks.history import HistoryError, read_history, resolve, to_parquet, write_jsonl
+from kipcheck.checks.synthetic import generate
 
 
 def rec(i, f="send", type_="invoke", value=None, process=0):

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from checks.rules.kip1166_rules import SETTLE_NS, PropagationRule
-from reference_model import kip1166, profiles
+from kipcheck.checks.rules.kip1166_rules import SETTLE_NS, PropagationRule
+from kipcheck.reference_model import kip1166, profiles
 
 MS = 1_000_000
 ACK = 50 * MS  # the Admin call returned 50 ms after the change started
@@ -188,7 +188,7 @@ def test_parking_window_and_statistic():
 
 
 def test_model_replay_judges_a_run_of_lags():
-    from reference_model.scenario import replay
+    from kipcheck.reference_model.scenario import replay
     steps = [{"op": "propagation_run", "lags_ms": [300] * 20},
              {"op": "propagation_run", "lags_ms": [350] * 20, "max_idle_interval_ms": 200},
              {"op": "propagation_run", "lags_ms": [100] * 20}]
@@ -207,7 +207,7 @@ def test_the_observer_spaces_changes_over_a_whole_parking_window(idle_ms):
     (harness.clients.observer.Observer._gap): each phase bin of the window must be drawn."""
     import threading
 
-    from harness.clients.observer import Observer
+    from kipcheck.harness.clients.observer import Observer
     obs = Observer("127.0.0.1:1", [], history=None, stop=threading.Event(), seed=7,
                    kraft={"fetch_max_wait_ms": 500, "max_idle_interval_ms": idle_ms})
     window = kip1166.parking_window_ms(500, idle_ms) / 1000

@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from checks.engine_local import check_records
-from checks.history import write_jsonl
-from checks.recovery import choose_bound, derive_bound, liveness_rule
-from checks.rules.liveness_rules import LivenessRule
-from checks.verdict import default_rules
+from kipcheck.checks.engine_local import check_records
+from kipcheck.checks.history import write_jsonl
+from kipcheck.checks.recovery import choose_bound, derive_bound, liveness_rule
+from kipcheck.checks.rules.liveness_rules import LivenessRule
+from kipcheck.checks.verdict import default_rules
 
 S = 1_000_000_000  # ns per second
 PARTITIONS = (0, 1)
@@ -284,7 +284,7 @@ def test_bound_derivation_records_its_parts_and_the_run_overrides_kafka_defaults
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", *args], capture_output=True, text=True, timeout=120)
 
 
 def isr_back_after_8s(h: Hist) -> Hist:
@@ -314,8 +314,8 @@ def test_check_cli_takes_the_bound_and_rejects_bad_ones(tmp_path):
 
 
 def test_report_shows_recoveries_and_crashes(tmp_path):
-    from checks.api import check, write_verdict
-    from reports.html import write_report
+    from kipcheck.checks.api import check, write_verdict
+    from kipcheck.reports.html import write_report
     h = isr_back_after_8s(Hist())
     crash(h, process=100)
     h.at(30).fault("heal-all", "stop", targets=())

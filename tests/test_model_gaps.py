@@ -2,8 +2,8 @@
 unknowns, KIP-227 as one client sees it, KIP-1023 ListOffsets order over time."""
 from hypothesis import assume, given, settings, strategies as st
 
-from reference_model import kip227, kip392, kip1023, profiles
-from reference_model.state import CachedPartition, PartitionState, Replica, Session, SessionCache, TieredLog
+from kipcheck.reference_model import kip227, kip392, kip1023, profiles
+from kipcheck.reference_model.state import CachedPartition, PartitionState, Replica, Session, SessionCache, TieredLog
 
 KIP, KAFKA = profiles.get("kip"), profiles.get("kafka-4.3")
 

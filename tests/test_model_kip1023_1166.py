@@ -4,9 +4,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from reference_model import kip1023, kip1166
-from reference_model.scenario import replay
-from reference_model.state import MAX_INT64, TieredLog
+from kipcheck.reference_model import kip1023, kip1166
+from kipcheck.reference_model.scenario import replay
+from kipcheck.reference_model.state import MAX_INT64, TieredLog
 
 LOG = TieredLog(log_start=0, local_log_start=60, lso=105, leo=120, hwm=110, remote_log_start=0, last_tiered=79, max_timestamp_offset=119)
 
@@ -73,7 +73,7 @@ def test_kip1166_field_and_parking():
 
 
 def test_documented_scenarios_replay():
-    docs = Path(__file__).parent.parent / "docs" / "scenarios"
+    from kipcheck.reference_model.scenario import SHIPPED as docs
     sc = json.loads((docs / "kip392-fetch-above-hwm.json").read_text())
     kip, kafka = replay(sc, "kip"), replay(sc, "kafka-4.3")
     assert [o["error"] for o in kip[0]["allowed"]] == ["OFFSET_NOT_AVAILABLE"]
@@ -138,7 +138,7 @@ def test_follower_bootstrap_absent_before_4_3():
 
 
 def test_profiles_per_release_line():
-    from reference_model import profiles
+    from kipcheck.reference_model import profiles
     p = {n: profiles.get(n) for n in ("kafka-4.0", "kafka-4.1", "kafka-4.2", "kafka-4.3")}
     for prof in p.values():
         for d in (profiles.FETCH_ABOVE_HWM_EMPTY, profiles.EVICT_SMALLEST, profiles.SHARDED_SESSION_CACHE):
@@ -156,7 +156,7 @@ def test_profiles_per_release_line():
 
 
 def test_a_version_without_a_profile_is_judged_by_the_kip_texts_or_inherits_and_says_so():
-    from reference_model import profiles
+    from kipcheck.reference_model import profiles
     for version in ("3.2.3", "2.8.0"):  # older than every read line: the KIP text
         name, note = profiles.profile_for(version)
         assert name == "kip" and version in note and "(kip)" in note

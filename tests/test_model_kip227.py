@@ -1,8 +1,8 @@
 """KIP-227 rules: session table, epochs, errors, incremental contents, rotation, eviction."""
 from hypothesis import given, settings, strategies as st
 
-from reference_model import kip227, profiles
-from reference_model.state import MAX_INT32, CachedPartition, Session, SessionCache
+from kipcheck.reference_model import kip227, profiles
+from kipcheck.reference_model.state import MAX_INT32, CachedPartition, Session, SessionCache
 
 KIP, KAFKA = profiles.get("kip"), profiles.get("kafka-4.3")
 P = (("t", 0, 5), ("t", 1, 7))

@@ -2,8 +2,8 @@
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-from reference_model import kip392, profiles
-from reference_model.state import PartitionState, Replica
+from kipcheck.reference_model import kip392, profiles
+from kipcheck.reference_model.state import PartitionState, Replica
 
 KIP, KAFKA = profiles.get("kip"), profiles.get("kafka-4.3")
 
@@ -205,7 +205,7 @@ def test_reset_errors_name_the_policy():
 
 
 def test_records_committed_against_reported_hwm():
-    from reference_model import kip392, profiles
+    from kipcheck.reference_model import kip392, profiles
     kip, kafka = profiles.get("kip"), profiles.get("kafka-4.3")
     assert kip392.records_committed([5, 9], 10, kip)
     assert not kip392.records_committed([9, 10], 10, kip)
@@ -225,7 +225,7 @@ def test_a_read_value_is_committed_only_if_no_other_record_was_committed_at_its_
 
 
 def test_hwm_may_go_back_once_on_a_known_follower_after_an_epoch_change_under_kafka():
-    from reference_model import kip392, profiles
+    from kipcheck.reference_model import kip392, profiles
     kip, kafka = profiles.get("kip"), profiles.get("kafka-4.3")
     assert kip392.hwm_may_go_back(False, kafka, after_epoch_change=True)
     assert not kip392.hwm_may_go_back(False, kafka)  # no election seen

@@ -4,8 +4,8 @@ Each expected outcome is worked out by hand from the KIP text (section named bes
 not copied from the model's output."""
 import pytest
 
-from reference_model import Model, profiles
-from reference_model.scenario import replay
+from kipcheck.reference_model import Model, profiles
+from kipcheck.reference_model.scenario import replay
 
 STATE = {
     "partitions": [{

@@ -1,10 +1,10 @@
 """Each model-backed anomaly: a hand-made history that must be flagged, and a
 near-identical valid one that must pass."""
-from checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
-from checks.rules.session_rules import FetchSessionRule
-from checks.rules.kip1023_rules import TieredOffsetRule
-from checks.rules.model_rules import MODEL_RULES
-from checks.verdict import run_rule
+from kipcheck.checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
+from kipcheck.checks.rules.session_rules import FetchSessionRule
+from kipcheck.checks.rules.kip1023_rules import TieredOffsetRule
+from kipcheck.checks.rules.model_rules import MODEL_RULES
+from kipcheck.checks.verdict import run_rule
 
 
 def history(*ops):

@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from harness.backends import releases
-from harness.errors import HarnessError
-from reference_model import profiles
+from kipcheck.harness.backends import releases
+from kipcheck.harness.errors import HarnessError
+from kipcheck.reference_model import profiles
 
 pytestmark = [pytest.mark.maven,
               pytest.mark.skipif(not (shutil.which("mvn") and shutil.which("javap")), reason="needs mvn and javap")]
@@ -31,7 +31,7 @@ LINES = sorted((line for line in releases.NEWEST_PATCH if f"kafka-{line}" in pro
 def reader():
     from functools import lru_cache
 
-    from harness import profile_read
+    from kipcheck.harness import profile_read
 
     class Reader:  # one read per version for the whole module
         PROBES = profile_read.PROBES
@@ -73,7 +73,7 @@ def test_reading_442_shows_bytecode_evidence(reader):
 
 
 def test_bad_versions_are_one_line_errors(reader, capsys):
-    from harness.cli import main
+    from kipcheck.harness.cli import main
     with pytest.raises(HarnessError, match="not a Kafka version"):
         reader.read("4.x")
     assert main(["profile", "read", "4.x"]) == 2

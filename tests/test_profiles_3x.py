@@ -2,8 +2,8 @@
 4.x deviations nobody read for 3.x stay anomalies, and older lines fall back to kip."""
 import pytest
 
-from checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
-from reference_model import profiles
+from kipcheck.checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
+from kipcheck.reference_model import profiles
 from tests.test_model_rules_fetch import fetch, history, names, run
 
 LINES = [f"kafka-3.{m}" for m in range(3, 10)]

@@ -160,7 +160,7 @@ import warnings
 
 
 def test_imports_the_harness_and_warns_itself():
-    import harness.clients.wire  # kafka-python's protocol schemas: 109 DeprecationWarnings from inside it
+    import kipcheck.harness.clients.wire  # kafka-python's protocol schemas: 109 DeprecationWarnings from inside it
     warnings.warn("the user's own deprecation", DeprecationWarning)
 
 

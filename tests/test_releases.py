@@ -7,10 +7,10 @@ import subprocess
 
 import pytest
 
-from harness.backends import releases, tiered
-from harness.errors import HarnessError
-from harness.backends.kafka_dist import cache_root, resolve
-from harness.pytest_plugin import matrix_versions
+from kipcheck.harness.backends import releases, tiered
+from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.backends.kafka_dist import cache_root, resolve
+from kipcheck.harness.pytest_plugin import matrix_versions
 
 
 def test_features_follow_the_release_line():
@@ -150,8 +150,8 @@ def _cached(cache, version: str) -> None:
 
 
 def test_the_default_release_is_pinned_and_never_asks_maven_central(tmp_path, monkeypatch):
-    from harness.backends.kafka_dist import version_of
-    from reference_model.profiles import profile_for
+    from kipcheck.harness.backends.kafka_dist import version_of
+    from kipcheck.reference_model.profiles import profile_for
     monkeypatch.setenv("KIPCHECK_MAVEN_METADATA", (tmp_path / "absent.xml").as_uri())  # reading it would fail
     assert version_of(None) == releases.DEFAULT_VERSION
     # the default has a profile read in its own sources (no note, nothing inherited)
@@ -159,7 +159,7 @@ def test_the_default_release_is_pinned_and_never_asks_maven_central(tmp_path, mo
 
 
 def test_latest_is_the_newest_listed_release_that_resolves(tmp_path, monkeypatch):
-    from harness.backends.kafka_dist import LATEST, latest_version, listed_versions, version_of
+    from kipcheck.harness.backends.kafka_dist import LATEST, latest_version, listed_versions, version_of
     cache = tmp_path / "cache"
     monkeypatch.setenv("KIPCHECK_CACHE", str(cache))
     monkeypatch.setenv("KIPCHECK_MAVEN_METADATA", _listing(tmp_path, "3.2.3", "4.3.1", "9.10.0", "9.9.1", "4.3.1-rc1"))
@@ -170,7 +170,7 @@ def test_latest_is_the_newest_listed_release_that_resolves(tmp_path, monkeypatch
 
 
 def test_an_unreadable_listing_is_one_line_naming_it(tmp_path, monkeypatch):
-    from harness.backends.kafka_dist import LATEST, version_of
+    from kipcheck.harness.backends.kafka_dist import LATEST, version_of
     url = (tmp_path / "absent.xml").as_uri()
     monkeypatch.setenv("KIPCHECK_MAVEN_METADATA", url)
     with pytest.raises(HarnessError, match="cannot read Kafka versions from .*absent.xml.*--kafka-version") as e:
@@ -181,9 +181,9 @@ def test_an_unreadable_listing_is_one_line_naming_it(tmp_path, monkeypatch):
 
 
 def test_the_reproduce_command_names_the_resolved_release_and_the_workload():
-    from harness.clients.workload import WorkloadOptions
-    from harness.reproduce import reproduce_command
-    from harness.run import RunOptions
+    from kipcheck.harness.clients.workload import WorkloadOptions
+    from kipcheck.harness.reproduce import reproduce_command
+    from kipcheck.harness.run import RunOptions
     line = reproduce_command(RunOptions(seed=7), releases.DEFAULT_VERSION)
     assert line == f"kipcheck run --seed 7 --kafka-version {releases.DEFAULT_VERSION}"
     line = reproduce_command(RunOptions(seed=3, kafka_version="latest", tiered=True, recovery_bound=5.0,

@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from harness.backends import tiered
-from harness.backends.kafka_dist import cache_root
+from kipcheck.harness.backends import tiered
+from kipcheck.harness.backends.kafka_dist import cache_root
 
 CHECK = r"""
 import java.io.*;

@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 
-from reports.explore import MAX_PROCESS_LANES, flagged_indices, lanes, view_data
+from kipcheck.reports.explore import MAX_PROCESS_LANES, flagged_indices, lanes, view_data
 
 
 def ops(processes: int, kinds=("send",)):

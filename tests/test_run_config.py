@@ -5,9 +5,9 @@ import ast
 import json
 from pathlib import Path
 
-from checks import run_config
-from checks.profiles import kafka_version
-from checks.recovery import recorded_bound
+from kipcheck.checks import run_config
+from kipcheck.checks.profiles import kafka_version
+from kipcheck.checks.recovery import recorded_bound
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from faults.errors import FaultError
-from faults.registry import DEFAULT_MIX, KINDS, OPT_IN, parse_kinds
-from faults.schedule import PARAMS, QUIET_TAIL, WINDOWS, generate
+from kipcheck.faults.errors import FaultError
+from kipcheck.faults.registry import DEFAULT_MIX, KINDS, OPT_IN, parse_kinds
+from kipcheck.faults.schedule import PARAMS, QUIET_TAIL, WINDOWS, generate
 
 kinds_st = st.lists(st.sampled_from(sorted(KINDS)), min_size=1, unique=True)
 
@@ -48,7 +48,7 @@ def test_every_kind_has_a_window_and_parameters():
 
 
 def test_toxic_params_are_attributes_the_toxic_knows():
-    from faults.toxics import TOXIC_KINDS
+    from kipcheck.faults.toxics import TOXIC_KINDS
     import random
     for k in TOXIC_KINDS:
         drawn = PARAMS[k.name](random.Random(0))

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from harness.backends import seeded
+from kipcheck.harness.backends import seeded
 
 STUB = """package kafka.cluster;
 public class Partition {

@@ -6,9 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from checks.verdict import ANOMALY_NAMES
-from harness.backends import seeded
-from harness.selftest import CONTROL, format_markdown, matrix_passes, status
+from kipcheck.checks.verdict import ANOMALY_NAMES
+from kipcheck.harness.backends import seeded
+from kipcheck.harness.selftest import CONTROL, format_markdown, matrix_passes, status
 
 AGENT = seeded.SOURCES / "src" / "main" / "java" / "kipcheck" / "seeded" / "Agent.java"
 PROFILES = ["kip", "kafka-4.3"]
@@ -100,9 +100,9 @@ def test_reports_are_merged_across_brokers(tmp_path):
 
 
 def test_broker_jvm_args_reach_the_command_line_with_the_node_dir(tmp_path):
-    from harness.backends.kafka_dist import KafkaDistribution
-    from harness.backends.network import Host
-    from harness.backends.node import KafkaNode, NodeSpec
+    from kipcheck.harness.backends.kafka_dist import KafkaDistribution
+    from kipcheck.harness.backends.network import Host
+    from kipcheck.harness.backends.node import KafkaNode, NodeSpec
     spec = NodeSpec(1, ("broker", "controller"), "rack-1", Host("n1", "127.0.0.1", None), 1, 2, 3)
     node = KafkaNode(spec, tmp_path, KafkaDistribution("4.3.1", (), "java"), None, "u", "1@127.0.0.1:2",
                      jvm_args=("-javaagent:a.jar=report={node_dir}/r.json", "-Dx=1"))
@@ -111,7 +111,7 @@ def test_broker_jvm_args_reach_the_command_line_with_the_node_dir(tmp_path):
 
 
 def test_cli_takes_repeated_broker_jvm_args():
-    from harness.cli import build_parser
+    from kipcheck.harness.cli import build_parser
     args = build_parser().parse_args(["run", "--broker-jvm-arg=-Da=1", "--broker-jvm-arg=-Db=2"])
     assert args.broker_jvm_args == ["-Da=1", "-Db=2"]
     args = build_parser().parse_args(["cluster", "up", "--broker-jvm-arg=-Da=1"])
@@ -119,7 +119,7 @@ def test_cli_takes_repeated_broker_jvm_args():
 
 
 def test_selftest_with_an_unknown_bug_is_one_line(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "selftest", "--bugs", "meteor", "--runs-dir",
+    proc = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", "selftest", "--bugs", "meteor", "--runs-dir",
                            str(tmp_path)], capture_output=True, text=True, timeout=120,
                           cwd=Path(__file__).resolve().parent.parent)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr

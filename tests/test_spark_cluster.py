@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from checks import engine_local
-from checks.api import check
-from checks.history import to_parquet, write_jsonl
-from checks.synthetic import generate
-from checks.verdict import comparable
-from harness.spark_standalone import spark_class, standalone_spark
+from kipcheck.checks import engine_local
+from kipcheck.checks.api import check
+from kipcheck.checks.history import to_parquet, write_jsonl
+from kipcheck.checks.synthetic import generate
+from kipcheck.checks.verdict import comparable
+from kipcheck.harness.spark_standalone import spark_class, standalone_spark
 from tests.test_engines_agree import mutated
 
 pytestmark = pytest.mark.spark
@@ -53,7 +53,7 @@ def runs(tmp_path_factory):
 
 
 def kipcheck(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
 
 

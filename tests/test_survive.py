@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.clients.capabilities import api_gaps, replication_gaps
-from harness.runlog import LOG_NAME, harness_log, internal_error
-from harness.clients.wire import response_class_of
+from kipcheck.harness.clients.capabilities import api_gaps, replication_gaps
+from kipcheck.harness.runlog import LOG_NAME, harness_log, internal_error
+from kipcheck.harness.clients.wire import response_class_of
 
 
 def _poison_registry(response_class, version: int, attempts: int = 300) -> bool:
@@ -154,12 +154,12 @@ def test_internal_errors_go_to_the_harness_log_only(tmp_path, capfd):
 def test_a_bug_outside_a_run_is_one_line_and_a_traceback_file(tmp_path, monkeypatch, capfd):
     import re
 
-    import checks.history
-    from harness.cli import EXIT_ERROR, main
+    from kipcheck.checks import history as checker_history
+    from kipcheck.harness.cli import EXIT_ERROR, main
 
     def boom(run):
         raise RuntimeError("provoked")
-    monkeypatch.setattr(checks.history, "iter_history", boom)
+    monkeypatch.setattr(checker_history, "iter_history", boom)
     assert main(["history", "stats", str(tmp_path)]) == EXIT_ERROR
     out, err = capfd.readouterr()
     [line] = err.strip().splitlines()

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from checks.mixed import mixed_windows
-from checks.profiles import choose_profile_noted, mixed_profile
-from harness.errors import HarnessError
-from harness.upgrade import direction, format_release, older
+from kipcheck.checks.mixed import mixed_windows
+from kipcheck.checks.profiles import choose_profile_noted, mixed_profile
+from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.upgrade import direction, format_release, older
 from tests.test_liveness import Hist, judge, kill_and_heal
 
 S = 1_000_000_000
@@ -104,12 +104,12 @@ def test_a_roll_step_inside_a_heal_window_cuts_it_short_and_just_after_the_bound
 
 def test_the_older_profile_accepts_no_deviation_the_newer_one_rejects():
     """docs/checker.md's argument for judging 3.9 -> 4.3 under kafka-3.9: it is the narrower."""
-    from reference_model.profiles import PROFILES
+    from kipcheck.reference_model.profiles import PROFILES
     assert PROFILES["kafka-3.9"].deviations < PROFILES["kafka-4.3"].deviations
 
 
 def test_the_reproduce_line_repeats_the_upgrade():
-    from harness.reproduce import reproduce_command
-    from harness.run import RunOptions
+    from kipcheck.harness.reproduce import reproduce_command
+    from kipcheck.harness.run import RunOptions
     line = reproduce_command(RunOptions(seed=7, faults=["kill", "partition"], upgrade_from="3.9.2", upgrade_to="4.3.1"))
     assert "--upgrade-from 3.9.2 --upgrade-to 4.3.1" in line and "--faults kill,partition" in line

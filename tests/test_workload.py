@@ -7,10 +7,10 @@ import types
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from checks.history import read_history
-from harness.clients.history import History
-from harness.clients.wire import error_name
-from harness.clients.workload import ConsumerWorker, ProducerWorker, WorkloadOptions
+from kipcheck.checks.history import read_history
+from kipcheck.harness.clients.history import History
+from kipcheck.harness.clients.wire import error_name
+from kipcheck.harness.clients.workload import ConsumerWorker, ProducerWorker, WorkloadOptions
 
 
 class FakeProducer:
@@ -62,7 +62,7 @@ def run_producer(tmp_path, scripts, sends, **options):
     opts = WorkloadOptions(send_timeout=0.05, rate=0, **{"in_flight": 1, **options})
     clients = [FakeProducer(s) for s in scripts]
     with pytest.MonkeyPatch.context() as m:
-        m.setattr("harness.clients.workload.Producer", lambda config, fakes=iter(clients): next(fakes))
+        m.setattr("kipcheck.harness.clients.workload.Producer", lambda config, fakes=iter(clients): next(fakes))
         worker = ProducerWorker("127.0.0.1:1", opts, history, threading.Event(), seq=0)
     worker._open = iter(clients[1:]).__next__
     worker._backoff = lambda consecutive: None
@@ -210,7 +210,7 @@ def test_consumer_fatal_error_recorded_and_consumer_replaced(tmp_path, monkeypat
     stop = threading.Event()
     first = FakeConsumer([[message(4)], crash])
     clients = iter([first, FakeConsumer([[message(6)]], on_empty=stop.set)])
-    monkeypatch.setattr("harness.clients.workload.Consumer", lambda config: next(clients))
+    monkeypatch.setattr("kipcheck.harness.clients.workload.Consumer", lambda config: next(clients))
     worker = ConsumerWorker("127.0.0.1:1", WorkloadOptions(consumers=1), history, stop, seq=0, rack=None)
     monkeypatch.setattr(worker, "_backoff", lambda consecutive: None)
     worker.work()

@@ -15,12 +15,12 @@ import bisect
 import json
 from typing import Iterable, Sequence
 
-from reference_model import kip392, profiles
-from reference_model.state import NONE, Replica
+from kipcheck.reference_model import kip392, profiles
+from kipcheck.reference_model.state import NONE, Replica
 
-from checks.rules.base import RULE, Anomaly
-from checks.rules.log_bounds import Extremes, Lives, SendBound, fault_brokers, hwm_series, hwm_values
-from checks.rules.observe import EpochIndex, Op, answered, as_int, known_as, partitions_of, proven_epoch, verdict
+from kipcheck.checks.rules.base import RULE, Anomaly
+from kipcheck.checks.rules.log_bounds import Extremes, Lives, SendBound, fault_brokers, hwm_series, hwm_values
+from kipcheck.checks.rules.observe import EpochIndex, Op, answered, as_int, known_as, partitions_of, proven_epoch, verdict
 
 KIP392_ERRORS = {"NONE", "OFFSET_OUT_OF_RANGE", "OFFSET_NOT_AVAILABLE"}
 

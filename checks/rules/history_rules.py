@@ -25,8 +25,8 @@ import bisect
 import json
 from typing import Iterable, Sequence
 
-from checks import linearize
-from checks.rules.base import UNKNOWN, Anomaly
+from kipcheck.checks import linearize
+from kipcheck.checks.rules.base import UNKNOWN, Anomaly
 
 HISTORY_ANOMALIES = ("lost-write", "duplicate", "inconsistent-offset", "nonmonotonic-poll", "poll-skip")
 

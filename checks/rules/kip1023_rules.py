@@ -18,11 +18,11 @@ from __future__ import annotations
 import bisect
 from typing import Iterable, Sequence
 
-from reference_model import kip1023
+from kipcheck.reference_model import kip1023
 
-from checks.rules.base import RULE, Anomaly
-from checks.rules.log_bounds import STATE_LOSING_FAULTS, Extremes
-from checks.rules.observe import EpochIndex, Op, answered, as_int, broker_ids, known_as, proven_epoch, verdict
+from kipcheck.checks.rules.base import RULE, Anomaly
+from kipcheck.checks.rules.log_bounds import STATE_LOSING_FAULTS, Extremes
+from kipcheck.checks.rules.observe import EpochIndex, Op, answered, as_int, broker_ids, known_as, proven_epoch, verdict
 
 #: faults after which a broker's offsets may go back: it lost state or its log was cut
 #: (a kill or restart replays the log: recovery may drop a torn tail; an unclean

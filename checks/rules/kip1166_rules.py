@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from reference_model import kip1166
+from kipcheck.reference_model import kip1166
 
-from checks.rules.base import RULE, Anomaly
-from checks.rules.observe import known_as, verdict
+from kipcheck.checks.rules.base import RULE, Anomaly
+from kipcheck.checks.rules.observe import known_as, verdict
 
 #: After a fault heals, a node reconnects and catches up (KRaft retries a lost FETCH after
 #: controller.quorum.request.timeout.ms, 2 s, plus backoff): a probe that starts this soon

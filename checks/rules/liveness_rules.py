@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from checks.rules.base import Anomaly
+from kipcheck.checks.rules.base import Anomaly
 
 SLOW_RECOVERY = "slow-recovery"
 CRASH_LOOP = "client-crash-loop"

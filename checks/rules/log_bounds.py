@@ -14,9 +14,9 @@ import itertools
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from reference_model.state import NONE
+from kipcheck.reference_model.state import NONE
 
-from checks.rules.observe import EpochIndex, Op, as_int, broker_ids, partitions_of, proven_epoch
+from kipcheck.checks.rules.observe import EpochIndex, Op, as_int, broker_ids, partitions_of, proven_epoch
 
 #: faults that may cost a broker its in-memory state (HWM, sessions)
 STATE_LOSING_FAULTS = {"kill", "wipe", "wipe-metadata", "truncate", "restart", "rolling-restart"}

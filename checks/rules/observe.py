@@ -10,9 +10,9 @@ import bisect
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from reference_model import profiles
+from kipcheck.reference_model import profiles
 
-from checks.rules.base import DEVIATIONS
+from kipcheck.checks.rules.base import DEVIATIONS
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,11 @@ from __future__ import annotations
 import bisect
 from typing import Iterable, Sequence
 
-from reference_model import kip392
-from reference_model.state import PartitionState, Replica
+from kipcheck.reference_model import kip392
+from kipcheck.reference_model.state import PartitionState, Replica
 
-from checks.rules.base import RULE, Anomaly
-from checks.rules.observe import as_int, partitions_of
+from kipcheck.checks.rules.base import RULE, Anomaly
+from kipcheck.checks.rules.observe import as_int, partitions_of
 
 #: The metadata answers that prove a replica out of the ISR must span less than this:
 #: a replica that rejoins the ISR leaves it again only after `replica.lag.time.max.ms`

@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable, Sequence
 
-from reference_model import kip227
-from reference_model.state import FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, NONE, \
+from kipcheck.reference_model import kip227
+from kipcheck.reference_model.state import FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, NONE, \
     CachedPartition, Session, SessionCache
 
-from checks.rules.base import RULE, Anomaly
-from checks.rules.observe import as_int, known_as, partitions_of, verdict
+from kipcheck.checks.rules.base import RULE, Anomaly
+from kipcheck.checks.rules.observe import as_int, known_as, partitions_of, verdict
 
 SESSION_ANSWERS = {NONE, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH}
 NAME = "fetch-session-violation"

@@ -18,15 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.backends import firewall, network
-from harness.errors import HarnessError
-from harness.backends.kafka_dist import KafkaDistribution
-from harness.backends.node import KafkaNode, NodeSpec, kraft_settings
-from harness.backends.ports import free_port
-from harness.backends.state import ClusterState, all_states, kill_recorded, process_start_time
+from kipcheck.harness.backends import firewall, network
+from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.backends.kafka_dist import KafkaDistribution
+from kipcheck.harness.backends.node import KafkaNode, NodeSpec, kraft_settings
+from kipcheck.harness.backends.ports import free_port
+from kipcheck.harness.backends.state import ClusterState, all_states, kill_recorded, process_start_time
 
 if TYPE_CHECKING:
-    from harness.backends.toxiproxy import ClientProxy
+    from kipcheck.harness.backends.toxiproxy import ClientProxy
 
 BROKER_PORT, CONTROLLER_PORT, CLIENT_PORT = 9092, 9093, 9094
 
@@ -63,7 +63,7 @@ class NativeCluster:
                  owner_pid: int | None = None, cluster_id: str | None = None):
         self.dist = dist
         if options.tiered:  # kipcheck's remote storage manager on every node's classpath
-            from harness.backends import tiered
+            from kipcheck.harness.backends import tiered
             self.dist = tiered.with_storage_manager(dist)
         self.root = Path(root)
         self.options = options
@@ -101,7 +101,7 @@ class NativeCluster:
         """The Toxiproxy proxy in front of the broker's client listener (link faults); None unless proxied."""
         if self.toxiproxy is None:
             return None
-        from harness.backends.toxiproxy import ClientProxy, client_proxy_name
+        from kipcheck.harness.backends.toxiproxy import ClientProxy, client_proxy_name
         return ClientProxy(self.toxiproxy, client_proxy_name(self.node(node_id).spec.node_id))
 
     def reset_client_proxies(self) -> None:
@@ -130,7 +130,7 @@ class NativeCluster:
             roles += [("broker", "controller")] * o.brokers
         extra = dict(o.extra_config)
         if o.tiered:
-            from harness.backends import tiered
+            from kipcheck.harness.backends import tiered
             extra = {**tiered.broker_config(self.root / "remote-storage", self.dist.version), **extra}
         specs = []
         for i, r in enumerate(roles, start=1):
@@ -170,7 +170,7 @@ class NativeCluster:
         if self.net:
             self.net.check_paths([s.host for s in specs])
         if self.options.proxied_clients:
-            from harness.backends import toxiproxy
+            from kipcheck.harness.backends import toxiproxy
             step("starting toxiproxy")
             self.toxiproxy = toxiproxy.start_server(self.state, self.root)
             specs = [toxiproxy.front_client_listener(self.toxiproxy, s) if s.is_broker else s for s in specs]
@@ -195,7 +195,7 @@ class NativeCluster:
         for n in self.nodes:
             n.wait_listening(max(1.0, deadline - time.monotonic()))
         step("waiting for brokers to register")
-        from harness.clients.admin import Admin  # the admin client is only needed once nodes run
+        from kipcheck.harness.clients.admin import Admin  # the admin client is only needed once nodes run
         with Admin(self.bootstrap_servers()) as admin:
             admin.wait_brokers(len(self.brokers), max(1.0, deadline - time.monotonic()))
             step("waiting for a full ISR")
@@ -205,7 +205,7 @@ class NativeCluster:
 
     def _start_reaper(self) -> None:
         """A detached watchdog that tears the cluster down if the owning harness dies."""
-        proc = subprocess.Popen([sys.executable, "-m", "harness.backends.reaper", str(self.state.path)],
+        proc = subprocess.Popen([sys.executable, "-m", "kipcheck.harness.backends.reaper", str(self.state.path)],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True, cwd=str(Path(__file__).resolve().parents[2]))
         self.state.set_entry("helpers", "reaper", {"pid": proc.pid, "start": process_start_time(proc.pid)})
@@ -235,7 +235,7 @@ class NativeCluster:
         c.state = state
         c.use_namespaces = state.data["mode"] == "namespaces"
         if state.data.get("toxiproxy"):
-            from harness.backends.toxiproxy import Toxiproxy
+            from kipcheck.harness.backends.toxiproxy import Toxiproxy
             c.toxiproxy = Toxiproxy(state.data["toxiproxy"]["api"])
         specs = [_spec_from_json(d) for d in state.data.get("specs", [])]
         voters = ",".join(f"{s.node_id}@{s.host.address}:{s.controller_port}" for s in specs if s.is_controller)
@@ -268,7 +268,7 @@ def teardown(state: ClusterState) -> None:
     """Remove everything a state file records: processes, containers, helpers, namespaces, links, firewall rules."""
     docker_error = None
     if state.data.get("mode") == "testcontainers":
-        from harness.backends.docker_cleanup import remove_cluster  # Docker's side first: the Toxiproxy in front stays up till then
+        from kipcheck.harness.backends.docker_cleanup import remove_cluster  # Docker's side first: the Toxiproxy in front stays up till then
         try:
             remove_cluster(state.data["cluster_id"], state.data.get("docker_host"))
         except HarnessError as e:  # the rest still goes; the state stays, so `cluster down --id` can try again

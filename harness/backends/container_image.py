@@ -18,8 +18,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from harness.errors import HarnessError
-from harness.backends.kafka_dist import KafkaDistribution
+from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.backends.kafka_dist import KafkaDistribution
 
 RECIPE = "2"  # bump when the image's layout changes: old tags no longer match
 REPOSITORY = "kipcheck/kafka"

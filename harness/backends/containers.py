@@ -26,14 +26,14 @@ import os
 import shlex
 from pathlib import Path
 
-from harness.backends.cluster import (BROKER_PORT, CLIENT_PORT, CONTROLLER_PORT, ClusterOptions, NativeCluster, _kafka_uuid,
+from kipcheck.harness.backends.cluster import (BROKER_PORT, CLIENT_PORT, CONTROLLER_PORT, ClusterOptions, NativeCluster, _kafka_uuid,
                              reap_stale, teardown)
-from harness.errors import HarnessError
-from harness.backends.kafka_dist import KafkaDistribution
-from harness.backends.network import Host
-from harness.backends.node import KafkaNode
-from harness.backends.docker_cleanup import LABEL, docker_client, owner_label, reap_stale_containers
-from harness.backends.state import ClusterState
+from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.backends.kafka_dist import KafkaDistribution
+from kipcheck.harness.backends.network import Host
+from kipcheck.harness.backends.node import KafkaNode
+from kipcheck.harness.backends.docker_cleanup import LABEL, docker_client, owner_label, reap_stale_containers
+from kipcheck.harness.backends.state import ClusterState
 
 #: fault kinds a container cluster supports (faults.registry names); the rest are skipped
 SUPPORTED_FAULTS = ("kill", "pause", "restart", "rolling-restart", "wipe", "truncate", "wipe-metadata",
@@ -158,7 +158,7 @@ class ContainerCluster(NativeCluster):
 
     def up(self, timeout: float = 180.0, progress=None) -> None:
         from testcontainers.core.config import testcontainers_config
-        from harness.backends import container_image
+        from kipcheck.harness.backends import container_image
         step = progress or (lambda msg: None)
         testcontainers_config.ryuk_disabled = True  # Ryuk is pulled from a registry; our state file does its job
         self.client = docker_client()
@@ -179,7 +179,7 @@ class ContainerCluster(NativeCluster):
                                      internal_port=BROKER_PORT, controller_port=CONTROLLER_PORT, client_port=CLIENT_PORT)
                  for s in self._plan()]
         if self.options.proxied_clients:
-            from harness.backends import toxiproxy
+            from kipcheck.harness.backends import toxiproxy
             step("starting toxiproxy")
             self.toxiproxy = toxiproxy.start_server(self.state, self.root)
             specs = [toxiproxy.front_client_listener(self.toxiproxy, s) if s.is_broker else s for s in specs]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 
-from harness.backends.state import process_start_time, same_process_alive
-from harness.errors import HarnessError
+from kipcheck.harness.backends.state import process_start_time, same_process_alive
+from kipcheck.harness.errors import HarnessError
 
 LABEL = "io.kipcheck.cluster"  # on every container and network: which cluster, whose harness
 

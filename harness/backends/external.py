@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaException
 
-from faults.errors import FaultError
-from harness.clients.admin import Admin
-from harness.errors import HarnessError
-from harness.backends.node import kraft_settings
+from kipcheck.faults.errors import FaultError
+from kipcheck.harness.clients.admin import Admin
+from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.backends.node import kraft_settings
 
 
 class ExternalCluster:

@@ -16,8 +16,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.backends import releases
-from harness.errors import HarnessError
+from kipcheck.harness.backends import releases
+from kipcheck.harness.errors import HarnessError
 
 #: where `--kafka-version latest` reads the released versions; KIPCHECK_MAVEN_METADATA overrides it
 #: (a file:// listing lets the "a newer release appeared" path be tested offline)

@@ -9,8 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from harness.errors import HarnessError
-from harness.backends.kafka_dist import cache_root
+from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.backends.kafka_dist import cache_root
 
 
 def source_hash(sources: Path) -> str:

@@ -13,8 +13,8 @@ import os
 import subprocess
 from dataclasses import dataclass
 
-from harness.backends import firewall
-from harness.errors import HarnessError
+from kipcheck.harness.backends import firewall
+from kipcheck.harness.errors import HarnessError
 
 NS_PREFIX = "kipcheck-"
 CHAIN = "KIPCHECK"

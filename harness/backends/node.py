@@ -16,10 +16,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.errors import HarnessError
-from harness.backends.kafka_dist import KafkaDistribution
-from harness.backends.network import CHAIN, Host
-from harness.backends.state import ClusterState, kill_recorded, process_start_time, same_process_alive
+from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.backends.kafka_dist import KafkaDistribution
+from kipcheck.harness.backends.network import CHAIN, Host
+from kipcheck.harness.backends.state import ClusterState, kill_recorded, process_start_time, same_process_alive
 
 #: How long a KRaft FETCH may be parked: KafkaRaftClient.MAX_FETCH_WAIT_MS, a constant
 #: (not a config) in Kafka 4.0.1, 4.1.2 and 4.3.1, sent as the FETCH's MaxWaitMs.

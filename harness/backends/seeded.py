@@ -17,8 +17,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import HarnessError
-from harness.backends import maven_build
+from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.backends import maven_build
 
 SOURCES = Path(__file__).resolve().parent / "seeded_bugs"  # shipped in the package (pyproject package data)
 REPORT_NAME = "seeded-bugs.json"

@@ -15,8 +15,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from harness.backends import maven_build, releases
-from harness.errors import HarnessError
+from kipcheck.harness.backends import maven_build, releases
+from kipcheck.harness.errors import HarnessError
 
 SOURCES = Path(__file__).resolve().parent / "remote_storage"
 STORAGE_MANAGER = "kipcheck.rsm.FileRemoteStorageManager"

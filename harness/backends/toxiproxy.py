@@ -30,8 +30,8 @@ import requests
 import toxiproxy as toxiproxy_python
 from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists
 
-from harness.errors import HarnessError
-from harness.backends.state import ClusterState, process_start_time
+from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.backends.state import ClusterState, process_start_time
 
 VERSION = "v2.5.0"  # the newest github.com/Shopify/toxiproxy/v2 the Go module proxy serves here
 MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
@@ -145,7 +145,7 @@ def start_server(state: ClusterState, log_dir: Path, seed: int = 1, attempts: in
     """Start the pinned server on 127.0.0.1 and record it as the cluster's `toxiproxy` helper.
 
     `-seed` fixes the server's random draws (jitter, toxicity), so a run is reproducible."""
-    from harness.backends.ports import free_port
+    from kipcheck.harness.backends.ports import free_port
     binary = ensure_installed()
     log_dir.mkdir(parents=True, exist_ok=True)
     config = log_dir / "toxiproxy.json"  # no proxies at start; on the command line it tells whose server this is

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.errors import HarnessError
+from kipcheck.harness.errors import HarnessError
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ class Admin:
 def answered_partitions(endpoint: str, topic: str) -> list[PartitionView]:
     """`topic`'s partitions as the broker at `endpoint` itself answers Metadata, asked over the
     wire: an admin client sends its request to any broker it has learnt of."""
-    from harness.clients.wire import BrokerConnection, metadata
+    from kipcheck.harness.clients.wire import BrokerConnection, metadata
     with BrokerConnection(endpoint, timeout=5) as conn:
         view = metadata(conn, [topic])
     return [PartitionView(topic, p.partition, p.leader if p.error == "NONE" else -1, tuple(p.replicas), tuple(p.isr))

@@ -16,8 +16,8 @@ from kafka.protocol.admin.configs import DescribeConfigsRequest
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
 
-from harness.clients.prober import FETCH_MIN_VERSION, LIST_OFFSETS_TIMESTAMPS, list_offsets_min_version
-from harness.clients.wire import BrokerConnection, UnsupportedVersion, WireError, newest_common
+from kipcheck.harness.clients.prober import FETCH_MIN_VERSION, LIST_OFFSETS_TIMESTAMPS, list_offsets_min_version
+from kipcheck.harness.clients.wire import BrokerConnection, UnsupportedVersion, WireError, newest_common
 
 #: prober round -> (request class, lowest version it needs, what the round is for)
 PROBER_NEEDS = {

@@ -26,13 +26,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 from kafka.protocol.admin.configs import DescribeConfigsRequest
 
-from reference_model import kip1166
+from kipcheck.reference_model import kip1166
 
-from harness.clients.admin import Admin
-from harness.clients.history import History
-from harness.runlog import internal_error
-from harness.clients.wire import BrokerConnection, UnsupportedVersion, WireError, metadata
-from harness.clients.workload import Worker
+from kipcheck.harness.clients.admin import Admin
+from kipcheck.harness.clients.history import History
+from kipcheck.harness.runlog import internal_error
+from kipcheck.harness.clients.wire import BrokerConnection, UnsupportedVersion, WireError, metadata
+from kipcheck.harness.clients.workload import Worker
 
 TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
 PROBE_CONFIG = "retention.ms"

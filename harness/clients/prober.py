@@ -27,11 +27,11 @@ import threading
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
 
-from harness.clients.history import History
-from harness.runlog import internal_error
-from harness.clients.wire import BrokerConnection, MetadataView, UnsupportedVersion, WireError, decode_records, \
+from kipcheck.harness.clients.history import History
+from kipcheck.harness.runlog import internal_error
+from kipcheck.harness.clients.wire import BrokerConnection, MetadataView, UnsupportedVersion, WireError, decode_records, \
     error_name, metadata
-from harness.clients.workload import Worker
+from kipcheck.harness.clients.workload import Worker
 
 FETCH_MIN_VERSION = 11  # KIP-392: rack id and preferred read replica
 LIST_OFFSETS_TIMESTAMPS = (-1, -2, -3, -4, -5, -6)  # latest .. earliest pending upload (KIP-1023)

@@ -5,7 +5,7 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from harness.clients.admin import Admin, PartitionView, _quiet_logger, answered_partitions
+from kipcheck.harness.clients.admin import Admin, PartitionView, _quiet_logger, answered_partitions
 
 
 def wait_for(cond, timeout: float, what: str, poll: float = 0.5):

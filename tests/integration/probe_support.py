@@ -5,8 +5,8 @@ import threading
 
 from confluent_kafka import Producer
 
-from checks.history import read_history
-from harness.clients.admin import _quiet_logger
+from kipcheck.checks.history import read_history
+from kipcheck.harness.clients.admin import _quiet_logger
 
 
 class Traffic(threading.Thread):

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.backends.network import list_namespaces
-from harness.backends.state import all_states
+from kipcheck.harness.backends.network import list_namespaces
+from kipcheck.harness.backends.state import all_states
 
 
 def kipcheck(*args, prefix: tuple[str, ...] = (), **kw) -> subprocess.Popen:
     """`kipcheck ARGS` in the background; `prefix` runs it elsewhere (e.g. `ip netns exec NS`)."""
-    return subprocess.Popen([*prefix, sys.executable, "-m", "harness.cli", *args], stdout=subprocess.PIPE,
+    return subprocess.Popen([*prefix, sys.executable, "-m", "kipcheck.harness.cli", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **kw)
 
 
@@ -83,7 +83,7 @@ class FinishedRun:
 def run_to_verdict(runs: Path, *args: str, timeout: float = 600) -> FinishedRun:
     """Run `kipcheck run --runs-dir runs *args`; assert it printed no traceback and exited by
     its verdict (0 valid, 1 anomalies, 3 unknown), never 2 (a failure of kipcheck)."""
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--runs-dir", str(runs), *args],
+    proc = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", "run", "--runs-dir", str(runs), *args],
                           capture_output=True, text=True, timeout=timeout)
     terminal = proc.stdout + proc.stderr
     assert "Traceback" not in terminal, terminal

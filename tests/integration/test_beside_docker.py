@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from harness.backends.network import list_namespaces
+from kipcheck.harness.backends.network import list_namespaces
 from tests.integration.docker_support import BRIDGE_NF, DockerNamespace, dockerd_namespace
 from tests.integration.run_support import (background_run, cluster_states, history_once_it_shows, kafka_args,
                                            kipcheck, leftovers, verdict_of)
@@ -86,7 +86,7 @@ def test_sigkilled_run_then_cluster_down_removes_the_accept_rule(docker_ns, tmp_
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         assert "kipcheck" in docker_ns.forward_rules(), "with the watchdog dead too, the rule should still be there"
-        down = subprocess.run([*docker_ns.ip_netns_exec, sys.executable, "-m", "harness.cli", "cluster", "down",
+        down = subprocess.run([*docker_ns.ip_netns_exec, sys.executable, "-m", "kipcheck.harness.cli", "cluster", "down",
                                "--id", state.data["cluster_id"]], capture_output=True, text=True, timeout=120)
         assert down.returncode == 0, down.stderr
         assert docker_ns.rules() == before

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from checks.api import check
-from checks.verdict import comparable
+from kipcheck.checks.api import check
+from kipcheck.checks.verdict import comparable
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def campaign(*args, **kw):
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", "campaign", "--quiet", *args],
+    return subprocess.Popen([sys.executable, "-m", "kipcheck.harness.cli", "campaign", "--quiet", *args],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 

@@ -7,13 +7,13 @@ import sys
 
 import pytest
 
-from harness.backends.network import list_namespaces
+from kipcheck.harness.backends.network import list_namespaces
 
 pytestmark = pytest.mark.cluster
 
 
 def kipcheck(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", *args], capture_output=True, text=True,
                           timeout=timeout)
 
 

@@ -11,10 +11,10 @@ import json
 
 import pytest
 
-from checks.history import read_history
-from harness.errors import HarnessError
-from harness.progress import ProgressUI
-from harness.run import RunOptions, run
+from kipcheck.checks.history import read_history
+from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.progress import ProgressUI
+from kipcheck.harness.run import RunOptions, run
 from tests.integration.run_support import run_to_verdict
 from tests.integration.tansu_support import tansu
 
@@ -82,20 +82,20 @@ def test_a_worker_bug_is_history_and_harness_log_not_the_terminal(tansu_bootstra
     """A prober that raises on every Fetch answer (a bug of ours, provoked): each such request
     ends `info` with the exception, its traceback is in harness.log, the prober reconnects and
     keeps probing, and the run ends by its verdict."""
-    import harness.clients.observer
-    from harness.clients.prober import Prober
+    from kipcheck.harness.clients import observer
+    from kipcheck.harness.clients.prober import Prober
 
     def broken_entries(self, broker, response, covered, incremental):
         raise ValueError("provoked decoding bug")
     monkeypatch.setattr(Prober, "_entries", broken_entries)
     calls = iter(range(10**9))
-    real_metadata = harness.clients.observer.metadata
+    real_metadata = observer.metadata
 
     def flaky_metadata(conn, topics):  # the observer's every fourth Metadata answer "fails to decode"
         if next(calls) % 4 == 2:
             raise KeyError("provoked observer bug")
         return real_metadata(conn, topics)
-    monkeypatch.setattr(harness.clients.observer, "metadata", flaky_metadata)
+    monkeypatch.setattr(observer, "metadata", flaky_metadata)
     run_dir, verdict = run(RunOptions(duration=8, backend="external", bootstrap=tansu_bootstrap, faults=[],
                                       runs_dir=str(tmp_path / "runs")), ProgressUI(quiet=True))
     out, err = capfd.readouterr()
@@ -120,7 +120,7 @@ def test_a_worker_bug_is_history_and_harness_log_not_the_terminal(tansu_bootstra
 def test_a_dead_worker_is_exit_2_naming_the_verdict_so_far(tansu_bootstrap, tmp_path, monkeypatch, capfd):
     """A worker thread that dies outright is kipcheck's own failure: a one-line error naming
     the verdict of the history so far, verdict.json written, the traceback in harness.log."""
-    from harness.clients.observer import Observer
+    from kipcheck.harness.clients.observer import Observer
 
     def dies(self):
         self.stop_event.wait(2)

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from faults.base import FaultSpec
+from kipcheck.faults.base import FaultSpec
 from tests.integration.faults_support import full_isr, produce_bulk, read_all, wait_for, wait_partition
 
 pytestmark = pytest.mark.cluster

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from faults.base import FaultSpec
+from kipcheck.faults.base import FaultSpec
 from tests.integration.faults_support import (full_isr, partition_answered_by, partition_seen_by,
                                               produce_during_fault, wait_for)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from faults.base import FaultSpec
+from kipcheck.faults.base import FaultSpec
 from tests.integration.faults_support import full_isr, partition_seen_by, produce, wait_for, wait_partition
 
 pytestmark = pytest.mark.cluster

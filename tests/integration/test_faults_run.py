@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from faults.registry import DEFAULT_MIX
-from harness.backends.state import all_states
+from kipcheck.faults.registry import DEFAULT_MIX
+from kipcheck.harness.backends.state import all_states
 
 pytestmark = pytest.mark.cluster
 
@@ -24,7 +24,7 @@ def _paused_pids() -> list[str]:
 
 def test_run_with_every_fault_kind_is_valid_and_leaves_nothing(tmp_path, pytestconfig):
     v = pytestconfig.getoption("--kafka-version")
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--faults", "all", "--seed", "1",
+    proc = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", "run", "--faults", "all", "--seed", "1",
                            "--duration", "60", "--runs-dir", str(tmp_path), "--quiet",
                            *(["--kafka-version", v] if v else [])], capture_output=True, text=True, timeout=900)
     run_dir = next(tmp_path.iterdir())

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from faults.base import FaultSpec
-from harness.backends.cluster import ClusterOptions, NativeCluster
+from kipcheck.faults.base import FaultSpec
+from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster
 from tests.integration.faults_support import produce
 
 pytestmark = pytest.mark.cluster
@@ -36,8 +36,8 @@ def proxied(kafka_dist, tmp_path_factory):
 @pytest.fixture
 def link(proxied, history):
     """A nemesis on the proxied cluster, plus a topic and its leader's proxy address."""
-    from harness.clients.admin import Admin, wait_known_by_each
-    from harness.pytest_plugin import NemesisHandle
+    from kipcheck.harness.clients.admin import Admin, wait_known_by_each
+    from kipcheck.harness.pytest_plugin import NemesisHandle
     import uuid
     topic = f"t-{uuid.uuid4().hex[:8]}"
     admin = Admin(proxied.bootstrap_servers())

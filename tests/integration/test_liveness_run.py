@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from checks.history import read_history
+from kipcheck.checks.history import read_history
 
 pytestmark = pytest.mark.cluster
 
@@ -24,7 +24,7 @@ SHORT_BOUND = 2.0  # seconds: less than any JVM start, so no kill can recover wi
 
 
 def _cli(*args, timeout=900):
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", *args], capture_output=True, text=True,
                           timeout=timeout)
 
 

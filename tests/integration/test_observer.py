@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from checks.history import read_history
-from checks.rules.kip1166_rules import PropagationRule
-from harness.clients.observer import ALTERS_PER_TOPIC, Observer
-from reference_model import kip1166
+from kipcheck.checks.history import read_history
+from kipcheck.checks.rules.kip1166_rules import PropagationRule
+from kipcheck.harness.clients.observer import ALTERS_PER_TOPIC, Observer
+from kipcheck.reference_model import kip1166
 from tests.integration.probe_support import completions
 
 pytestmark = pytest.mark.cluster

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from harness.clients.prober import FAR_ABOVE, Prober
+from kipcheck.harness.clients.prober import FAR_ABOVE, Prober
 from tests.integration.probe_support import Traffic, completions
 
 pytestmark = pytest.mark.cluster

@@ -10,15 +10,15 @@ import sys
 
 import pytest
 
-from harness.backends import kafka_dist, releases
-from reference_model.profiles import newest_read_line
+from kipcheck.harness.backends import kafka_dist, releases
+from kipcheck.reference_model.profiles import newest_read_line
 from tests.integration.run_support import leftovers
 
 pytestmark = pytest.mark.cluster
 
 
 def _run(tmp_path, version: str, *extra: str) -> tuple[subprocess.CompletedProcess, object]:
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--kafka-version", version,
+    proc = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", "run", "--kafka-version", version,
                            "--duration", "20", "--seed", "1", "--runs-dir", str(tmp_path), "--quiet", *extra],
                           capture_output=True, text=True, timeout=900)
     return proc, next(tmp_path.iterdir())
@@ -66,7 +66,7 @@ def test_a_newer_release_appearing_on_maven_central_is_run_on_purpose_and_judged
     listing = tmp_path / "maven-metadata.xml"
     listing.write_text("<versions><version>4.3.1</version><version>9.9.0</version></versions>")
     env = {**os.environ, "KIPCHECK_CACHE": str(cache), "KIPCHECK_MAVEN_METADATA": listing.as_uri()}
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--kafka-version", "latest", "--duration", "20",
+    proc = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", "run", "--kafka-version", "latest", "--duration", "20",
                            "--seed", "2", "--runs-dir", str(tmp_path / "runs"), "--no-probes"],
                           capture_output=True, text=True, timeout=900, env=env)
     run_dir = next((tmp_path / "runs").iterdir())

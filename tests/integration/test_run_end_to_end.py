@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from harness.backends.network import list_namespaces
+from kipcheck.harness.backends.network import list_namespaces
 from tests.integration.run_support import (background_run, cluster_states, history_once_it_shows, jvms_under,
                                            kafka_args, kipcheck, leftovers)
 
@@ -64,7 +64,7 @@ def test_sigkilled_run_is_cleaned_up_and_keeps_its_history(tmp_path, kafka_versi
         lines = history.read_text().splitlines()
         assert all(json.loads(l) for l in lines)  # every line written before the kill is whole
         # and the next start (here: cluster status) finds nothing stale to clean
-        status = subprocess.run([sys.executable, "-m", "harness.cli", "cluster", "status"],
+        status = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", "cluster", "status"],
                                 capture_output=True, text=True)
         assert status.returncode == 0
 
@@ -100,7 +100,7 @@ def test_sigkill_during_a_partition_then_cluster_down_heals_everything(tmp_path,
         proc.wait()
         assert leftovers(run_dir), "with the watchdog dead too, the cluster should still be there"
         # --id: the session's shared test cluster (other tests) must survive this one
-        down = subprocess.run([sys.executable, "-m", "harness.cli", "cluster", "down", "--id",
+        down = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", "cluster", "down", "--id",
                                states[0].data["cluster_id"]], capture_output=True, text=True, timeout=120)
         assert down.returncode == 0, down.stderr
         assert leftovers(run_dir) == []

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.backends import seeded
-from harness.selftest import CONTROL, run_matrix
+from kipcheck.harness.backends import seeded
+from kipcheck.harness.selftest import CONTROL, run_matrix
 
 SHORT_WINDOW, LONG_WINDOW = 6.0, 30.0  # every bug but two was flagged within 3.1 s of switching on
 

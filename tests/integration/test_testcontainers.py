@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.backends.docker_cleanup import LABEL
-from harness.backends.network import list_namespaces
+from kipcheck.harness.backends.docker_cleanup import LABEL
+from kipcheck.harness.backends.network import list_namespaces
 from tests.integration.docker_support import dockerd_namespace
 from tests.integration.run_support import (cluster_states, history_once_it_shows, jvms_under, kafka_args, kipcheck,
                                            verdict_of)
@@ -107,7 +107,7 @@ def test_container_cluster_is_valid_under_pause_latency_kill_and_leaves_nothing(
 
 def test_no_docker_is_one_line_and_leaves_no_run(tmp_path, kafka_version):
     env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/nothing.sock"}
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--backend", "testcontainers",
+    proc = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", "run", "--backend", "testcontainers",
                            "--runs-dir", str(tmp_path / "runs"), "--quiet", *kafka_args(kafka_version)],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 2, proc
@@ -125,7 +125,7 @@ def test_docker_whose_network_is_not_this_hosts_is_one_line_at_once(tmp_path, ka
     with dockerd_namespace("overlay2") as ns:
         env = {**os.environ, "DOCKER_HOST": ns.socket}
         t0 = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--backend", "testcontainers",
+        proc = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", "run", "--backend", "testcontainers",
                                "--duration", "10", "--runs-dir", str(tmp_path / "runs"), "--quiet",
                                *kafka_args(kafka_version)], capture_output=True, text=True, env=env, timeout=600)
         took = time.monotonic() - t0

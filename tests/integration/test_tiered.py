@@ -12,9 +12,9 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from harness.backends import releases, tiered
-from harness.clients.admin import Admin, wait_known_by_each
-from harness.clients.prober import Prober
+from kipcheck.harness.backends import releases, tiered
+from kipcheck.harness.clients.admin import Admin, wait_known_by_each
+from kipcheck.harness.clients.prober import Prober
 from tests.integration.probe_support import Traffic, completions
 
 pytestmark = pytest.mark.cluster
@@ -48,8 +48,8 @@ def tiered_topic(cluster):
 @pytest.fixture
 def release_cluster(request, tmp_path):
     """A tiered cluster of its own on the release named by the test's parameter (pinned)."""
-    from harness.backends.kafka_dist import resolve
-    from harness.pytest_plugin import _start
+    from kipcheck.harness.backends.kafka_dist import resolve
+    from kipcheck.harness.pytest_plugin import _start
     c = _start(resolve(request.param), tmp_path / "cluster", 3)
     yield c
     c.down()

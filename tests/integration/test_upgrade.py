@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from checks.mixed import mixed_windows
+from kipcheck.checks.mixed import mixed_windows
 from tests.integration.run_support import leftovers
 
 pytestmark = pytest.mark.cluster
@@ -19,7 +19,7 @@ OLD, NEW = "3.9.2", "4.3.1"
 
 @pytest.mark.long  # three JVM restarts: 2-3 min; run with -m long (passed on the final tree: 129 s)
 def test_upgrade_under_partition_and_kill(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--upgrade-from", OLD, "--upgrade-to", NEW,
+    proc = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", "run", "--upgrade-from", OLD, "--upgrade-to", NEW,
                            "--faults", "partition,kill", "--seed", "8", "--duration", "40", "--quiet",
                            "--runs-dir", str(tmp_path)], capture_output=True, text=True, timeout=1200)
     run_dir = next(tmp_path.iterdir())
@@ -59,7 +59,7 @@ def test_upgrade_refuses_bad_input_in_one_line(tmp_path):
                         (["--upgrade-from", OLD], "needs both"),
                         (["--upgrade-from", "2.8.2", "--upgrade-to", NEW], "predates production KRaft"),
                         (["--upgrade-from", OLD, "--upgrade-to", NEW, "--kafka-version", NEW], "drop --kafka-version")):
-        proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", *args, "--runs-dir", str(tmp_path),
+        proc = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", "run", *args, "--runs-dir", str(tmp_path),
                                "--quiet"], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and words in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not list(tmp_path.iterdir())  # refused before a run directory exists

@@ -16,8 +16,8 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-from checks.history import read_history
-from harness.clients.workload import ProducerWorker, WorkloadOptions
+from kipcheck.checks.history import read_history
+from kipcheck.harness.clients.workload import ProducerWorker, WorkloadOptions
 
 pytestmark = pytest.mark.cluster
 
