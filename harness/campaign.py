@@ -193,9 +193,12 @@ def cmd_campaign(args) -> int:
                 parse_kinds(mix)  # an unknown kind is a one-line error before anything starts
         versions = [v.strip() for v in args.kafka_versions.split(",")] if args.kafka_versions else [None]
         if args.backend != "external":  # fixed once, in campaign.json: a resume runs the same releases
-            from kipcheck.harness.backends.kafka_dist import version_of
+            from kipcheck.harness.backends.kafka_dist import LATEST, version_of
             with ProgressUI(quiet=args.quiet).step("resolving the Kafka versions"):
-                versions = list(dict.fromkeys(version_of(v) for v in versions))
+                # the default and `latest` become releases; anything else is each run's to resolve
+                # (one that cannot is that run's error, and the campaign goes on)
+                versions = list(dict.fromkeys(version_of(v or None) if v in ("", None, LATEST) else v
+                                              for v in versions))
         planned = plan(seeds, mixes, versions)
         settings = {k: getattr(args, k) for k in SETTINGS}
     if settings["duration"] <= 0:

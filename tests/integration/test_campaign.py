@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from kipcheck.checks.api import check
+from kipcheck.harness.backends import releases
 from kipcheck.checks.verdict import comparable
 
 pytestmark = pytest.mark.cluster
@@ -69,8 +70,11 @@ def test_killed_campaign_resumes_and_one_check_agrees_with_each_run(tmp_path):
     assert "VALID" in page and "ERROR" in page and "kipcheck run --seed 2" in page
     # which KIP rules each release conforms to: one column per release, none for errored runs
     release = summary["conformance"]
-    assert release["releases"] == ["0.0.0-nope", "default"] and release["runs"] == {"0.0.0-nope": 0, "default": 2}
+    # the default is named as the release it is (the pinned one), in the plan and the summary
+    default = releases.DEFAULT_VERSION
+    assert release["releases"] == ["0.0.0-nope", default] and release["runs"] == {"0.0.0-nope": 0, default: 2}
+    assert all(f"--kafka-version {default}" in r["reproduce"] for r in done)
     cells = [c for kip in release["rules"].values() for c in kip.values()]
-    assert all(c["0.0.0-nope"] is None and c["default"]["status"] != "fails" for c in cells)  # both VALID
+    assert all(c["0.0.0-nope"] is None and c[default]["status"] != "fails" for c in cells)  # both VALID
     assert "| KIP-392 | records_committed | no verdict | " in (d / "summary.md").read_text()
     assert "KIP conformance per release" in out and "KIP conformance per release" in page
