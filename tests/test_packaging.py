@@ -44,8 +44,10 @@ def installed(tmp_path_factory):
     [wheel] = d.glob("kipcheck-*.whl")
     venv = d / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300)
-    subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "--no-deps", "-q", "--disable-pip-version-check",
-                    str(wheel)], check=True, capture_output=True, timeout=600)
+    # --ignore-installed: the machine's own kipcheck (an editable install of a checkout) is visible
+    # through --system-site-packages and would otherwise count as already installed
+    subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "--no-deps", "--ignore-installed", "-q",
+                    "--disable-pip-version-check", str(wheel)], check=True, capture_output=True, timeout=600)
     return venv, wheel
 
 
