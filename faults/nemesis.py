@@ -13,7 +13,7 @@ import threading
 import time
 
 from kipcheck.faults.base import FaultSpec
-from kipcheck.faults.errors import FaultError
+from kipcheck.errors import KipcheckError
 from kipcheck.faults.registry import healers, kind
 
 
@@ -46,7 +46,7 @@ class Nemesis(threading.Thread):
         op = self.history.invoke("nemesis", "fault", {**base, "phase": "start"})
         try:
             injected = k.inject(self.ctx, spec)
-        except FaultError as e:
+        except KipcheckError as e:  # a fault's own, or a cluster verb's (a HarnessError): a known reason
             op.info(error=str(e))
             self.failed.append((spec, str(e)))
             heal_all_quietly(k, self.ctx)  # a half-done inject must not outlive its window

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from kipcheck.checks import run_config
 from kipcheck.faults.cluster import Cluster
-from kipcheck.faults.errors import FaultError
+from kipcheck.errors import KipcheckError
 from kipcheck.harness.clients import capabilities
 from kipcheck.harness import runlog
 from kipcheck.harness.clients.admin import Admin
@@ -155,7 +155,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
     with harness_log(run_dir):
         try:
             return _run_in(run_dir, options, version, external, dist, ui, fault_skips)
-        except FaultError:  # a HarnessError or a fault's own: already one line
+        except KipcheckError:  # a HarnessError or a fault's own: already one line
             raise
         except Exception as e:  # before the history existed (e.g. a bad schedule): nothing to judge
             raise HarnessError(f"internal error: {internal_error('run', 'the run failed', e)} "
@@ -309,7 +309,7 @@ def _recovery_bound(cluster, node_start_s: float) -> dict:
 
 def _failure_line(failure: Exception) -> str:
     """One line for the terminal; the traceback goes to harness.log."""
-    if isinstance(failure, FaultError):  # a HarnessError or a fault's own
+    if isinstance(failure, KipcheckError):  # a HarnessError or a fault's own
         internal_error("run", "the run failed", failure)
         return str(failure)
     return f"internal error: {internal_error('run', 'the run failed', failure)}"
