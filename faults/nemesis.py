@@ -21,7 +21,7 @@ class Nemesis(threading.Thread):
     def __init__(self, ctx, schedule: list[FaultSpec], history, stop: threading.Event):
         super().__init__(name="nemesis", daemon=True)
         self.ctx, self.schedule, self.history, self.stop_event = ctx, schedule, history, stop
-        ctx.stop_event = stop  # long faults (rolling-restart) stop early when the run ends
+        ctx.stop_event = stop  # FaultContext.stop_event: long faults (rolling-restart) stop early when the run ends
         self.error: BaseException | None = None
         self.windows: list[tuple[FaultSpec, dict]] = []
         self.failed: list[tuple[FaultSpec, str]] = []

@@ -129,7 +129,7 @@ class RollingRestart:
         ids = [n.spec.node_id for n in ctx.cluster.brokers]
         k = int(spec.params.get("rotate", 0)) % len(ids)
         order = ids[k:] + ids[:k]
-        stop = getattr(ctx, "stop_event", None)
+        stop = ctx.stop_event
         done = []
         for node_id in order:
             if stop is not None and stop.is_set():

@@ -208,7 +208,7 @@ def test_the_import_check_sees_a_harness_import(tmp_path):
 
 
 class _Context:
-    """What harness.run.RunContext gives a fault, on an external cluster nobody needs to reach."""
+    """What harness.session.RunContext gives a fault, on an external cluster nobody needs to reach."""
 
     def __init__(self, cluster):
         self.cluster, self.topic = cluster, "t"
