@@ -11,7 +11,7 @@ from kipcheck.checks.engine_local import check_records
 from kipcheck.checks.history import HistoryError, loads, validate
 from kipcheck.checks.rules.base import BaseRule
 from kipcheck.checks.rules.history_rules import PartitionHistoryRule
-from kipcheck.checks.synthetic import generate
+from tests.synthetic import generate
 from kipcheck.checks.verdict import comparable, default_rules, group_keys, keyed, run_rule
 
 

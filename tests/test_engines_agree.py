@@ -5,7 +5,7 @@ import pytest
 
 from kipcheck.checks import engine_local
 from kipcheck.checks.history import HistoryError, to_parquet, write_jsonl
-from kipcheck.checks.synthetic import generate
+from tests.synthetic import generate
 from kipcheck.checks.verdict import comparable
 
 pytestmark = pytest.mark.spark

@@ -13,7 +13,7 @@ import pytest
 from kipcheck.checks import engine_local
 from kipcheck.checks.api import check
 from kipcheck.checks.history import to_parquet, write_jsonl
-from kipcheck.checks.synthetic import generate
+from tests.synthetic import generate
 from kipcheck.checks.verdict import comparable
 from kipcheck.harness.spark_standalone import spark_class, standalone_spark
 from tests.test_engines_agree import mutated
