@@ -1,5 +1,5 @@
 """HTML report cost on a big history: `kipcheck report` (reports.html.write_report) on a
-synthetic history of about 10^6 records (checks/synthetic.py: ~3,700 processes, since every
+synthetic history of about 10^6 records (tests/synthetic.py: ~3,700 processes, since every
 timed-out send starts a new process), with fault windows and a verdict whose anomaly
 examples name records spread over the whole run.
 
@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kipcheck.checks.history import iter_history, write_jsonl  # noqa: E402
-from kipcheck.checks.synthetic import generate  # noqa: E402
+from tests.synthetic import generate  # noqa: E402
 from kipcheck.reports.html import write_report  # noqa: E402
 
 FAULTS = 6  # kill windows spread over the run

@@ -23,7 +23,7 @@ from typing import Iterable
 
 from kipcheck.reference_model import kip227, kip392, kip1023, kip1166
 
-from kipcheck.checks.rules.base import Anomaly
+from kipcheck.checks.rules.base import Anomaly, BaseRule
 
 #: the verdict key of the coverage table (the summary row's name)
 COVERAGE = "coverage"
@@ -140,12 +140,13 @@ def opportunities(record: dict) -> tuple[str, ...]:
     return ()
 
 
-class CoverageRule:
+class CoverageRule(BaseRule):
     """Counts `opportunities` over the whole history (one group, streamed)."""
 
     anomalies = ()
     summary = COVERAGE  # the verdict key its summary row fills (checks.verdict)
     key = _GROUP
+    streams = True  # `check`/`check_group` are BaseRule's start/add/finish
 
     def group_keys(self, record: dict) -> Iterable[str]:
         return (_GROUP,) if opportunities(record) else ()
@@ -156,12 +157,6 @@ class CoverageRule:
             return []
         return [(_GROUP, {"index": record["index"], "time": record.get("time", 0), "process": record.get("process"),
                           "type": record["type"], "f": record["f"], "value": {"rules": list(ids)}})]
-
-    def check(self, records, profile: str) -> list[Anomaly]:
-        judge = self.start(_GROUP, profile)
-        for r in records:
-            judge.add(r)
-        return judge.finish()
 
     def start(self, key: str, profile: str) -> "_Counter":
         return _Counter()

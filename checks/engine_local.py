@@ -161,7 +161,7 @@ def check_records(records: Iterable[dict], rules: Sequence | None = None,
             for i, key in held.ids():
                 rule = rules[i]
                 group = held.take((i, key))
-                if not getattr(rule, "one_pass", False):
+                if not rule.one_pass:
                     group = list(group)
                 anomalies.extend(run_rule(rule, key, group, profile))
                 for _ in group:  # a one-pass rule that stopped early: drop the rest

@@ -158,7 +158,7 @@ def _judge(run_rules: Sequence[Sequence], profiles: Sequence[str]):
                     found = [anomaly_to_row(a) for a in judge.finish()]
                 else:
                     records = (from_row(loads(payload)) for *_, payload in group)
-                    if not getattr(rule, "one_pass", False):
+                    if not rule.one_pass:
                         records = list(records)
                     found = [anomaly_to_row(a) for a in run_rule(rule, key, records, profile)]
                 for _ in group:  # a one-pass rule that stopped early: skip the group's rest

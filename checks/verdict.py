@@ -6,7 +6,7 @@ Besides the anomaly names of docs/checker.md, a rule may return an `Anomaly` nam
 ("unknown"): not a deviation but a reason the history could not be decided (e.g. the
 linearisation budget ran out). It makes the verdict "unknown" unless a real anomaly is
 proven, and is listed under the verdict's extra key "unknown". A rule with a `summary`
-name (the liveness rule) returns one row of that name: not an anomaly, but a block of the
+name (the liveness rule, coverage) returns one row of that name: not an anomaly, but a block of the
 verdict (`"liveness"`), so that engines move it like any other row.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import json
 from collections import Counter
 from typing import Iterable, Sequence
 
-from kipcheck.checks.rules.base import DEVIATIONS, RULE, UNKNOWN, Anomaly
+from kipcheck.checks.rules.base import DEVIATIONS, RULE, UNKNOWN, Anomaly, Rule
 
 #: every anomaly name of docs/checker.md, in its order; each is a key of the verdict
 ANOMALY_NAMES = (
@@ -57,24 +57,22 @@ def no_cyclic_gc():
             gc.enable()
 
 
-def run_rule(rule, key: str, records: Sequence[dict], profile: str) -> list[Anomaly]:
-    """Judge one group. Rules that want the key they were grouped by offer `check_group`."""
-    if hasattr(rule, "check_group"):
-        return rule.check_group(key, records, profile)
-    return rule.check(records, profile)
+def run_rule(rule: Rule, key: str, records: Iterable[dict], profile: str) -> list[Anomaly]:
+    """Judge one group whole (`Rule.check_group`, given the key it was grouped by)."""
+    return rule.check_group(key, records, profile)
 
 
-def starter(rule):
-    """`rule.start` when the rule can judge a group as its records stream by, else None.
+def starter(rule: Rule):
+    """`rule.start` when the rule judges a group as its records stream by (`rule.streams`), else None.
 
     `rule.start(key, profile)` returns a judge with `add(record)` (called for each record
     of the group, in index order) and `finish() -> [Anomaly]`; it must give what
     `run_rule` gives on the whole group. An engine that sees records one at a time then
     holds no group for that rule, only the judge's own summary."""
-    return getattr(rule, "start", None)
+    return rule.start if rule.streams else None
 
 
-def group_keys(rule, record: dict) -> list[str]:
+def group_keys(rule: Rule, record: dict) -> list[str]:
     """A rule's keys for a record, de-duplicated in a stable order."""
     keys = rule.group_keys(record)
     if type(keys) is not tuple:  # generators, sets: most records give none or one key
@@ -84,27 +82,17 @@ def group_keys(rule, record: dict) -> list[str]:
     return sorted(set(keys))
 
 
-def keyed(rules: Sequence, record: dict) -> list[tuple[int, str, dict]]:
+def keyed(rules: Sequence[Rule], record: dict) -> list[tuple[int, str, dict]]:
     """Every (rule number, group key, record as that group sees it) of one record.
 
-    A rule may offer `split(record) -> [(key, record as that group needs it)]`, with the
-    keys of `group_keys` in sorted order, each with the part of the record its group
-    needs (e.g. only that partition's polled records), so engines move and hold less.
-    Rules without it see the whole record in each of their groups."""
+    `rule.split(record) -> [(key, record as that group needs it)]` gives the keys of
+    `group_keys` in sorted order, each with the part of the record its group needs (e.g.
+    only that partition's polled records), so engines move and hold less; by default
+    (checks.rules.base.BaseRule) each group sees the whole record."""
     out = []
     for i, rule in enumerate(rules):
-        split = getattr(rule, "split", None)
-        if split is not None:
-            for key, part in split(record):
-                out.append((i, key, part))
-            continue
-        keys = [*rule.group_keys(record)]  # `group_keys` above, inlined: this runs per record and rule
-        if not keys:
-            continue
-        if len(keys) > 1:
-            keys = sorted(set(keys))
-        for key in keys:
-            out.append((i, key, record))
+        for key, part in rule.split(record):
+            out.append((i, key, part))
     return out
 
 
@@ -161,10 +149,10 @@ def summaries(rules: Sequence, anomalies: list[Anomaly], profile: str) -> dict:
     """Rules with a `summary` name (the liveness rule) return one row of that name whose
     details are a block of the verdict; a rule whose group never formed (no records of
     its kinds) gives the summary of an empty group."""
-    names = {getattr(r, "summary", None) for r in rules} - {None}
+    names = {r.summary for r in rules} - {None}
     out = {a.name: a.details for a in anomalies if a.name in names}
     for rule in rules:
-        name = getattr(rule, "summary", None)
+        name = rule.summary
         if name and name not in out:
             out.update({a.name: a.details for a in rule.start(rule.key, profile).finish() if a.name == name})
     return out

@@ -6,6 +6,7 @@ and heal one kind of fault on a live cluster; it never decides *when*.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -24,10 +25,13 @@ class FaultSpec:
 
 
 class FaultContext(Protocol):
-    """What a fault may touch: the cluster (faults.cluster), an admin client, the workload topic."""
+    """What a fault may touch: the cluster (faults.cluster), an admin client, the workload topic,
+    and the event that ends the run (`stop_event`, set by the nemesis that runs on this context;
+    None outside a nemesis): long faults (rolling-restart) stop early when it is set."""
 
     cluster: Cluster
     topic: str
+    stop_event: threading.Event | None = None
 
     def admin(self) -> Admin: ...
 

@@ -13,7 +13,7 @@ import threading
 import time
 
 from kipcheck.faults.base import FaultSpec
-from kipcheck.faults.errors import FaultError
+from kipcheck.errors import KipcheckError
 from kipcheck.faults.registry import healers, kind
 
 
@@ -21,7 +21,7 @@ class Nemesis(threading.Thread):
     def __init__(self, ctx, schedule: list[FaultSpec], history, stop: threading.Event):
         super().__init__(name="nemesis", daemon=True)
         self.ctx, self.schedule, self.history, self.stop_event = ctx, schedule, history, stop
-        ctx.stop_event = stop  # long faults (rolling-restart) stop early when the run ends
+        ctx.stop_event = stop  # FaultContext.stop_event: long faults (rolling-restart) stop early when the run ends
         self.error: BaseException | None = None
         self.windows: list[tuple[FaultSpec, dict]] = []
         self.failed: list[tuple[FaultSpec, str]] = []
@@ -46,7 +46,7 @@ class Nemesis(threading.Thread):
         op = self.history.invoke("nemesis", "fault", {**base, "phase": "start"})
         try:
             injected = k.inject(self.ctx, spec)
-        except FaultError as e:
+        except KipcheckError as e:  # a fault's own, or a cluster verb's (a HarnessError): a known reason
             op.info(error=str(e))
             self.failed.append((spec, str(e)))
             heal_all_quietly(k, self.ctx)  # a half-done inject must not outlive its window

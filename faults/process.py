@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kipcheck.faults.base import FaultContext, FaultSpec
-from kipcheck.faults.errors import FaultError
+from kipcheck.errors import KipcheckError
 from kipcheck.faults.targets import resolve_node, wait_full_isr
 
 START_TIMEOUT = 120.0  # two cores shared by several clusters: a JVM start can be slow
@@ -129,7 +129,7 @@ class RollingRestart:
         ids = [n.spec.node_id for n in ctx.cluster.brokers]
         k = int(spec.params.get("rotate", 0)) % len(ids)
         order = ids[k:] + ids[:k]
-        stop = getattr(ctx, "stop_event", None)
+        stop = ctx.stop_event
         done = []
         for node_id in order:
             if stop is not None and stop.is_set():
@@ -140,7 +140,7 @@ class RollingRestart:
             done.append(node_id)
             try:
                 wait_healthy(ctx)
-            except FaultError:
+            except KipcheckError:  # wait_healthy's own, or the admin client's (a HarnessError)
                 if stop is None or not stop.is_set():
                     raise
         return {"targets": done, "order": order}

@@ -7,5 +7,7 @@
   Admin, the history writer).
 - the modules here: the run orchestration on top of faults, backends and clients (run,
   service, campaign, reproduce, selftest, verify), the CLI and the pytest plugin, with
-  their shared leaves (`errors`, `runlog`, `progress`).
+  their shared leaves (`errors`, `runlog`, `progress`) and `session`: what a run, the
+  selftest and the pytest plugin share (the fault context, topic set-up, the follower
+  rack, the drive loop). No module imports another's underscore name.
 """

@@ -18,7 +18,7 @@ import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kipcheck.faults.errors import FaultError
+from kipcheck.errors import KipcheckError
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.reproduce import reproduce_command
 
@@ -111,7 +111,7 @@ def run_campaign(directory: Path, planned: list[PlannedRun], base, settings: dic
         try:
             run_dir, _ = run(options, ui)
             state.mark(p, status=DONE, run_dir=str(run_dir))
-        except FaultError as e:  # a HarnessError or a fault's own
+        except KipcheckError as e:  # a HarnessError or a fault's own
             state.mark(p, status=ERROR, error=str(e))
             ui.note(f"  error: {e} (the campaign goes on)")
         except Exception as e:  # a kipcheck bug in one run must not cost the night

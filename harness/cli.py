@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from kipcheck.faults.errors import FaultError
+from kipcheck.errors import KipcheckError
 from kipcheck.harness.backends import releases
 from kipcheck.harness.errors import HarnessError
 
@@ -330,7 +330,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except FaultError as e:  # a HarnessError, or a fault's own (e.g. an unknown --faults name)
+    except KipcheckError as e:  # a HarnessError, or a fault's own (e.g. an unknown --faults name)
         print(f"kipcheck: {e}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:

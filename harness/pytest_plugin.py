@@ -152,7 +152,7 @@ class NemesisHandle:
     """Inject and heal single faults from a test, each recorded in the test's history."""
 
     def __init__(self, cluster, topic: str, history):
-        from kipcheck.harness.run import RunContext
+        from kipcheck.harness.session import RunContext
         self.ctx = RunContext(cluster, topic)
         self.history = history
 
@@ -272,7 +272,7 @@ class Workload:
     plus an optional fault plan (FaultSpecs, `start` seconds after `start()`)."""
 
     def __init__(self, cluster, topic: str, history, seed: int, check):
-        from kipcheck.harness.run import RunContext
+        from kipcheck.harness.session import RunContext
         from kipcheck.harness.clients.workload import WorkloadOptions
         self.cluster, self.topic, self.history, self.seed, self._check = cluster, topic, history, seed, check
         self.ctx = RunContext(cluster, topic)
@@ -283,13 +283,13 @@ class Workload:
         """Start producers, consumers, probes (and the nemesis of `faults`); `options` are
         harness.clients.workload.WorkloadOptions fields, e.g. producers=3, acks="1"."""
         from kipcheck.harness.errors import HarnessError
-        from kipcheck.harness.run import _follower_rack
+        from kipcheck.harness.session import follower_rack
         from kipcheck.harness.service import WorkloadService
         if self.service is not None and not self.service.stopped:
             raise HarnessError("the workload is already running")
         self.options = replace(self.options, **options)
         parts = self.ctx.admin().wait_full_isr(self.topic, 60)
-        rack = self.options.consumer_rack or _follower_rack(self.cluster, parts)
+        rack = self.options.consumer_rack or follower_rack(self.cluster, parts)
         self.service = WorkloadService(self.cluster, self.ctx, self.options, self.history, rack,
                                        faults, self.seed, probes).start()
         return self

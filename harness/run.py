@@ -17,23 +17,20 @@ import platform
 import signal
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from kipcheck.checks import run_config
-from kipcheck.faults.cluster import Cluster
-from kipcheck.faults.errors import FaultError
+from kipcheck.errors import KipcheckError
 from kipcheck.harness.clients import capabilities
-from kipcheck.harness import runlog
-from kipcheck.harness.clients.admin import Admin
 from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.reproduce import reproduce_command
 from kipcheck.harness.clients.history import History
-from kipcheck.harness.backends.kafka_dist import LATEST, resolve
+from kipcheck.harness.backends.kafka_dist import LATEST, KafkaDistribution, resolve
 from kipcheck.harness.backends import releases
 from kipcheck.harness.runlog import LOG_NAME, harness_log, internal_error
-from kipcheck.harness.service import WorkloadService
+from kipcheck.harness.session import RunContext, create_topic, drive, follower_rack
 from kipcheck.harness.clients.workload import PRODUCER_REQUEST_TIMEOUT_MS, WorkloadOptions, final_read
 from kipcheck.faults.nemesis import heal_all
 from kipcheck.faults import schedule as schedules
@@ -68,22 +65,16 @@ class RunOptions:
     broker_jvm_args: tuple[str, ...] = ()  # ClusterOptions.broker_jvm_args
     upgrade_from: str | None = None  # a rolling upgrade (or downgrade) from this release ... (harness.upgrade)
     upgrade_to: str | None = None  # ... to this one, during the workload
+    #: the resolved distribution of `upgrade_to` (harness.backends.kafka_dist.KafkaDistribution), set by
+    #: the run: not an option of the command line, so neither in config.json nor in the reproduce command
+    upgrade_target: KafkaDistribution | None = field(default=None, repr=False, compare=False)
 
 
-class RunContext:
-    """What faults may touch during a run (see faults.base.FaultContext)."""
-
-    def __init__(self, cluster: Cluster, topic: str):
-        self.cluster, self.topic = cluster, topic
-
-    def admin(self) -> Admin:
-        return Admin(self.cluster.bootstrap_servers())
-
-    def leader_of(self, topic: str, partition: int) -> int:
-        leader = self.admin().leader(topic, partition)
-        if leader < 0:
-            raise HarnessError(f"{topic}-{partition} has no leader")
-        return leader
+def _options_json(options: RunOptions) -> dict:
+    """config.json's `options`: every RunOptions field but the workload (config.json's own
+    `workload`) and the upgrade target (what the run resolved, not what was asked)."""
+    return {k: v for k, v in asdict(replace(options, upgrade_target=None)).items()
+            if k not in ("workload", "upgrade_target")}
 
 
 def new_run_dir(runs_dir: str, seed: int) -> Path:
@@ -155,7 +146,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
     with harness_log(run_dir):
         try:
             return _run_in(run_dir, options, version, external, dist, ui, fault_skips)
-        except FaultError:  # a HarnessError or a fault's own: already one line
+        except KipcheckError:  # a HarnessError or a fault's own: already one line
             raise
         except Exception as e:  # before the history existed (e.g. a bad schedule): nothing to judge
             raise HarnessError(f"internal error: {internal_error('run', 'the run failed', e)} "
@@ -164,7 +155,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
 
 def _resolve_upgrade(options: RunOptions, ui):
     """Both distributions of a rolling upgrade; the starting one is returned, the target kept
-    on the options' side (`options._upgrade_target`). One-line errors for what cannot roll."""
+    in `options.upgrade_target`. One-line errors for what cannot roll."""
     from kipcheck.harness import upgrade
     if not (options.upgrade_from and options.upgrade_to):
         raise HarnessError("a rolling upgrade needs both --upgrade-from and --upgrade-to")
@@ -176,7 +167,7 @@ def _resolve_upgrade(options: RunOptions, ui):
     upgrade.direction(options.upgrade_from, options.upgrade_to)
     with ui.step(f"resolving Kafka {options.upgrade_from} and {options.upgrade_to}"):
         start = resolve(options.upgrade_from)
-        options._upgrade_target = resolve(options.upgrade_to)
+        options.upgrade_target = resolve(options.upgrade_to)
     return start
 
 
@@ -199,7 +190,7 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
         plan = schedules.generate(options.seed, options.faults, options.duration, w.topic, options.intensity,
                                   partitions=w.partitions)
     config = run_config.RunConfig(seed=options.seed, duration=options.duration, backend=options.backend,
-                                  options={k: v for k, v in asdict(options).items() if k != "workload"},
+                                  options=_options_json(options),
                                   workload=asdict(w), schedule=[s.as_json() for s in plan],
                                   python=platform.python_version(), started=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     config.update(kafka_version=version, features=releases.report(version), reproduce=reproduce_command(options, version))
@@ -241,18 +232,15 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
             ui.note("not root: nodes share loopback; packet-level partitions are unavailable, proxy faults only")
         ctx = RunContext(cluster, w.topic)
         with ui.step("creating the workload topic"):
-            admin = ctx.admin()
-            from kipcheck.harness.backends.tiered import topic_config
-            admin.create_topic(w.topic, w.partitions, min(3, len(cluster.racks()) or options.brokers),
-                               config=topic_config() if options.tiered else None)
-            parts = admin.wait_full_isr(w.topic, 60)
-        rack = w.consumer_rack or _follower_rack(cluster, parts)
+            parts = create_topic(ctx, w.topic, w.partitions, min(3, len(cluster.racks()) or options.brokers),
+                                 options.tiered)
+        rack = w.consumer_rack or follower_rack(cluster, parts)
         skipped = [*fault_skips, *_skipped(cluster, parts, rack, options)]
         for s in skipped:
             ui.note(f"skipped: {s.feature}: {s.reason}")
         save_config(consumer_rack=rack, skipped=[s.as_json() for s in skipped])
-        save_config(consumer_fetch_sources=_drive(cluster, ctx, options, plan, history, rack, ui,
-                                                  {s.key for s in skipped}, config, save_config))
+        save_config(consumer_fetch_sources=drive(cluster, ctx, options, plan, history, rack, ui,
+                                                 {s.key for s in skipped}, config, save_config))
         with ui.step("healing and waiting for a full ISR"):
             heal_all(ctx, history)
             try:
@@ -288,7 +276,6 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
 def _container_faults(options: RunOptions, ui) -> tuple[RunOptions, list[capabilities.Skipped]]:
     """The options with only the fault kinds containers allow (harness.backends.containers), and the
     rest as skips. The default single leader isolation is packet-level: kill and pause instead."""
-    from dataclasses import replace
     from kipcheck.harness.backends.containers import DEFAULT_FAULTS, SUPPORTED_FAULTS, UNSUPPORTED_WHY
     wanted = options.faults
     if wanted is None:
@@ -309,7 +296,7 @@ def _recovery_bound(cluster, node_start_s: float) -> dict:
 
 def _failure_line(failure: Exception) -> str:
     """One line for the terminal; the traceback goes to harness.log."""
-    if isinstance(failure, FaultError):  # a HarnessError or a fault's own
+    if isinstance(failure, KipcheckError):  # a HarnessError or a fault's own
         internal_error("run", "the run failed", failure)
         return str(failure)
     return f"internal error: {internal_error('run', 'the run failed', failure)}"
@@ -338,98 +325,9 @@ def _skipped(cluster, parts, rack: str | None, options: RunOptions) -> list[capa
     return skipped
 
 
-def _follower_rack(cluster: NativeCluster, parts) -> str | None:
-    """The rack of a follower of partition 0: a consumer there reads from a follower (KIP-392).
-    None when partition 0 has no follower (replication factor 1) or its follower no rack."""
-    p0 = next((p for p in parts if p.partition == 0), None)
-    follower = next((r for r in p0.replicas if r != p0.leader), None) if p0 else None
-    return None if follower is None else cluster.racks().get(follower)
-
-
-def _drive(cluster, ctx, options: RunOptions, plan, history: History, rack: str | None, ui,
-           skip: set[str] = frozenset(), config: dict | None = None, save_config=None) -> dict:
-    """Run workers, probes and the nemesis for the run's duration; return where consumers fetched from.
-    `skip`: Skipped keys (harness.clients.capabilities) of probes the cluster cannot answer. A rolling
-    upgrade runs beside them (harness.upgrade); the workload goes on until its last step is done."""
-    if not releases.has(_version_of(cluster, options), "kip-1166"):  # KIP-1166 probes only where it shipped
-        skip = {*skip, "observer.metadata_propagation"}
-    service = WorkloadService(cluster, ctx, options.workload, history, rack, plan, options.seed, options.probes,
-                              frozenset(skip))
-    upgrader = _upgrader(ctx, options, history, config)
-    service.start()
-    if upgrader:
-        upgrader.start()
-    try:
-        with ui.timed("workload and faults" + (" and the rolling upgrade" if upgrader else ""),
-                      options.duration) as tick:
-            t0 = time.monotonic()
-            while ((elapsed := time.monotonic() - t0) < options.duration
-                   or (upgrader and not upgrader.done.is_set() and elapsed < options.duration + UPGRADE_OVERRUN)):
-                service.raise_errors()
-                tick(elapsed, **service.progress(), **({"rolled": _rolled(upgrader)} if upgrader else {}))
-                time.sleep(0.25)
-    finally:
-        if upgrader:
-            upgrader.abort.set()
-            if upgrader.ident is not None:  # started
-                upgrader.join(timeout=60)
-            _record_upgrade(upgrader, cluster, config, save_config, ui)
-        service.stop()
-    service.raise_errors()  # one that died in the last moments counts too
-    for spec, why in service.nemesis.failed:
-        ui.note(f"fault {spec.kind} at {spec.start:.0f} s not injected (recorded as `info`): {why.splitlines()[0][:150]}")
-    for what, why in service.prober_skipped().items():
-        ui.note(f"prober: not asked ({why}): {what}")
-    for who, n in sorted(runlog.COUNTS.items()):
-        ui.note(f"{who}: {n} internal error(s) (a request it failed is `info` with `internal: true`); "
-                f"tracebacks in {LOG_NAME}")
-    return service.fetch_sources()
-
-
-#: how long the workload may go on past --duration for a rolling upgrade to finish its steps
-UPGRADE_OVERRUN = 300.0
-
-
-def _upgrader(ctx, options: RunOptions, history: History, config: dict | None):
-    """The rolling upgrade's thread (None without --upgrade-from): it starts a tenth into the workload."""
-    if not options.upgrade_from:
-        return None
-    from kipcheck.harness.upgrade import Upgrader
-    return Upgrader(ctx, options._upgrade_target, history, start_after=max(2.0, options.duration * 0.1),
-                    finalize=bool((config or {}).get("upgrade", {}).get("finalize")))
-
-
-def _rolled(upgrader) -> str:
-    versions = upgrader.ctx.cluster.versions()
-    return f"{sum(v == upgrader.target.version for v in versions.values())}/{len(versions)}"
-
-
-def _record_upgrade(upgrader, cluster, config: dict | None, save_config, ui) -> None:
-    """The upgrade's outcome into config.json and onto the terminal."""
-    if upgrader.error is not None:
-        internal_error("upgrade", "the rolling upgrade failed", upgrader.error)
-    outcome = {"steps": upgrader.steps, "finalized": upgrader.finalized, "completed": upgrader.completed,
-               "versions": {str(k): v for k, v in sorted(cluster.versions().items())}}
-    if save_config and config is not None:
-        save_config(upgrade={**config.get("upgrade", {}), **outcome})
-    if not upgrader.completed:
-        failed = next((s["error"] for s in upgrader.steps if s.get("error")), None)
-        ui.note(f"warning: the rolling upgrade did not complete ({failed or 'stopped before its last step'}); "
-                f"nodes run {outcome['versions']}")
-
-
 def _older_release(options: RunOptions) -> str:
     from kipcheck.harness.upgrade import older
     return older(options.upgrade_from, options.upgrade_to)
-
-
-def _version_of(cluster, options: RunOptions) -> str | None:
-    """The Kafka version the cluster runs (an external cluster: what --kafka-version said);
-    during a rolling upgrade the older release, which both ends of a mixed cluster have."""
-    if options.upgrade_from:
-        return _older_release(options)
-    dist = getattr(cluster, "dist", None)
-    return dist.version if dist is not None else options.kafka_version
 
 
 def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:

@@ -22,6 +22,7 @@ from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster
 from kipcheck.harness.clients.history import History
 from kipcheck.harness.backends.kafka_dist import resolve
 from kipcheck.harness.clients.workload import WorkloadOptions, final_read
+from kipcheck.harness.session import RunContext, create_topic, drive, follower_rack
 
 CONTROL = "control"
 PRODUCER_MODES = (("all", True), ("all", False))  # a non-idempotent retry is how `duplicate` shows
@@ -76,18 +77,15 @@ def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, 
 def _window(cluster, control: Path, wdir: Path, name: str | None, window: float, profiles, version, tiered: bool,
             ui) -> dict:
     from kipcheck.checks.api import check, write_verdict
-    from kipcheck.harness.run import RunContext, RunOptions, _drive, _follower_rack
+    from kipcheck.harness.run import RunOptions
     wdir.mkdir(parents=True)
     topic = f"seed-{name or CONTROL}"
     no_clients = name is not None and not seeded.bug(name).clients
     w = WorkloadOptions(topic=topic, producer_modes=PRODUCER_MODES,
                         **({"producers": 0, "consumers": 0} if no_clients else {}))
     ctx = RunContext(cluster, topic)
-    admin = ctx.admin()
-    from kipcheck.harness.backends.tiered import topic_config
-    admin.create_topic(topic, w.partitions, 3, config=topic_config() if tiered else None)
-    parts = admin.wait_full_isr(topic, 60)
-    rack = _follower_rack(cluster, parts)
+    parts = create_topic(ctx, topic, w.partitions, 3, tiered)
+    rack = follower_rack(cluster, parts)
     run_config.write(wdir, run_config.RunConfig(kafka_version=version, seeded_bug=name, window=window,
                                                 workload={"topic": topic}, consumer_rack=rack, racks=cluster.racks()))
     node_dirs = [n.dir for n in cluster.brokers]
@@ -98,7 +96,7 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
         time.sleep(0.6)  # every broker polls the control file each 200 ms
         t_on = history.now()  # the bug is on, on the history's clock
         opts = RunOptions(duration=window, workload=w)
-        _drive(cluster, ctx, opts, [], history, rack, ui)
+        drive(cluster, ctx, opts, [], history, rack, ui)
         seeded.switch(control, None)
         time.sleep(0.6)
         final_read(cluster.bootstrap_servers(), w, history, timeout=30)

@@ -77,7 +77,7 @@ class Upgrader(threading.Thread):
     Starts `start_after` seconds in, leaves `gap` seconds between steps, and stops between
     steps when `abort` is set (a run that fails, is interrupted or overran; heal-all then
     restarts whatever is down on the version it has). The end of the workload's duration
-    does not stop it: the run waits for the last step (harness.run.UPGRADE_OVERRUN)."""
+    does not stop it: the run waits for the last step (harness.session.UPGRADE_OVERRUN)."""
 
     def __init__(self, ctx, target, history, start_after: float = 5.0,
                  gap: float = 2.0, finalize: bool = True, step_timeout: float = 180.0):

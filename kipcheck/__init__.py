@@ -4,6 +4,8 @@ One import name for the whole tool, so a user's own `checks` or `reports` packag
 collides with ours. The repository keeps the design's top-level folders; each is a subpackage
 here, and may import only what is listed:
 
+- `kipcheck.errors`: `KipcheckError`, the root of our one-line errors (nothing of ours; every layer
+  may import it);
 - `kipcheck.reference_model`: the KIP semantics as a pure model (nothing of ours);
 - `kipcheck.checks`: the checker, its rules and both engines (reference_model);
 - `kipcheck.faults`: the nemesis, every fault with its heal, and the `Cluster` protocol (faults);

@@ -4,7 +4,7 @@ import copy
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kipcheck.checks.engine_local import check_records
-from kipcheck.checks.synthetic import generate
+from tests.synthetic import generate
 
 histories = st.builds(lambda seed, n, parts: list(generate(n, seed=seed, partitions=parts)),
                       st.integers(0, 2**32 - 1), st.integers(50, 600), st.integers(1, 4))

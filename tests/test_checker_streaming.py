@@ -3,13 +3,15 @@ local engine, the rules' record projections (`split`), the fast JSON decoder and
 validation path."""
 import copy
 import json
+from pathlib import Path
 
 import pytest
 
 from kipcheck.checks.engine_local import check_records
 from kipcheck.checks.history import HistoryError, loads, validate
+from kipcheck.checks.rules.base import BaseRule
 from kipcheck.checks.rules.history_rules import PartitionHistoryRule
-from kipcheck.checks.synthetic import generate
+from tests.synthetic import generate
 from kipcheck.checks.verdict import comparable, default_rules, group_keys, keyed, run_rule
 
 
@@ -23,9 +25,9 @@ def broken(records):
     return records
 
 
-class WholeGroups:
-    """The history rule without `start`: the local engine holds its groups (in pickled
-    chunks, spilled past the byte bound) and judges each whole."""
+class WholeGroups(BaseRule):
+    """The history rule without `start` (BaseRule's `streams = False`): the local engine holds
+    its groups (in pickled chunks, spilled past the byte bound) and judges each whole."""
 
     anomalies = PartitionHistoryRule.anomalies
 
@@ -164,3 +166,16 @@ def test_shown_forms_are_the_first_send_s():
         ("poll-skip", (5, 6), "process 8 read t/0 offset 0 (index 6) then offset 2 (index 6), "
                               "skipping offset True which exists (index 5)"),
     ]
+
+
+def test_every_rule_extends_the_declared_contract():
+    """The engines call the parts `checks.rules.base.Rule` declares (BaseRule's defaults
+    fill the rest) instead of probing a rule with getattr/hasattr; a rule streams exactly
+    when it gives its own `start`."""
+    for rule in default_rules():
+        assert isinstance(rule, BaseRule), rule
+        assert rule.streams == (type(rule).start is not BaseRule.start), rule
+    root = Path(__file__).resolve().parent.parent / "checks"
+    for name in ("verdict.py", "engine_local.py", "engine_spark.py"):
+        source = (root / name).read_text()
+        assert "getattr(rule" not in source and "hasattr(rule" not in source, name

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from kipcheck.errors import KipcheckError
 from kipcheck.faults import cluster as protocols
 from kipcheck.faults.base import FaultSpec
 from kipcheck.faults.errors import FaultError
@@ -206,13 +207,8 @@ def test_the_import_check_sees_a_harness_import(tmp_path):
     assert [_layer(m) for m in found] == ["harness", "harness"]
 
 
-def test_a_harness_error_is_a_fault_error():
-    """Cluster verbs (harness code) raise HarnessError inside faults: the nemesis must see a known reason."""
-    assert issubclass(HarnessError, FaultError)
-
-
 class _Context:
-    """What harness.run.RunContext gives a fault, on an external cluster nobody needs to reach."""
+    """What harness.session.RunContext gives a fault, on an external cluster nobody needs to reach."""
 
     def __init__(self, cluster):
         self.cluster, self.topic = cluster, "t"
@@ -222,6 +218,27 @@ class _Context:
 
     def leader_of(self, topic, partition):
         raise AssertionError("not asked")
+
+
+def test_a_harness_error_from_a_cluster_verb_is_a_known_reason_to_the_nemesis(tmp_path):
+    """HarnessError and FaultError share one root, KipcheckError (neither is the other): a cluster
+    verb (harness code) that fails inside a fault with a HarnessError is recorded by the nemesis
+    as a known reason (info, not internal)."""
+    assert issubclass(HarnessError, KipcheckError) and issubclass(FaultError, KipcheckError)
+    assert not issubclass(HarnessError, FaultError) and not issubclass(FaultError, HarnessError)
+
+    class Gone(ExternalCluster):
+        def node(self, node_id):
+            raise HarnessError(f"node {node_id}: its process is gone")
+
+    with History(tmp_path / "history.jsonl") as history:
+        nemesis = Nemesis(_Context(Gone("127.0.0.1:1")), [], history, threading.Event())
+        nemesis.apply(FaultSpec("kill", 0, 1, {"target": 1}))
+    [(spec, error)] = nemesis.failed
+    assert error == "node 1: its process is gone"
+    records = [json.loads(line) for line in (tmp_path / "history.jsonl").read_text().splitlines()]
+    [info] = [r for r in records if r["type"] == "info"]
+    assert info["value"]["error"] == error and "internal" not in info["value"]
 
 
 @pytest.mark.parametrize("kind,message", [

@@ -11,16 +11,7 @@ from kipcheck.checks.cli_check import main as check_main
 from kipcheck.checks.conformance import FAILS, HOLDS, KNOWN, NOT_ASKED, NOT_IN_RELEASE
 from kipcheck.checks.coverage import OBSERVED
 from kipcheck.checks.engine_local import check_records
-from kipcheck.checks.history import write_jsonl
-from tests.test_model_rules_fetch import fetch, history
-
-
-def sends(n, partition=0):
-    out = []
-    for k in range(n):
-        v = {"topic": "t", "partition": partition, "key": f"k{k}", "value": f"v{k}", "acks": "all"}
-        out += [(0, "send", v, {"offset": k})]
-    return out
+from tests.support.histories import fetch, full_fetch_leaving_out, history, run_dir, sends
 
 
 def rows(verdict):
@@ -68,12 +59,6 @@ def test_a_known_deviation_is_known_under_the_release_profile_and_fails_under_ki
         "kip392.consumer_fetch_outcomes"] == HOLDS
 
 
-def run_dir(tmp_path: Path, records, **config) -> Path:
-    write_jsonl(records, tmp_path / "history.jsonl")
-    (tmp_path / "config.json").write_text(json.dumps(config))
-    return tmp_path
-
-
 def test_skips_and_missing_features_come_from_config_json(tmp_path):
     d = run_dir(tmp_path, history(*sends(3), fetch(1, hwm=3, records=[1, 2])), kafka_version="4.2.2",
                 skipped=[{"key": "prober.offsets_for_leader_epoch", "feature": "KIP-392 OffsetsForLeaderEpoch",
@@ -105,19 +90,6 @@ def test_an_anomaly_of_a_rule_not_in_the_release_still_fails(tmp_path):
     quiet = conformance.conformance_table({"coverage": {"kip1166.propagation_statistic": {"observations": 4}}},
                                           conformance.run_context(d))
     assert quiet["KIP-1166"]["kip1166.propagation_statistic"]["status"] == NOT_IN_RELEASE
-
-
-def full_fetch_leaving_out(*left_out, session=(0, -1)):
-    """A consumer's full fetch of partitions 0-2 whose answer left out `left_out` (the
-    prober records such an entry with `missing` and no figures, harness.clients.prober)."""
-    parts = [{"topic": "t", "partition": p, "fetch_offset": 0} for p in range(3)]
-    inv = {"broker": 1, "replica_id": -1, "rack": None, "session_id": session[0], "session_epoch": session[1],
-           "version": 17, "partitions": parts}
-    answered = [{**e, "error": "NONE", "missing": True, "high_watermark": -1, "last_stable_offset": -1,
-                 "log_start_offset": -1, "preferred_read_replica": -1, "records": []} if e["partition"] in left_out
-                else {**e, "error": "NONE", "high_watermark": 0, "last_stable_offset": 0, "log_start_offset": 0,
-                      "preferred_read_replica": -1, "records": []} for e in parts]
-    return (1, "fetch", inv, {"top_error": "NONE", "response_session_id": 0, "partitions": answered})
 
 
 def single_fetch_left_out():

@@ -9,30 +9,7 @@ from kipcheck.checks.api import check
 from kipcheck.checks.cli_check import main as check_main
 from kipcheck.checks.engine_local import check_records
 from kipcheck.checks.history import write_jsonl
-
-
-def rec(i, type_, f, value, process=9):
-    return {"index": i, "time": i * 1000, "process": process, "type": type_, "f": f, "value": value}
-
-
-def consumer_fetch(i, offset, records, hwm, error="NONE", rack=None, preferred=-1, session=(0, -1)):
-    v = {"broker": 2, "replica_id": -1, "rack": rack, "session_id": session[0], "session_epoch": session[1],
-         "version": 18, "topic": "t", "partition": 0, "fetch_offset": offset}
-    done = {**v, "top_error": "NONE", "response_session_id": 0, "error": error, "high_watermark": hwm,
-            "last_stable_offset": hwm, "log_start_offset": 0, "preferred_read_replica": preferred,
-            "records": [[o, f"v{o}"] for o in records]}
-    return [rec(i, "invoke", "fetch", v), rec(i + 1, "ok", "fetch", done)]
-
-
-def valid_history():
-    """Sends and a poll that reads them back, plus one sessionless consumer fetch."""
-    h = []
-    for k in range(3):
-        v = {"topic": "t", "partition": 0, "key": f"0-{k}", "value": f"v{k}"}
-        h += [rec(len(h), "invoke", "send", v, 0), rec(len(h) + 1, "ok", "send", {**v, "offset": k}, 0)]
-    h += [rec(len(h), "invoke", "poll", {"topic": "t"}, 1),
-          rec(len(h) + 1, "ok", "poll", {"topic": "t", "records": [["t", 0, k, f"v{k}"] for k in range(3)]}, 1)]
-    return h + consumer_fetch(len(h), 1, [1, 2], hwm=3)
+from tests.support.histories import consumer_fetch, valid_history
 
 
 def test_every_counted_rule_is_a_model_rule_with_its_kip_section():

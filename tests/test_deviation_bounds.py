@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from kipcheck.checks.rules.base import DEVIATIONS
 from kipcheck.checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
 from kipcheck.reference_model import profiles
-from tests.test_model_rules_fetch import fetch, history, names, run
+from tests.support.histories import fetch, follower_history, history, meta, names, run
 
 
 def carrying(deviation):
@@ -37,11 +37,6 @@ def outside(records, name, deviation):
 def sends(n, idempotent=True):
     return [(5, "send", {"topic": "t", "partition": 0, "key": f"v{i}", "value": f"v{i}", "idempotent": idempotent},
              {"offset": i}) for i in range(n)]
-
-
-def meta(epoch, leader, broker=2):
-    return (9, "metadata", {"broker": broker, "topic": "t", "partition": 0},
-            {"leader": leader, "leader_epoch": epoch, "isr": [1, 2, 3], "replicas": [1, 2, 3]})
 
 
 # --- response-hwm-sampled-before-read -------------------------------------------------
@@ -92,11 +87,6 @@ def test_a_record_read_below_its_hwm_is_judged_by_the_same_committed_evidence():
 
 # --- follower-hwm-follows-leader ------------------------------------------------------
 F = profiles.FOLLOWER_HWM_FOLLOWS_LEADER
-
-
-def follower_history(*hwms_in_new_epoch, old_epoch=True):
-    old = [meta(4, 3), fetch(0, hwm=8, current_leader_epoch=4)] if old_epoch else []
-    return history(*old, meta(5, 1), *(fetch(0, hwm=h, current_leader_epoch=5) for h in hwms_in_new_epoch), meta(5, 1))
 
 
 def test_a_follower_going_back_once_after_an_election_is_known():

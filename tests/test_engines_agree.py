@@ -5,7 +5,7 @@ import pytest
 
 from kipcheck.checks import engine_local
 from kipcheck.checks.history import HistoryError, to_parquet, write_jsonl
-from kipcheck.checks.synthetic import generate
+from tests.synthetic import generate, mutated
 from kipcheck.checks.verdict import comparable
 
 pytestmark = pytest.mark.spark
@@ -18,15 +18,6 @@ def spark():
     session = spark_session("local[2]")
     yield session
     session.stop()
-
-
-def mutated(records):
-    """A few anomalies of different kinds in one history."""
-    records = copy.deepcopy(records)
-    polls = [r for r in records if r["f"] == "poll" and r["type"] == "ok" and len(r["value"]["records"]) > 2]
-    polls[0]["value"]["records"][1][3] = "forged"  # inconsistent-offset
-    polls[-1]["value"]["records"].append(list(polls[-1]["value"]["records"][0]))  # nonmonotonic-poll
-    return records
 
 
 @pytest.mark.parametrize("seed, events, parquet, mutate", [
@@ -68,7 +59,7 @@ def test_spark_names_the_bad_row(spark, tmp_path):
 def test_same_coverage_with_raw_fetches(spark, tmp_path):
     """Coverage counts travel through the engines like anomalies: both count the same."""
     from kipcheck.checks import engine_spark
-    from tests.test_coverage import consumer_fetch, valid_history
+    from tests.support.histories import consumer_fetch, valid_history
     records = valid_history()
     for offset, session in ((5, (0, -1)), (6, (77, 0)), (7, (77, 1)), (8, (77, 2))):
         records += consumer_fetch(len(records), offset, [offset], hwm=20, session=session)
@@ -103,7 +94,7 @@ def test_same_liveness_verdict(spark, tmp_path):
     from kipcheck.checks import engine_spark
     from kipcheck.checks.recovery import liveness_rule
     from kipcheck.checks.verdict import default_rules
-    from tests.test_liveness import PARTITIONS, Hist, crash, kill_and_heal
+    from tests.support.liveness import PARTITIONS, Hist, crash, kill_and_heal
 
     h = Hist()
     kill_and_heal(h, 10)
@@ -132,7 +123,7 @@ def test_same_verdict_on_the_model_rules(spark, tmp_path):
     """The raw-protocol checks (fetch records in the log checks, preferred replica,
     sessions, ListOffsets) give the same verdict in both engines."""
     from kipcheck.checks import engine_spark
-    from tests.test_checker_gaps import every_gap
+    from tests.support.raw_protocol import every_gap
     records = every_gap()
     write_jsonl(records, tmp_path / "history.jsonl")
     local = engine_local.check_path(tmp_path / "history.jsonl", profile="kafka-4.3")
@@ -146,8 +137,8 @@ def test_same_conformance_table(spark, tmp_path):
     """The per-KIP table (anomalies per model rule, the run's skips and missing features from
     its config.json) is the same from both engines, and shows each status it can."""
     from kipcheck.checks import engine_spark
-    from tests.test_conformance import full_fetch_leaving_out, run_dir, sends
-    from tests.test_model_rules_fetch import fetch, history
+    from tests.support.histories import full_fetch_leaving_out, run_dir, sends
+    from tests.support.histories import fetch, history
     records = history(*sends(3), fetch(1, hwm=3, records=[1, 2]), fetch(2, hwm=2, records=[2, 3]),
                       fetch(12, hwm=10), full_fetch_leaving_out(1))
     d = run_dir(tmp_path, records, kafka_version="4.2.2", features={"kip-1023": "not in this release"},

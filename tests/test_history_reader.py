@@ -6,7 +6,7 @@ import pytest
 
 from kipcheck.checks.cli_check import add_check_arguments, run_check_command
 from kipcheck.checks.history import HistoryError, read_history, resolve, to_parquet, write_jsonl
-from kipcheck.checks.synthetic import generate
+from tests.synthetic import generate
 
 
 def rec(i, f="send", type_="invoke", value=None, process=0):

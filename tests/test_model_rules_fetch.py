@@ -4,39 +4,7 @@ from kipcheck.checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRu
 from kipcheck.checks.rules.session_rules import FetchSessionRule
 from kipcheck.checks.rules.kip1023_rules import TieredOffsetRule
 from kipcheck.checks.rules.model_rules import MODEL_RULES
-from kipcheck.checks.verdict import run_rule
-
-
-def history(*ops):
-    """ops: (process, f, invoke value, completion value); invoke and ok records."""
-    out, t = [], 0
-    for proc, f, inv, done in ops:
-        out.append({"index": len(out), "time": t, "process": proc, "type": "invoke", "f": f, "value": inv})
-        t += 10
-        if done is not None:
-            out.append({"index": len(out), "time": t, "process": proc, "type": "ok", "f": f, "value": {**inv, **done}})
-            t += 10
-    return out
-
-
-def run(rule, records, profile="kip"):
-    groups = {}
-    for r in records:
-        for k in rule.group_keys(r):
-            groups.setdefault(k, []).append(r)
-    return [a for k, g in groups.items() for a in run_rule(rule, k, g, profile)]
-
-
-def names(anoms, known=False):
-    return sorted(a.name for a in anoms if a.known == known)
-
-
-def fetch(offset, error="NONE", hwm=10, start=0, records=(), broker=2, **extra):
-    inv = {"broker": broker, "replica_id": -1, "rack": "b", "session_id": 0, "session_epoch": -1, "version": 12,
-           "topic": "t", "partition": 0, "fetch_offset": offset, **extra}
-    return (1, "fetch", inv, {"top_error": "NONE", "response_session_id": 0, "error": error, "high_watermark": hwm,
-                              "log_start_offset": start, "preferred_read_replica": extra.get("pref", -1),
-                              "records": [[o, f"v{o}"] for o in records]})
+from tests.support.histories import fetch, history, names, run
 
 
 def test_uncommitted_read():

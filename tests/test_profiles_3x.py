@@ -4,7 +4,7 @@ import pytest
 
 from kipcheck.checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
 from kipcheck.reference_model import profiles
-from tests.test_model_rules_fetch import fetch, history, names, run
+from tests.support.histories import fetch, history, names, run
 
 LINES = [f"kafka-3.{m}" for m in range(3, 10)]
 
@@ -38,7 +38,7 @@ def test_just_outside_the_read_deviations_is_still_an_anomaly(profile):
 def test_a_follower_hwm_going_back_once_after_an_election_is_known_on_3x_within_its_bound(profile):
     """follower-hwm-follows-leader was read in every 3.x source jar (harness/profile_read.py):
     known within the 4.3 bound, an anomaly just outside it (a second drop in the epoch)."""
-    from tests.test_deviation_bounds import follower_history
+    from tests.support.histories import follower_history
     assert names(run(HighWatermarkRule(), follower_history(10, 10, 9, 9, 11), profile)) == []
     assert set(names(run(HighWatermarkRule(), follower_history(10, 10, 9, 9, 11), profile), known=True)) == {
         "hwm-regression"}

@@ -17,7 +17,7 @@ import pytest
 from kipcheck.checks.api import check, write_verdict
 from kipcheck.checks.history import write_jsonl
 from kipcheck.reports.html import write_report
-from tests.test_liveness import Hist, kill_and_heal
+from tests.support.liveness import Hist, kill_and_heal
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "tests" / "artifacts"
@@ -163,7 +163,7 @@ def test_hovering_an_anomaly_record_names_the_operation_and_the_anomaly(tmp_path
 def test_known_deviation_names_the_kafka_class_and_method(tmp_path):
     from kipcheck.checks.engine_local import check_records
     from kipcheck.reports.proof import proofs_html
-    from tests.test_model_rules_fetch import fetch, history as fetches
+    from tests.support.histories import fetch, history as fetches
     # records above the reported HWM that no later answer contradicts: known under kafka-4.3
     records = fetches(fetch(8, records=[8, 9, 10], current_leader_epoch=3))
     verdict = check_records(records, profile="kafka-4.3")

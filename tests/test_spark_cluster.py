@@ -13,10 +13,9 @@ import pytest
 from kipcheck.checks import engine_local
 from kipcheck.checks.api import check
 from kipcheck.checks.history import to_parquet, write_jsonl
-from kipcheck.checks.synthetic import generate
+from tests.synthetic import generate, mutated
 from kipcheck.checks.verdict import comparable
 from kipcheck.harness.spark_standalone import spark_class, standalone_spark
-from tests.test_engines_agree import mutated
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parent.parent

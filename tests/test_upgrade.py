@@ -11,7 +11,7 @@ from kipcheck.checks.mixed import mixed_windows
 from kipcheck.checks.profiles import choose_profile_noted, mixed_profile
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.upgrade import direction, format_release, older
-from tests.test_liveness import Hist, judge, kill_and_heal
+from tests.support.liveness import Hist, judge, kill_and_heal
 
 S = 1_000_000_000
 

@@ -40,11 +40,35 @@ class Anomaly:
         return {"indices": list(self.indices), "message": self.message, **self.details}
 
 
+class Judge(Protocol):
+    """One group judged as its records stream by (`Rule.start`)."""
+
+    def add(self, record: dict) -> None:
+        """The group's next record, in index order."""
+
+    def finish(self) -> list[Anomaly]:
+        """The group's anomalies: what `Rule.check_group` gives on the same records."""
+
+
 class Rule(Protocol):
-    """A checker rule. Pure: no I/O, no cluster, same input -> same output."""
+    """A checker rule. Pure: no I/O, no cluster, same input -> same output.
+
+    Everything the engines (checks.verdict, checks.engine_local, checks.engine_spark) ask of
+    a rule; `BaseRule` gives every part but `group_keys` a default, and every rule extends it."""
 
     #: anomaly names this rule can produce (for documentation and counts)
     anomalies: tuple[str, ...]
+    #: True: `start` gives a judge per group, and engines stream each group through it
+    #: instead of holding it (`check_group` is then start/add/finish)
+    streams: bool
+    #: True: `check_group` reads its records once, in order: engines may pass a one-pass
+    #: iterable (records decoded as they stream by) instead of a list
+    one_pass: bool
+    #: the verdict block this rule's one summary row fills ("liveness", "coverage"), or None:
+    #: a row of that name is no anomaly (checks.verdict.summaries)
+    summary: str | None
+    #: the key of the rule's only group (a summary rule's, a whole-history rule's), or None
+    key: str | None
 
     def group_keys(self, record: dict) -> Iterable[str]:
         """The groups this record belongs to (empty: the rule ignores it).
@@ -52,5 +76,72 @@ class Rule(Protocol):
         A record may belong to several groups, e.g. a metadata record is context
         for every fetch group of its partition."""
 
+    def split(self, record: dict) -> list[tuple[str, dict]]:
+        """The keys of `group_keys` (sorted, once each), each with the part of the record
+        that group reads, so engines move and hold less (checks.verdict.keyed)."""
+
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
         """Judge one group. `records` are sorted by `index`."""
+
+    def check_group(self, key: str, records: Iterable[dict], profile: str) -> list[Anomaly]:
+        """Judge the group `key` (engines call this: checks.verdict.run_rule)."""
+
+    def start(self, key: str, profile: str) -> Judge:
+        """A judge for the group `key` (only when `streams`)."""
+
+
+class BaseRule:
+    """`Rule`'s defaults. A rule gives `group_keys` and either `check` (it judges whole
+    groups) or `start` with `streams = True` (it judges a group as its records stream by:
+    `check_group` and `check` are then built on start/add/finish here, the one place that
+    loop is written)."""
+
+    anomalies: tuple[str, ...] = ()
+    streams = False
+    one_pass = False
+    summary: str | None = None
+    key: str | None = None
+
+    def group_keys(self, record: dict) -> Iterable[str]:
+        raise NotImplementedError
+
+    def split(self, record: dict) -> list[tuple[str, dict]]:
+        """Every group of the record sees it whole."""
+        keys = [*self.group_keys(record)]
+        if not keys:
+            return []
+        if len(keys) > 1:
+            keys = sorted(set(keys))
+        return [(key, record) for key in keys]
+
+    def start(self, key: str, profile: str) -> Judge:
+        raise NotImplementedError(f"{type(self).__name__} judges whole groups (streams = False)")
+
+    def check_group(self, key: str, records: Iterable[dict], profile: str) -> list[Anomaly]:
+        """A streaming rule's start/add/finish over the records; another rule's `check`."""
+        if not self.streams:
+            return self.check(records, profile)
+        judge = self.start(key, profile)
+        add = judge.add
+        for r in records:
+            add(r)
+        return judge.finish()
+
+    def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
+        """For a streaming rule: `check_group` under its one `key`, or the key every record
+        shares (no records, no group: nothing to judge)."""
+        if not self.streams:
+            raise NotImplementedError(f"{type(self).__name__} gives neither `check` nor `start`")
+        if self.key is not None:
+            return self.check_group(self.key, records, profile)
+        return self.check_group(common_key(self, records), records, profile) if records else []
+
+
+def common_key(rule: Rule, records: Sequence[dict]) -> str:
+    """The one key every record of the group shares (for callers of plain `check`)."""
+    keys: set | None = None
+    for r in records:
+        keys = set(rule.group_keys(r)) if keys is None else keys & set(rule.group_keys(r))
+        if len(keys) == 1:
+            return next(iter(keys))
+    raise ValueError(f"records do not name one partition: {sorted(keys or ())}")

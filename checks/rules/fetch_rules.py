@@ -18,7 +18,7 @@ from typing import Iterable, Sequence
 from kipcheck.reference_model import kip392, profiles
 from kipcheck.reference_model.state import NONE, Replica
 
-from kipcheck.checks.rules.base import RULE, Anomaly
+from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
 from kipcheck.checks.rules.log_bounds import Extremes, Lives, SendBound, fault_brokers, hwm_series, hwm_values
 from kipcheck.checks.rules.observe import EpochIndex, Op, answered, as_int, known_as, partitions_of, proven_epoch, verdict
 
@@ -41,7 +41,7 @@ def _anomaly(kind: str | None, name: str, rule: str, indices, message: str, **de
                     details={**details, **known_as(kind), RULE: rule})]
 
 
-class ConsumerFetchRule:
+class ConsumerFetchRule(BaseRule):
     """KIP-392 "Follower Fetching" and "Out of range handling", judged per response.
 
     The replica state is what the response itself shows (HWM and log start when not -1)
@@ -248,7 +248,7 @@ def _answered(entry: dict) -> bool:
     return not (entry.get("omitted") or entry.get("missing")) and "fetch_offset" in entry
 
 
-class HighWatermarkRule:
+class HighWatermarkRule(BaseRule):
     """The HWM one broker reports for a partition never goes back within one leader
     epoch (KIP-392 "High watermark propagation"; docs/history.md). HWM observations: fetch
     responses, and ListOffsets latest for read_uncommitted clients. A request answered

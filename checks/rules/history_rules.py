@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import bisect
 import json
-from typing import Iterable, Sequence
+from typing import Iterable
 
 from kipcheck.checks import linearize
-from kipcheck.checks.rules.base import UNKNOWN, Anomaly
+from kipcheck.checks.rules.base import UNKNOWN, Anomaly, BaseRule
 
 HISTORY_ANOMALIES = ("lost-write", "duplicate", "inconsistent-offset", "nonmonotonic-poll", "poll-skip")
 
@@ -471,12 +471,11 @@ def send_order(d: Digest, budget: int) -> list[Anomaly]:
     return out
 
 
-class PartitionHistoryRule:
+class PartitionHistoryRule(BaseRule):
     """The client-visible log checks of one topic-partition (see module docstring)."""
 
     anomalies = HISTORY_ANOMALIES
-    #: `check_group` reads its records once, in order: engines may pass a one-pass
-    #: iterable (records decoded as they stream by) instead of a list
+    streams = True  # `start`: one compact digest per partition; `check`/`check_group` are BaseRule's
     one_pass = True
 
     def __init__(self, budget: int = 1_000_000):
@@ -537,21 +536,10 @@ class PartitionHistoryRule:
                     for key in sorted(set(self.group_keys(record)))]
         return []
 
-    def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
-        return self.check_group(_common_key(self, records), records, profile) if records else []
-
-    def check_group(self, key: str, records: Iterable[dict], profile: str) -> list[Anomaly]:
-        """`check` with the group key the engine already knows (see checks.verdict.run_rule)."""
-        state = self.start(key, profile)
-        add = state.add
-        for r in records:
-            add(r)
-        return state.finish()
-
     def start(self, key: str, profile: str) -> "_Judge":
         """Judge one group as its records stream by: `add(record)` each, in index order,
-        then `finish() -> [Anomaly]`. Engines that see records one at a time (the local
-        engine) use this and hold no records of the group (`checks.verdict.streaming`)."""
+        then `finish() -> [Anomaly]`. Engines that see records one at a time use this and
+        hold no records of the group (`checks.verdict.starter`)."""
         topic, _, partition = key.rpartition("/")
         return _Judge(Digest(topic, int(partition)), self.budget)
 
@@ -589,16 +577,6 @@ def fetched_records(record: dict) -> list[tuple[str, list]]:
         if good:
             out.setdefault(partition_key(topic, partition), []).extend(good)
     return sorted(out.items())
-
-
-def _common_key(rule: PartitionHistoryRule, records: Sequence[dict]) -> str:
-    """The one key every record of the group shares (for callers of plain `check`)."""
-    keys: set | None = None
-    for r in records:
-        keys = set(rule.group_keys(r)) if keys is None else keys & set(rule.group_keys(r))
-        if len(keys) == 1:
-            return next(iter(keys))
-    raise ValueError(f"records do not name one partition: {sorted(keys or ())}")
 
 
 HISTORY_RULES = (PartitionHistoryRule(),)

@@ -20,7 +20,7 @@ from typing import Iterable, Sequence
 
 from kipcheck.reference_model import kip1023
 
-from kipcheck.checks.rules.base import RULE, Anomaly
+from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
 from kipcheck.checks.rules.log_bounds import STATE_LOSING_FAULTS, Extremes
 from kipcheck.checks.rules.observe import EpochIndex, Op, answered, as_int, broker_ids, known_as, proven_epoch, verdict
 
@@ -45,7 +45,7 @@ def offset_kind(v: dict) -> str | None:
     }.get(ts)
 
 
-class TieredOffsetRule:
+class TieredOffsetRule(BaseRule):
     anomalies = ("tiered-offset-violation",)
 
     def group_keys(self, record: dict) -> Iterable[str]:

@@ -5,7 +5,7 @@ from typing import Iterable, Sequence
 
 from kipcheck.reference_model import kip1166
 
-from kipcheck.checks.rules.base import RULE, Anomaly
+from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
 from kipcheck.checks.rules.observe import known_as, verdict
 
 #: After a fault heals, a node reconnects and catches up (KRaft retries a lost FETCH after
@@ -14,7 +14,7 @@ from kipcheck.checks.rules.observe import known_as, verdict
 SETTLE_NS = 5_000_000_000
 
 
-class PropagationRule:
+class PropagationRule(BaseRule):
     """The run's metadata changes, judged together (`kip1166.propagation_statistic`): the
     upper quartile, over changes, of how long some broker still answered without a
     committed change must stay within the KIP-1166 bound; a profile without KIP-1166

@@ -29,9 +29,9 @@ per (partition, broker), never the records. Its measurements leave as one `Anoma
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable
 
-from kipcheck.checks.rules.base import Anomaly
+from kipcheck.checks.rules.base import Anomaly, BaseRule
 
 SLOW_RECOVERY = "slow-recovery"
 CRASH_LOOP = "client-crash-loop"
@@ -58,12 +58,13 @@ def _names(tps) -> list[str]:
     return sorted(f"{t}/{p}" for t, p in tps)
 
 
-class LivenessRule:
+class LivenessRule(BaseRule):
     """See the module docstring. `bound` in seconds; `bound_parts` only describes it."""
 
     anomalies = LIVENESS_ANOMALIES
     summary = LIVENESS  # the verdict key its summary row fills (checks.verdict)
     key = GROUP
+    streams = True  # one group for the run, judged as it streams by
 
     def __init__(self, bound: float = 60.0, bound_parts: dict | None = None, source: str = "given",
                  crash_loop: int = 5):
@@ -111,15 +112,10 @@ class LivenessRule:
             return [(GROUP, {**record, "value": {"broker": v.get("broker"), "unanswered": True}})]
         return []
 
-    def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
-        return self.check_group(GROUP, records, profile)
-
     def check_group(self, key: str, records: Iterable[dict], profile: str) -> list[Anomaly]:
-        judge = self.start(key, profile)
-        for r in records:
-            for _, part in self.split(r):
-                judge.add(part)
-        return judge.finish()
+        """Whole records (as `check` is given them): each reduced as the engines reduce it
+        (`split`) before BaseRule's start/add/finish."""
+        return super().check_group(key, (part for r in records for _, part in self.split(r)), profile)
 
     def start(self, key: str, profile: str) -> "_Judge":
         return _Judge(self)

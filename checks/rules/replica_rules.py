@@ -26,12 +26,12 @@ tuple per metadata answer, the fault times, and the answers that named a replica
 from __future__ import annotations
 
 import bisect
-from typing import Iterable, Sequence
+from typing import Iterable
 
 from kipcheck.reference_model import kip392
 from kipcheck.reference_model.state import PartitionState, Replica
 
-from kipcheck.checks.rules.base import RULE, Anomaly
+from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
 from kipcheck.checks.rules.observe import as_int, partitions_of
 
 #: The metadata answers that prove a replica out of the ISR must span less than this:
@@ -47,24 +47,17 @@ IMAGE_LAG_NS = 1_000_000_000
 GROUP = "prr"
 
 
-class PreferredReplicaRule:
+class PreferredReplicaRule(BaseRule):
     anomalies = ("preferred-replica-violation",)
+    streams = True  # one group, judged as it streams by; `check`/`check_group` are BaseRule's
     one_pass = True
+    key = GROUP
 
     def group_keys(self, record: dict) -> Iterable[str]:
         f = record.get("f")
         if f in ("metadata", "fault") or (f == "fetch" and as_int((record.get("value") or {}).get("replica_id"), -1) < 0):
             return (GROUP,)
         return ()
-
-    def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
-        return self.check_group(GROUP, records, profile)
-
-    def check_group(self, key: str, records: Iterable[dict], profile: str) -> list[Anomaly]:
-        judge = self.start(key, profile)
-        for r in records:
-            judge.add(r)
-        return judge.finish()
 
     def start(self, key: str, profile: str) -> "_Judge":
         return _Judge()

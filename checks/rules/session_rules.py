@@ -22,7 +22,7 @@ from kipcheck.reference_model import kip227
 from kipcheck.reference_model.state import FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, NONE, \
     CachedPartition, Session, SessionCache
 
-from kipcheck.checks.rules.base import RULE, Anomaly
+from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
 from kipcheck.checks.rules.observe import as_int, known_as, partitions_of, verdict
 
 SESSION_ANSWERS = {NONE, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH}
@@ -45,7 +45,7 @@ def _response(e: dict) -> kip227.PartitionResponse:
                                     as_int(e.get("preferred_read_replica"), -1))
 
 
-class FetchSessionRule:
+class FetchSessionRule(BaseRule):
     anomalies = (NAME,)
 
     def group_keys(self, record: dict) -> Iterable[str]:

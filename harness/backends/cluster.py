@@ -48,7 +48,7 @@ class ClusterOptions:
     release_version: str | None = None
 
 
-def _kafka_uuid() -> str:
+def kafka_uuid() -> str:
     """A Kafka cluster id; like Kafka's own Uuid.randomUuid, never starting with '-' (read as an option)."""
     while True:
         u = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -175,7 +175,7 @@ class NativeCluster:
             self.toxiproxy = toxiproxy.start_server(self.state, self.root)
             specs = [toxiproxy.front_client_listener(self.toxiproxy, s) if s.is_broker else s for s in specs]
         voters = ",".join(f"{s.node_id}@{s.host.address}:{s.controller_port}" for s in specs if s.is_controller)
-        uuid_ = _kafka_uuid()
+        uuid_ = kafka_uuid()
         self.nodes = [KafkaNode(s, self.root, self.dist, self.state, uuid_, voters, self.options.heap,
                                 self.options.broker_jvm_args if s.is_broker else ()) for s in specs]
         for n in self.nodes:

@@ -26,7 +26,7 @@ import os
 import shlex
 from pathlib import Path
 
-from kipcheck.harness.backends.cluster import (BROKER_PORT, CLIENT_PORT, CONTROLLER_PORT, ClusterOptions, NativeCluster, _kafka_uuid,
+from kipcheck.harness.backends.cluster import (BROKER_PORT, CLIENT_PORT, CONTROLLER_PORT, ClusterOptions, NativeCluster, kafka_uuid,
                              reap_stale, teardown)
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.backends.kafka_dist import KafkaDistribution
@@ -185,7 +185,7 @@ class ContainerCluster(NativeCluster):
             specs = [toxiproxy.front_client_listener(self.toxiproxy, s) if s.is_broker else s for s in specs]
         voters = ",".join(f"{s.node_id}@{s.host.address}:{s.controller_port}" for s in specs if s.is_controller)
         image_dist = container_image.in_image(self.dist)
-        uuid_ = _kafka_uuid()
+        uuid_ = kafka_uuid()
         self.nodes = [ContainerNode(s, self.root, image_dist, None, uuid_, voters, self.options.heap,
                                     self.options.broker_jvm_args if s.is_broker else (),
                                     image=self.image, network=self.network, labels=labels) for s in specs]

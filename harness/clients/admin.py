@@ -23,7 +23,7 @@ class Admin:
     def __init__(self, bootstrap: str, timeout: float = 10.0):
         self.timeout = timeout
         self.client = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000),
-                                   "logger": _quiet_logger()})
+                                   "logger": quiet_logger()})
 
     def __enter__(self):
         return self
@@ -130,7 +130,7 @@ def wait_known_by_each(endpoints: list[str], topic: str, timeout: float) -> None
         raise HarnessError(f"{topic} not known with full ISR by every broker within {timeout:.0f} s ({last})")
 
 
-def _quiet_logger():
+def quiet_logger():
     """librdkafka logs every refused connection; faults make many. Keep them out of the terminal."""
     import logging
     log = logging.getLogger("kipcheck.librdkafka")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from kipcheck.harness.clients.admin import _quiet_logger
+from kipcheck.harness.clients.admin import quiet_logger
 from kipcheck.harness.clients.history import History, Operation
 
 log = logging.getLogger("kipcheck.workload")
@@ -181,7 +181,7 @@ class ProducerWorker(Worker):
             "delivery.timeout.ms": int(options.send_timeout * 1000), "request.timeout.ms": PRODUCER_REQUEST_TIMEOUT_MS,
             "linger.ms": options.linger_ms,
             "max.in.flight.requests.per.connection": max(1, min(5, options.max_in_flight_requests)),
-            "logger": _quiet_logger(), "error_cb": self._client_error,
+            "logger": quiet_logger(), "error_cb": self._client_error,
         }
         if options.transactional_id:
             self.config["transactional.id"] = options.transactional_id
@@ -360,7 +360,7 @@ class ConsumerWorker(Worker):
         self.config = {"bootstrap.servers": bootstrap,
                        "group.id": self.group if self.mode == "subscribe" else f"kipcheck-{seq}-{time.time_ns()}",
                        "enable.auto.commit": False, "auto.offset.reset": "earliest", "enable.partition.eof": False,
-                       "isolation.level": self.isolation, "logger": _quiet_logger(),
+                       "isolation.level": self.isolation, "logger": quiet_logger(),
                        "topic.metadata.refresh.interval.ms": 2000, "error_cb": self._client_error,
                        "statistics.interval.ms": 1000, "stats_cb": self._stats}
         if self.rack:

@@ -5,7 +5,7 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from kipcheck.harness.clients.admin import Admin, PartitionView, _quiet_logger, answered_partitions
+from kipcheck.harness.clients.admin import Admin, PartitionView, quiet_logger, answered_partitions
 
 
 def wait_for(cond, timeout: float, what: str, poll: float = 0.5):
@@ -38,7 +38,7 @@ def partition_answered_by(cluster, topic: str, partition: int, node_id: int) -> 
 def produce(cluster, topic: str, count: int, partition: int = 0, size: int = 100, prefix: str = "v") -> list[float]:
     """acks=all sends, one at a time; returns each send's latency in seconds."""
     p = Producer({"bootstrap.servers": cluster.bootstrap_servers(), "acks": "all", "linger.ms": 0,
-                  "message.timeout.ms": 60000, "logger": _quiet_logger()})
+                  "message.timeout.ms": 60000, "logger": quiet_logger()})
     latencies, errors = [], []
     pad = "x" * max(0, size - 12)
     for i in range(count):
@@ -55,7 +55,7 @@ def _send_bulk(cluster, topic: str, count: int, partition: int, size: int, acks:
                timeout: float) -> tuple[int, list]:
     """Send `count` records of about `size` bytes; return (still undelivered after `timeout`, errors)."""
     p = Producer({"bootstrap.servers": cluster.bootstrap_servers(), "acks": acks, "linger.ms": 20,
-                  "message.timeout.ms": int(timeout * 1000), "logger": _quiet_logger()})
+                  "message.timeout.ms": int(timeout * 1000), "logger": quiet_logger()})
     errors = []
     payload = b"x" * size
     for i in range(count):
@@ -84,7 +84,7 @@ def produce_during_fault(cluster, topic: str, count: int, partition: int = 0, ti
 def read_all(cluster, topic: str, partition: int = 0, timeout: float = 60) -> list[bytes]:
     """Every value of the partition from the beginning up to its current end."""
     c = Consumer({"bootstrap.servers": cluster.bootstrap_servers(), "group.id": f"kipcheck-read-{time.monotonic_ns()}",
-                  "enable.auto.commit": False, "logger": _quiet_logger()})
+                  "enable.auto.commit": False, "logger": quiet_logger()})
     try:
         _, high = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
         c.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])

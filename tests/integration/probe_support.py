@@ -6,7 +6,7 @@ import threading
 from confluent_kafka import Producer
 
 from kipcheck.checks.history import read_history
-from kipcheck.harness.clients.admin import _quiet_logger
+from kipcheck.harness.clients.admin import quiet_logger
 
 
 class Traffic(threading.Thread):
@@ -17,7 +17,7 @@ class Traffic(threading.Thread):
         super().__init__(daemon=True)
         self.topic, self.partitions = topic, partitions
         self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, "acks": "all",
-                                  "logger": _quiet_logger()})
+                                  "logger": quiet_logger()})
         self.stop_event = threading.Event()
         self.sent = 0
 

@@ -1,5 +1,6 @@
-"""The model functions behind issue 10's section-3 checks: KIP-392 replica selection with
-unknowns, KIP-227 as one client sees it, KIP-1023 ListOffsets order over time."""
+"""The model as a client sees the cluster (the functions behind issue 10's section-3 checks):
+KIP-392 replica selection with unknowns, KIP-227 as one client sees it, KIP-1023 ListOffsets
+order over time."""
 from hypothesis import assume, given, settings, strategies as st
 
 from kipcheck.reference_model import kip227, kip392, kip1023, profiles

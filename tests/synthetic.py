@@ -12,6 +12,7 @@ final reader per partition that reads every partition from the beginning.
 """
 from __future__ import annotations
 
+import copy
 import random
 from array import array
 from typing import Iterator
@@ -96,3 +97,12 @@ def generate(events: int, seed: int = 0, partitions: int = 4, producers: int = 4
     while any(positions[final][p] < len(logs[p]) for p in range(partitions)):
         yield record(final, "invoke", "poll", {"topic": topic})
         yield record(final, "ok", "poll", {"topic": topic, "records": poll(final, 500)})
+
+
+def mutated(records):
+    """A few anomalies of different kinds in one history."""
+    records = copy.deepcopy(records)
+    polls = [r for r in records if r["f"] == "poll" and r["type"] == "ok" and len(r["value"]["records"]) > 2]
+    polls[0]["value"]["records"][1][3] = "forged"  # inconsistent-offset
+    polls[-1]["value"]["records"].append(list(polls[-1]["value"]["records"][0]))  # nonmonotonic-poll
+    return records

@@ -1,6 +1,6 @@
-"""The harness survives its own bugs (issue 11): the kafka-python response-class race behind
-`prober failed: weakly-referenced object no longer exists`, what a cluster's ApiVersions let a
-run ask, and the harness log that keeps tracebacks off the terminal."""
+"""The harness survives its own bugs and a cluster's gaps (issue 11): the kafka-python
+response-class race behind `prober failed: weakly-referenced object no longer exists`, what a
+cluster's ApiVersions let a run ask, and the harness log that keeps tracebacks off the terminal."""
 from __future__ import annotations
 
 import gc

@@ -1,0 +1,140 @@
+"""What a run, the selftest and the pytest plugin share: the context faults touch, the
+workload topic's set-up, the follower rack a consumer reads from, and the drive loop
+(workers, probes, the nemesis and a rolling upgrade for a duration).
+
+`kipcheck run` (harness.run) wraps these in a run directory, config.json and the check;
+`kipcheck selftest` (harness.selftest) in one window per seeded bug; the pytest plugin's
+`workload` and `nemesis` fixtures (harness.pytest_plugin) in a test.
+"""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from kipcheck.faults.base import FaultContext
+from kipcheck.faults.cluster import Cluster
+from kipcheck.harness import runlog
+from kipcheck.harness.backends import releases
+from kipcheck.harness.clients.admin import Admin
+from kipcheck.harness.clients.history import History
+from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.runlog import LOG_NAME, internal_error
+from kipcheck.harness.service import WorkloadService
+
+if TYPE_CHECKING:
+    from kipcheck.harness.run import RunOptions
+
+#: how long the workload may go on past --duration for a rolling upgrade to finish its steps
+UPGRADE_OVERRUN = 300.0
+
+
+class RunContext(FaultContext):
+    """What faults may touch during a run (faults.base.FaultContext; its `stop_event` is None
+    until a nemesis runs on it)."""
+
+    def __init__(self, cluster: Cluster, topic: str):
+        self.cluster, self.topic = cluster, topic
+
+    def admin(self) -> Admin:
+        return Admin(self.cluster.bootstrap_servers())
+
+    def leader_of(self, topic: str, partition: int) -> int:
+        leader = self.admin().leader(topic, partition)
+        if leader < 0:
+            raise HarnessError(f"{topic}-{partition} has no leader")
+        return leader
+
+
+def create_topic(ctx: RunContext, topic: str, partitions: int, replication_factor: int, tiered: bool = False):
+    """Create the workload topic (tiered: with remote storage, harness.backends.tiered) and
+    wait until every partition has a full ISR; return its partitions (Admin.wait_full_isr)."""
+    from kipcheck.harness.backends.tiered import topic_config
+    admin = ctx.admin()
+    admin.create_topic(topic, partitions, replication_factor, config=topic_config() if tiered else None)
+    return admin.wait_full_isr(topic, 60)
+
+
+def follower_rack(cluster, parts) -> str | None:
+    """The rack of a follower of partition 0: a consumer there reads from a follower (KIP-392).
+    None when partition 0 has no follower (replication factor 1) or its follower no rack."""
+    p0 = next((p for p in parts if p.partition == 0), None)
+    follower = next((r for r in p0.replicas if r != p0.leader), None) if p0 else None
+    return None if follower is None else cluster.racks().get(follower)
+
+
+def drive(cluster, ctx: RunContext, options: RunOptions, plan, history: History, rack: str | None, ui,
+          skip: set[str] = frozenset(), config: dict | None = None, save_config=None) -> dict:
+    """Run workers, probes and the nemesis for the run's duration; return where consumers fetched from.
+    `skip`: Skipped keys (harness.clients.capabilities) of probes the cluster cannot answer. A rolling
+    upgrade runs beside them (harness.upgrade); the workload goes on until its last step is done."""
+    if not releases.has(version_of(cluster, options), "kip-1166"):  # KIP-1166 probes only where it shipped
+        skip = {*skip, "observer.metadata_propagation"}
+    service = WorkloadService(cluster, ctx, options.workload, history, rack, plan, options.seed, options.probes,
+                              frozenset(skip))
+    upgrader = _upgrader(ctx, options, history, config)
+    service.start()
+    if upgrader:
+        upgrader.start()
+    try:
+        with ui.timed("workload and faults" + (" and the rolling upgrade" if upgrader else ""),
+                      options.duration) as tick:
+            t0 = time.monotonic()
+            while ((elapsed := time.monotonic() - t0) < options.duration
+                   or (upgrader and not upgrader.done.is_set() and elapsed < options.duration + UPGRADE_OVERRUN)):
+                service.raise_errors()
+                tick(elapsed, **service.progress(), **({"rolled": _rolled(upgrader)} if upgrader else {}))
+                time.sleep(0.25)
+    finally:
+        if upgrader:
+            upgrader.abort.set()
+            if upgrader.ident is not None:  # started
+                upgrader.join(timeout=60)
+            _record_upgrade(upgrader, cluster, config, save_config, ui)
+        service.stop()
+    service.raise_errors()  # one that died in the last moments counts too
+    for spec, why in service.nemesis.failed:
+        ui.note(f"fault {spec.kind} at {spec.start:.0f} s not injected (recorded as `info`): {why.splitlines()[0][:150]}")
+    for what, why in service.prober_skipped().items():
+        ui.note(f"prober: not asked ({why}): {what}")
+    for who, n in sorted(runlog.COUNTS.items()):
+        ui.note(f"{who}: {n} internal error(s) (a request it failed is `info` with `internal: true`); "
+                f"tracebacks in {LOG_NAME}")
+    return service.fetch_sources()
+
+
+def version_of(cluster, options: RunOptions) -> str | None:
+    """The Kafka version the cluster runs (an external cluster: what --kafka-version said);
+    during a rolling upgrade the older release, which both ends of a mixed cluster have."""
+    if options.upgrade_from:
+        from kipcheck.harness.upgrade import older
+        return older(options.upgrade_from, options.upgrade_to)
+    dist = getattr(cluster, "dist", None)
+    return dist.version if dist is not None else options.kafka_version
+
+
+def _upgrader(ctx, options: RunOptions, history: History, config: dict | None):
+    """The rolling upgrade's thread (None without --upgrade-from): it starts a tenth into the workload."""
+    if not options.upgrade_from:
+        return None
+    from kipcheck.harness.upgrade import Upgrader
+    return Upgrader(ctx, options.upgrade_target, history, start_after=max(2.0, options.duration * 0.1),
+                    finalize=bool((config or {}).get("upgrade", {}).get("finalize")))
+
+
+def _rolled(upgrader) -> str:
+    versions = upgrader.ctx.cluster.versions()
+    return f"{sum(v == upgrader.target.version for v in versions.values())}/{len(versions)}"
+
+
+def _record_upgrade(upgrader, cluster, config: dict | None, save_config, ui) -> None:
+    """The upgrade's outcome into config.json and onto the terminal."""
+    if upgrader.error is not None:
+        internal_error("upgrade", "the rolling upgrade failed", upgrader.error)
+    outcome = {"steps": upgrader.steps, "finalized": upgrader.finalized, "completed": upgrader.completed,
+               "versions": {str(k): v for k, v in sorted(cluster.versions().items())}}
+    if save_config and config is not None:
+        save_config(upgrade={**config.get("upgrade", {}), **outcome})
+    if not upgrader.completed:
+        failed = next((s["error"] for s in upgrader.steps if s.get("error")), None)
+        ui.note(f"warning: the rolling upgrade did not complete ({failed or 'stopped before its last step'}); "
+                f"nodes run {outcome['versions']}")
