@@ -10,6 +10,8 @@ For each KIP rule the checker judges (checks.coverage.OBSERVED, grouped by KIP) 
   profile, judged under the newest one, the row says they are inherited, not confirmed);
 * "not asked": no observation could have broken the rule: the broker could not be asked
   (config.json `skipped`, harness.clients.capabilities) or the history holds none;
+* "undecided": observations, but fewer than the rule needs to decide anything (the KIP-1166
+  statistic below its 20 changes: checks.coverage.MINIMUM_SAMPLE);
 * "holds": observed (the coverage count), no anomaly.
 
 A status is computed from counts alone (`status`), so tables of several runs of one release
@@ -30,7 +32,8 @@ CONFORMANCE = "conformance"
 #: NOT_IN_RELEASE is also config.json's `features` value for a feature the release lacks
 #: (harness.backends.releases.NOT_IN_RELEASE, the same words)
 FAILS, NOT_IN_RELEASE, KNOWN, NOT_ASKED, HOLDS = "fails", "not in this release", "known deviation", "not asked", "holds"
-STATUSES = (HOLDS, FAILS, KNOWN, NOT_ASKED, NOT_IN_RELEASE)
+UNDECIDED = "undecided"
+STATUSES = (HOLDS, FAILS, KNOWN, NOT_ASKED, UNDECIDED, NOT_IN_RELEASE)
 
 #: a config.json `skipped` key (its part before "@") -> the judged rules only that probe or
 #: workload feature observes (the keys are harness.clients.capabilities'). A rule with some
@@ -80,6 +83,7 @@ def conformance_table(verdict: dict, context: dict | None = None) -> dict[str, d
         counts = by_rule.get(rule) or {}
         row = {"section": meta[rule]["section"],
                "observations": (coverage.get(rule) or {}).get("observations") or 0,
+               "undecided": (coverage.get(rule) or {}).get("undecided"),
                "anomalies": dict(counts.get("anomalies") or {}), "known": dict(counts.get("known") or {}),
                "deviations": dict(counts.get("deviations") or {}),
                "not_asked": [f"{s.get('feature')}: {s.get('reason')}" for s in context.get("skipped") or []
@@ -103,6 +107,8 @@ def with_status(row: dict) -> dict:
         accepted = sorted(row.get("deviations") or {})
         status, why = KNOWN, named(row["known"]) + (f", accepted as {', '.join(accepted)}" if accepted else "") + (
             f" ({row['inherited']})" if row.get("inherited") else "")
+    elif n == 0 and row.get("undecided"):
+        status, why = UNDECIDED, f"too few observations: {row['undecided']}"
     elif n == 0:
         status, why = NOT_ASKED, "no observation in the history" + (
             f"; not asked: {'; '.join(row['not_asked'])}" if row["not_asked"] else "")
@@ -127,6 +133,7 @@ def merge(tables: list[dict]) -> dict[str, dict[str, dict]]:
                                       "not_asked": list(row["not_asked"])}
                     continue
                 acc["observations"] += row["observations"]
+                acc["undecided"] = acc.get("undecided") if row.get("undecided") else None
                 for key in ("anomalies", "known", "deviations"):
                     for name, n in (row.get(key) or {}).items():
                         acc[key][name] = acc[key].get(name, 0) + n
@@ -158,7 +165,8 @@ def summary_markdown(summary: dict) -> str:
                                              for r in releases) + " |"
     lines = ["# KIP conformance per release", "",
              "Statuses: holds (observed, no anomaly), fails (anomalies named), known deviation "
-             "(only deviations the release's profile accepts), not asked (nothing observed), "
+             "(only deviations the release's profile accepts), not asked (nothing observed), undecided (too few "
+             "observations to decide), "
              "not in this release (the release lacks the KIP's feature).", "",
              "Profiles: " + "; ".join(f"{r}: {', '.join(summary['profiles'].get(r) or ['none'])}" for r in releases)
              + ".", "", head, "|" + " --- |" * (2 + len(releases))]

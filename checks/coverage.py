@@ -24,6 +24,7 @@ from typing import Iterable
 from kipcheck.reference_model import kip227, kip392, kip1023, kip1166
 
 from kipcheck.checks.rules.base import Anomaly, BaseRule
+from kipcheck.checks.rules.kip1166_rules import counted_probes
 
 #: the verdict key of the coverage table (the summary row's name)
 COVERAGE = "coverage"
@@ -55,7 +56,8 @@ OBSERVED: dict[str, str] = {
     "kip227.top_level_error_view": "fetch answers with a top-level error",
     "kip1023.offset_order": "ListOffsets answers with an offset for KIP-1023's timestamps -4, -5 or -6 "
                             "(their order against the other answers over time)",
-    "kip1166.propagation_statistic": "metadata propagation measurements",
+    "kip1166.propagation_statistic": "metadata changes measured without a fault on a node they depend on "
+                                      "(from 20 on: fewer decide nothing)",
 }
 
 
@@ -140,6 +142,13 @@ def opportunities(record: dict) -> tuple[str, ...]:
     return ()
 
 
+#: what the KIP-1166 statistic is decided from, kept whole (a few records a second): which
+#: probes count depends on the faults around them (kip1166_rules.counted_probes)
+_DECIDED_FROM = ("metadata_propagation", "fault")
+#: rules that decide nothing below a minimum sample: their observations count only from it on
+MINIMUM_SAMPLE = {"kip1166.propagation_statistic": kip1166.MIN_CHANGES}
+
+
 class CoverageRule(BaseRule):
     """Counts `opportunities` over the whole history (one group, streamed)."""
 
@@ -149,9 +158,11 @@ class CoverageRule(BaseRule):
     streams = True  # `check`/`check_group` are BaseRule's start/add/finish
 
     def group_keys(self, record: dict) -> Iterable[str]:
-        return (_GROUP,) if opportunities(record) else ()
+        return (_GROUP,) if opportunities(record) or record.get("f") in _DECIDED_FROM else ()
 
     def split(self, record: dict) -> list[tuple[str, dict]]:
+        if record.get("f") in _DECIDED_FROM:
+            return [(_GROUP, record)]
         ids = opportunities(record)
         if not ids:
             return []
@@ -165,21 +176,35 @@ class CoverageRule(BaseRule):
 class _Counter:
     def __init__(self):
         self.counts: Counter = Counter()
+        self.propagation: list[dict] = []
 
     def add(self, record: dict) -> None:
+        if record.get("f") in _DECIDED_FROM:
+            self.propagation.append(record)
+            return
         value = record.get("value") or {}
         self.counts.update(value["rules"] if "rules" in value else opportunities(record))
 
     def finish(self) -> list[Anomaly]:
+        self.propagation.sort(key=lambda r: r.get("index", 0))
+        self.counts["kip1166.propagation_statistic"] = len(counted_probes(self.propagation)[0])
         return [Anomaly(COVERAGE, (), "rule coverage", details=coverage_table(self.counts))]
 
 
 def coverage_table(counts: Counter) -> dict[str, dict]:
-    """The verdict's coverage block: every model rule with its observation count."""
-    return {rid: {**meta, "observations": counts.get(rid, 0) if rid in OBSERVED else None,
-                  "counted": OBSERVED.get(rid, "not judged on its own: part of another rule, or not "
-                                               "observable from outside a broker")}
-            for rid, meta in model_rules().items()}
+    """The verdict's coverage block: every model rule with its observation count. A rule with
+    a minimum sample (`MINIMUM_SAMPLE`) below it decided nothing: 0 observations, and
+    `undecided` says how many it had."""
+    table = {}
+    for rid, meta in model_rules().items():
+        n = counts.get(rid, 0) if rid in OBSERVED else None
+        row = {**meta, "observations": n,
+               "counted": OBSERVED.get(rid, "not judged on its own: part of another rule, or not "
+                                            "observable from outside a broker")}
+        if n and n < MINIMUM_SAMPLE.get(rid, 0):
+            row.update(observations=0, undecided=f"{n} of the {MINIMUM_SAMPLE[rid]} it needs to decide")
+        table[rid] = row
+    return table
 
 
 def shortfall(coverage: dict[str, dict], minimum: int, only: Iterable[str] = ()) -> list[str]:

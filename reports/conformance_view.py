@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import html
 
-from kipcheck.checks.conformance import CONFORMANCE, FAILS, HOLDS, KNOWN, NOT_ASKED, NOT_IN_RELEASE
+from kipcheck.checks.conformance import CONFORMANCE, FAILS, HOLDS, KNOWN, NOT_ASKED, NOT_IN_RELEASE, UNDECIDED
 
-COLORS = {HOLDS: "#2a9d3f", FAILS: "#d62728", KNOWN: "#e69f00", NOT_ASKED: "#888", NOT_IN_RELEASE: "#bbb"}
+COLORS = {HOLDS: "#2a9d3f", FAILS: "#d62728", KNOWN: "#e69f00", NOT_ASKED: "#888", UNDECIDED: "#6c8ebf",
+          NOT_IN_RELEASE: "#bbb"}
 
 
 def _badge(row: dict | None) -> str:

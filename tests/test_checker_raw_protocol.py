@@ -246,3 +246,14 @@ def test_pending_upload_above_last_tiered_plus_one_is_known_only_as_far_as_the_l
             beyond = offsets((-6, 150), (-5, 100), later_start)
             assert set(found(beyond, profile)) == {"tiered-offset-violation"}, (profile, later_start)
     assert set(found(offsets((-6, 150), (-5, 100), (-2, 150)), "kip")) == {"tiered-offset-violation"}
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_a_preferred_replica_no_answer_of_the_epoch_lists_as_a_replica_is_flagged(profile):
+    """Broker 7 is not a replica of t/0 in any metadata answer of epoch 5 (all list 1, 2, 3):
+    naming it was accepted while the rule added the named replica to the replica set."""
+    stranger = prr(pref=7, rack="r7")
+    assert set(found(stranger, profile)) == {"preferred-replica-violation"}
+    [example] = found(stranger, profile)["preferred-replica-violation"]
+    assert "no metadata answer in epoch 5 lists 7 among the replicas [1, 2, 3]" in example["message"]
+    assert found(prr(pref=2), profile) == {}  # a replica in the client's rack stays allowed

@@ -216,3 +216,49 @@ def test_the_observer_spaces_changes_over_a_whole_parking_window(idle_ms):
     for p in phases:
         bins[min(9, int(p / window * 10))] += 1
     assert min(bins) > 4000 / 10 * 0.7, bins  # every tenth of the window, near-uniformly
+
+
+# --- coverage counts only what decided (issue 21 §2) ---------------------------------------
+def _checked(tmp_path, records, profile="kafka-4.3"):
+    import json
+
+    from kipcheck.checks.api import check
+    read = [{"time": 1, "process": 7, "type": "invoke", "f": "send", "value": {"topic": "t", "partition": 0, "value": "a"}},
+            {"time": 2, "process": 7, "type": "ok", "f": "send", "value": {"topic": "t", "partition": 0, "value": "a",
+                                                                          "offset": 0}},
+            {"time": 3, "process": 8, "type": "invoke", "f": "poll", "value": {"topic": "t"}},
+            {"time": 4, "process": 8, "type": "ok", "f": "poll", "value": {"topic": "t", "records": [["t", 0, 0, "a"]]}}]
+    records = sorted(records + read, key=lambda r: r["time"])  # a read, so the verdict can be valid
+    for i, r in enumerate(records):
+        r["index"] = i
+    (tmp_path / "history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    verdict = check(tmp_path / "history.jsonl", profile=profile)
+    return verdict, verdict["coverage"][RULE_ID], verdict["conformance"]["KIP-1166"][RULE_ID]
+
+
+RULE_ID = "kip1166.propagation_statistic"
+
+
+def test_below_its_minimum_sample_the_statistic_is_undecided_not_held(tmp_path):
+    """19 changes each 0.9 s late (past the 250 ms bound) decide nothing: valid, but the rule did not hold anything:
+    0 observations counted and "undecided" in the conformance table (it read "holds (19)")."""
+    verdict, coverage, row = _checked(tmp_path, history([900] * (kip1166.MIN_CHANGES - 1)))
+    assert verdict["valid"] is True
+    assert coverage["observations"] == 0 and coverage["undecided"].startswith(f"{kip1166.MIN_CHANGES - 1} of the 20")
+    assert row["status"] == "undecided" and "too few observations" in row["why"]
+
+
+def test_from_its_minimum_sample_it_decides_and_counts(tmp_path):
+    late, _, row = _checked(tmp_path, history([900] * kip1166.MIN_CHANGES))
+    assert late["valid"] is False and row["status"] == "fails"
+    healthy = [lag for lag in KIP1166_BROKER if lag < 1000]  # each probe done before the next starts
+    quick, coverage, row = _checked(tmp_path, history(healthy))
+    assert quick["valid"] is True and coverage["observations"] == len(healthy) and row["status"] == "holds"
+
+
+def test_changes_a_fault_voided_do_not_count(tmp_path):
+    """Every probe inside a fault on a measured broker is voided by the rule: coverage agrees."""
+    lags = KIP1166_BROKER[:kip1166.MIN_CHANGES + 5]
+    voided = history(lags) + fault(90_000, 0, (len(lags) - 10) * GAP, [2])
+    _, coverage, row = _checked(tmp_path, voided)
+    assert coverage["observations"] == 0 and row["status"] == "undecided"

@@ -18,6 +18,8 @@ history proves and reports answers the model does not allow:
   metadata image for good when it is cut off from the quorum right after (seen live: an
   isolated leader named a rejoined follower for 13 s while its own metadata never showed it
   back; see `isr_seen_with`);
+* the replicas: those the broker's metadata lists around the fetch, and the named one unless
+  no broker's metadata answer of that leader epoch ever listed it (`never_a_replica`);
 * log start and LEO of the replicas are never observed: unknown, so any may qualify.
 
 One group holds every consumer fetch and metadata answer; the judge keeps only a compact
@@ -110,12 +112,16 @@ class _Judge:
         # (topic, partition, epoch, leader, replica) -> the first completion of any broker's answer
         # showing that replica in that leader's ISR in that epoch (`isr_seen_with`)
         self.first_in_isr: dict[tuple, int] = {}
+        # (topic, partition, epoch) -> every broker any answer listed as a replica in that epoch
+        self.replicas_in_epoch: dict[tuple, set[int]] = {}
         for (_, topic, partition), answers in self.meta.items():
             answers.sort(key=lambda a: a[1])
-            for _, done, epoch, leader, in_isr, _ in answers:
+            for _, done, epoch, leader, in_isr, replicas in answers:
                 for replica in in_isr:
                     key = (topic, partition, epoch, leader, replica)
                     self.first_in_isr[key] = min(done, self.first_in_isr.get(key, done))
+                if replicas:
+                    self.replicas_in_epoch.setdefault((topic, partition, epoch), set()).update(replicas)
         self.faults.sort()
         out = []
         for indices, invoked, completed, v, e, pref in self.named:
@@ -167,6 +173,13 @@ class _Judge:
         first = self.first_in_isr.get((topic, partition, epoch, leader, replica))
         return first is not None and first < before
 
+    def never_a_replica(self, topic, partition, epoch: int, replica: int) -> bool:
+        """No metadata answer of any broker in `epoch` listed `replica` among the partition's
+        replicas, and some answer listed them: a reassignment that adds or drops it shows it
+        in some answer of the epoch, so only a broker that never was one is proven so."""
+        listed = self.replicas_in_epoch.get((topic, partition, epoch))
+        return listed is not None and replica not in listed
+
     def _judge(self, indices, invoked, completed, v, e, pref) -> Anomaly | None:
         broker, topic, partition = as_int(v.get("broker")), e.get("topic"), e.get("partition")
         client_rack = v.get("rack") or None
@@ -184,7 +197,9 @@ class _Judge:
             # (yet) in the one its metadata cache showed: the leader of `cle` is not proven
             leader = None
         leader = broker if leader is None else leader
-        replicas = set(a for s in (span or ()) for a in s[5]) | {broker, pref, leader}
+        one_epoch = span[0][2] if span and all(a[2] == span[0][2] for a in span) else None
+        not_one = one_epoch is not None and self.never_a_replica(topic, partition, one_epoch, pref)
+        replicas = set(a for s in (span or ()) for a in s[5]) | {broker, leader} | (set() if not_one else {pref})
         if span and self.isr_proven_without(span, pref) and not self.isr_seen_with(
                 topic, partition, span[0][2], leader, pref, completed + IMAGE_LAG_NS):
             isr = frozenset(replicas - {pref})
@@ -199,7 +214,10 @@ class _Judge:
         facts = [f"client rack {client_rack!r}", f"broker racks {dict(sorted(self.racks.items()))}"]
         if leader != broker:
             facts.append(f"broker {broker}'s own metadata names leader {leader} in epoch {span[0][2]} around the answer")
-        if pref not in isr:
+        if not_one:
+            facts.append(f"no metadata answer in epoch {one_epoch} lists {pref} among the replicas "
+                         f"{sorted(self.replicas_in_epoch[(topic, partition, one_epoch)])}")
+        elif pref not in isr:
             facts.append(f"broker {broker}'s metadata shows {pref} out of the ISR or offline around the answer")
         return Anomaly("preferred-replica-violation", indices,
                        f"broker {broker} sent preferred read replica {pref} for {topic}/{partition}, which KIP-392 "
