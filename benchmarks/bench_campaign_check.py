@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def write_histories(directory: Path, runs: int, events: int) -> list[Path]:
-    from kipcheck.checks.history import ParquetSink
+    from kipcheck.rundir.history import ParquetSink
     from tests.synthetic import generate
     paths = []
     for n in range(runs):

@@ -90,7 +90,7 @@ def make_history(n: int, directory: Path, jsonl: bool = True) -> Path:
 
     The Parquet copy has `to_parquet`'s schema; the value JSON is written by orjson when
     installed (the synthetic values are plain strings and ints, so it is the same JSON)."""
-    from kipcheck.checks.history import ParquetSink
+    from kipcheck.rundir.history import ParquetSink
     from tests.synthetic import generate
 
     try:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kipcheck.harness.clients.history import History  # noqa: E402
+from kipcheck.rundir.writer import History  # noqa: E402
 
 
 class NoHistory(History):

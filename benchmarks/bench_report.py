@@ -4,7 +4,7 @@ timed-out send starts a new process), with fault windows and a verdict whose ano
 examples name records spread over the whole run.
 
 Prints:
-- the time to read the history alone (checks.history.iter_history into a list): the
+- the time to read the history alone (rundir.history.iter_history into a list): the
   baseline, the floor of any report;
 - the time of write_report (read, pair operations, build the view data and the proofs,
   write one self-contained index.html) and its ratio to the baseline (target: <= 30 s);
@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kipcheck.checks.history import iter_history, write_jsonl  # noqa: E402
+from kipcheck.rundir.history import iter_history, write_jsonl  # noqa: E402
 from tests.synthetic import generate  # noqa: E402
 from kipcheck.reports.html import write_report  # noqa: E402
 

@@ -21,7 +21,7 @@ def check(path: str | Path, engine: str = "local", master: str | None = None,
     `recovery_bound` (seconds) and `crash_loop` tune the liveness rule of the default rules
     (None: the run's recorded bound, else one from Kafka's defaults; checks/recovery.py).
     `require_coverage`: see `checks.coverage.parse_requirement`. Raises
-    `checks.history.HistoryError` (one-line message) for unreadable or invalid input,
+    `rundir.history.HistoryError` (one-line message) for unreadable or invalid input,
     ValueError for a bad engine or coverage requirement."""
     return check_many([path], engine, master, profile, rules, require_coverage, recovery_bound, crash_loop)[0]
 

@@ -15,7 +15,7 @@ import sys
 
 from kipcheck.checks.api import ENGINES, check_many, write_verdict
 from kipcheck.checks.conformance import CONFORMANCE, table_lines
-from kipcheck.checks.history import HistoryError
+from kipcheck.rundir.history import HistoryError
 
 EXIT_VALID, EXIT_ANOMALIES, EXIT_ERROR, EXIT_UNKNOWN = 0, 1, 2, 3
 

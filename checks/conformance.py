@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kipcheck.checks import run_config
+from kipcheck.rundir import config as run_config
 
 from kipcheck.checks.coverage import OBSERVED, model_rules
 from kipcheck.reference_model.profiles import inherited
@@ -50,7 +50,7 @@ SKIPPED_RULES = {
 
 
 def run_context(path: str | Path) -> dict | None:
-    """What the table needs from the run's config.json (`checks.run_config`): {"kafka_version",
+    """What the table needs from the run's config.json (`rundir.config`): {"kafka_version",
     "skipped", "features"}; None for a history without one (nothing skipped, every feature assumed)."""
     data = run_config.load(path)
     if not data:

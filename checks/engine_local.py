@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from kipcheck.checks.conformance import run_context
-from kipcheck.checks.history import iter_history
+from kipcheck.rundir.history import iter_history
 from kipcheck.checks.verdict import (Counts, as_row, build_verdict, default_rules, from_row, keyed,
                             no_cyclic_gc, run_rule, starter)
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from kipcheck.checks.conformance import run_context
-from kipcheck.checks.history import HistoryError, decode_row, is_parquet, resolve, to_parquet, validate
+from kipcheck.rundir.history import HistoryError, decode_row, is_parquet, resolve, to_parquet, validate
 from kipcheck.checks.verdict import (Counts, anomaly_from_row, anomaly_to_row, as_row, build_verdict, default_rules,
                             from_row, keyed, no_cyclic_gc, run_rule, starter)
 
@@ -78,7 +78,7 @@ def spark_session(master: str | None = None):
 
 
 def package_zip() -> Path:
-    """`kipcheck.checks` and `kipcheck.reference_model` (all the executors run) as a zip for
+    """`kipcheck.checks`, `kipcheck.reference_model` and `kipcheck.rundir` (all the executors run) as a zip for
     spark.submit.pyFiles, rebuilt per process in the temporary directory."""
     import zipfile
 
@@ -87,7 +87,7 @@ def package_zip() -> Path:
     out = Path(tempfile.gettempdir()) / f"kipcheck-checker-{os.getpid()}.zip"
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
         z.write(kipcheck.__file__, "kipcheck/__init__.py")
-        for package in ("checks", "reference_model"):
+        for package in ("checks", "reference_model", "rundir"):
             for f in sorted((root / package).rglob("*.py")):
                 z.write(f, Path("kipcheck") / f.relative_to(root))
     return out

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kipcheck.checks.history import HistoryError
-from kipcheck.checks import run_config
+from kipcheck.rundir.history import HistoryError
+from kipcheck.rundir import config as run_config
 from kipcheck.reference_model.profiles import PROFILES, for_version, profile_for
 
 

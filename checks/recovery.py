@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kipcheck.checks.history import HistoryError
-from kipcheck.checks import run_config
+from kipcheck.rundir.history import HistoryError
+from kipcheck.rundir import config as run_config
 
 #: Kafka's defaults (ms) for the broker and controller parts of the bound
 KAFKA_DEFAULTS_MS = {

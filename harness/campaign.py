@@ -21,6 +21,7 @@ from pathlib import Path
 from kipcheck.errors import KipcheckError
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.reproduce import reproduce_command
+from kipcheck.rundir.records import JSONL_NAME
 
 DONE, ERROR, RUNNING = "done", "error", "running"
 #: what a campaign keeps in campaign.json to resume exactly as it began
@@ -127,7 +128,7 @@ def check_campaign(directory: Path, planned: list[PlannedRun], state: CampaignSt
     from kipcheck.checks.api import check_many, write_verdict
     from kipcheck.reports.summary import write_summary
     done = [p for p in planned if state.status(p) == DONE
-            and (Path(state.runs[p.key]["run_dir"]) / "history.jsonl").exists()]
+            and (Path(state.runs[p.key]["run_dir"]) / JSONL_NAME).exists()]
     run_dirs = [Path(state.runs[p.key]["run_dir"]) for p in done]
     verdicts = {}
     if run_dirs:

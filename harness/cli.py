@@ -14,6 +14,7 @@ from pathlib import Path
 from kipcheck.errors import KipcheckError
 from kipcheck.harness.backends import releases
 from kipcheck.harness.errors import HarnessError
+from kipcheck.rundir.records import JSONL_NAME
 
 EXIT_VALID, EXIT_ANOMALIES, EXIT_ERROR, EXIT_UNKNOWN = 0, 1, 2, 3
 
@@ -165,9 +166,9 @@ def cmd_selftest(args) -> int:
 
 def cmd_report(args) -> int:
     from kipcheck.reports.html import write_report
-    if not (Path(args.run) / "history.jsonl").is_file():
+    if not (Path(args.run) / JSONL_NAME).is_file():
         raise HarnessError(f"{args.run} is not a run directory (no history.jsonl)")
-    from kipcheck.checks.history import HistoryError
+    from kipcheck.rundir.history import HistoryError
     try:
         path = write_report(Path(args.run))
     except HistoryError as e:
@@ -197,7 +198,7 @@ def cmd_model(args) -> int:
 
 
 def cmd_history(args) -> int:
-    from kipcheck.checks.history import HistoryError, iter_history
+    from kipcheck.rundir.history import HistoryError, iter_history
     from collections import Counter
     by_f, by_type, by_process = Counter(), Counter(), Counter()
     try:

@@ -35,6 +35,8 @@ from pathlib import Path
 
 import pytest
 
+from kipcheck.rundir.records import JSONL_NAME
+
 
 def pytest_addoption(parser):
     g = parser.getgroup("kipcheck")
@@ -142,8 +144,8 @@ def topic(cluster):
 
 @pytest.fixture
 def history(tmp_path):
-    from kipcheck.harness.clients.history import History
-    h = History(tmp_path / "history.jsonl")
+    from kipcheck.rundir.writer import History
+    h = History(tmp_path / JSONL_NAME)
     yield h
     h.close()
 

@@ -20,13 +20,13 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from kipcheck.checks import run_config
+from kipcheck.rundir import config as run_config
 from kipcheck.errors import KipcheckError
 from kipcheck.harness.clients import capabilities
 from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.reproduce import reproduce_command
-from kipcheck.harness.clients.history import History
+from kipcheck.rundir.writer import History
 from kipcheck.harness.backends.kafka_dist import LATEST, KafkaDistribution, resolve
 from kipcheck.harness.backends import releases
 from kipcheck.harness.runlog import LOG_NAME, harness_log, internal_error
@@ -34,6 +34,7 @@ from kipcheck.harness.session import RunContext, create_topic, drive, follower_r
 from kipcheck.harness.clients.workload import PRODUCER_REQUEST_TIMEOUT_MS, WorkloadOptions, final_read
 from kipcheck.faults.nemesis import heal_all
 from kipcheck.faults import schedule as schedules
+from kipcheck.rundir.records import JSONL_NAME, PARQUET_NAME
 
 
 #: where a run's cluster comes from: "native" starts one here; "external", an existing cluster at
@@ -217,7 +218,7 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
             cluster = ContainerCluster(dist, run_dir / "cluster", cluster_options, owner_pid=os.getpid())
         else:
             cluster = NativeCluster(dist, run_dir / "cluster", cluster_options, owner_pid=os.getpid())
-    history = History(run_dir / "history.jsonl")
+    history = History(run_dir / JSONL_NAME)
     verdict = None
     failure: Exception | None = None
     try:
@@ -333,11 +334,11 @@ def _older_release(options: RunOptions) -> str:
 def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:
     """Parquet, verdict, report: each step independent, so a crash in one keeps the others."""
     from kipcheck.checks.api import check, write_verdict
-    from kipcheck.checks.history import HistoryError, to_parquet
+    from kipcheck.rundir.history import HistoryError, to_parquet
     verdict = None
     try:
         with ui.step("writing Parquet"):
-            to_parquet(run_dir / "history.jsonl", run_dir / "history.parquet")
+            to_parquet(run_dir / JSONL_NAME, run_dir / PARQUET_NAME)
         with ui.step(f"checking the history ({options.engine})"):
             verdict = check(run_dir, engine=options.engine, profile=options.profile,
                             require_coverage=options.require_coverage,

@@ -16,13 +16,14 @@ import os
 import time
 from pathlib import Path
 
-from kipcheck.checks import run_config
+from kipcheck.rundir import config as run_config
 from kipcheck.harness.backends import seeded
 from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster
-from kipcheck.harness.clients.history import History
+from kipcheck.rundir.writer import History
 from kipcheck.harness.backends.kafka_dist import resolve
 from kipcheck.harness.clients.workload import WorkloadOptions, final_read
 from kipcheck.harness.session import RunContext, create_topic, drive, follower_rack
+from kipcheck.rundir.records import JSONL_NAME
 
 CONTROL = "control"
 PRODUCER_MODES = (("all", True), ("all", False))  # a non-idempotent retry is how `duplicate` shows
@@ -90,7 +91,7 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
                                                 workload={"topic": topic}, consumer_rack=rack, racks=cluster.racks()))
     node_dirs = [n.dir for n in cluster.brokers]
     before = seeded.read_reports(node_dirs)["fired"].get(name, 0) if name else 0
-    history = History(wdir / "history.jsonl")
+    history = History(wdir / JSONL_NAME)
     try:
         seeded.switch(control, name)
         time.sleep(0.6)  # every broker polls the control file each 200 ms
@@ -112,10 +113,10 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
         row.update(kafka_method=b.kafka_method, rule=b.rule, slip=b.slip, anomaly=b.anomaly,
                    fires=report["fired"].get(name, 0) - before, installed=name in report["installed"],
                    missing=report["missing"].get(name))
-    from kipcheck.checks.history import iter_history
+    from kipcheck.rundir.history import iter_history
     from kipcheck.checks.rules.kip1166_rules import propagation_summary
     # the KIP-1166 figures whatever the verdict: a miss then says why (too few changes, short lags)
-    row["kip1166"] = propagation_summary([r for r in iter_history(wdir / "history.jsonl")
+    row["kip1166"] = propagation_summary([r for r in iter_history(wdir / JSONL_NAME)
                                           if r.get("f") in ("metadata_propagation", "fault")])
     for p in profiles:
         verdict = check(wdir, engine="local", profile=p)
@@ -135,7 +136,7 @@ def _detection_seconds(wdir: Path, examples: list[dict], bug_on_ns: int) -> floa
         return None
     wanted = {max(e["indices"]) for e in examples if e.get("indices")}
     times = {}
-    with open(wdir / "history.jsonl") as f:
+    with open(wdir / JSONL_NAME) as f:
         for line in f:
             rec = json.loads(line)
             if rec["index"] in wanted:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 
 from kipcheck.harness.errors import HarnessError
-from kipcheck.harness.clients.history import History
+from kipcheck.rundir.writer import History
 from kipcheck.harness.clients.observer import Observer
 from kipcheck.harness.clients.prober import Prober
 from kipcheck.harness.runlog import internal_error, one_line

@@ -16,7 +16,7 @@ from kipcheck.faults.cluster import Cluster
 from kipcheck.harness import runlog
 from kipcheck.harness.backends import releases
 from kipcheck.harness.clients.admin import Admin
-from kipcheck.harness.clients.history import History
+from kipcheck.rundir.writer import History
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.runlog import LOG_NAME, internal_error
 from kipcheck.harness.service import WorkloadService

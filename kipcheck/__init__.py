@@ -6,10 +6,12 @@ here, and may import only what is listed:
 
 - `kipcheck.errors`: `KipcheckError`, the root of our one-line errors (nothing of ours; every layer
   may import it);
+- `kipcheck.rundir`: the run directory's one owner: record types, the history writer and
+  reader, config.json (nothing of ours);
 - `kipcheck.reference_model`: the KIP semantics as a pure model (nothing of ours);
-- `kipcheck.checks`: the checker, its rules and both engines (reference_model);
+- `kipcheck.checks`: the checker, its rules and both engines (reference_model, rundir);
 - `kipcheck.faults`: the nemesis, every fault with its heal, and the `Cluster` protocol (faults);
-- `kipcheck.reports`: the HTML report and Allure results (checks);
+- `kipcheck.reports`: the HTML report and Allure results (checks, rundir);
 - `kipcheck.harness`: cluster backends, clients, runs, the CLI and the pytest plugin (all).
 
 An installed wheel holds them under kipcheck/ (pyproject's package-dir mapping). In a source

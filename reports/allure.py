@@ -22,7 +22,7 @@ from allure_commons.model2 import (Attachment, Label, Parameter, Status, StatusD
                                    TestStepResult)
 from allure_commons.types import AttachmentType
 
-from kipcheck.checks import run_config
+from kipcheck.rundir import config as run_config
 
 # which KIP each anomaly speaks for (Allure "feature" label)
 FEATURE = {

@@ -17,8 +17,8 @@ from collections import defaultdict
 import numpy as np
 
 from kipcheck.reports.proof import FAULT_MARGIN_S
+from kipcheck.rundir.records import COMPLETIONS
 
-TYPES = ("ok", "fail", "info")
 
 #: more (operation, process) lanes than this and the timeline shows one lane per operation
 #: kind instead (pipelined producers alone make hundreds of processes); anomalies stay marked
@@ -104,7 +104,7 @@ def view_data(ops: list[dict], windows, flagged: dict[int, list[str]], end: floa
     stop = np.fromiter((o["end"] for o in shown), np.float64, n)
     lane = np.fromiter((lane_of[(o["f"], str(o["process"]))] for o in shown), np.uint16, n)
     order = np.lexsort((stop, lane))
-    type_code = {t: i for i, t in enumerate(TYPES)}
+    type_code = {t: i for i, t in enumerate(COMPLETIONS)}
     columns = {
         "start": start[order].astype(np.float32),
         "end": stop[order].astype(np.float32),
@@ -126,7 +126,7 @@ def view_data(ops: list[dict], windows, flagged: dict[int, list[str]], end: floa
     live = liveness or {}
     return {
         "end": end, "count": n, "faultMargin": FAULT_MARGIN_S, "labels": labels, "laneStarts": lane_starts, "kinds": kinds,
-        "types": list(TYPES), "processes": process_names,
+        "types": list(COMPLETIONS), "processes": process_names,
         "columns": {k: {"dtype": str(v.dtype), "data": _b64(v)} for k, v in columns.items()},
         "marks": marks,
         "faults": [{"start": a, "stop": b, "label": label} for a, b, label in windows],

@@ -12,12 +12,13 @@ import html
 import json
 from pathlib import Path
 
-from kipcheck.checks import run_config
-from kipcheck.checks.history import iter_history
+from kipcheck.rundir import config as run_config
+from kipcheck.rundir.history import iter_history
 from kipcheck.reports.conformance_view import conformance_html
 from kipcheck.reports.coverage_view import coverage_html
 from kipcheck.reports.explore import fault_windows, flagged_indices, operations, view_data
 from kipcheck.reports.proof import proofs_html
+from kipcheck.rundir.records import JSONL_NAME
 
 #: a heal's recovery status by the liveness status of the verdict (checks/rules/liveness_rules.py)
 RECOVERY_COLORS = {"recovered": "#2a9d3f", "slow": "#d62728", "undecided": "#f0a030", "heal failed": "#888888"}
@@ -146,7 +147,7 @@ def write_report(run_dir: Path) -> Path:
     config = run_config.load(run_dir)
     verdict_path = run_dir / "verdict.json"
     verdict = json.loads(verdict_path.read_text()) if verdict_path.exists() else None
-    records = list(iter_history(run_dir / "history.jsonl")) if (run_dir / "history.jsonl").exists() else []
+    records = list(iter_history(run_dir / JSONL_NAME)) if (run_dir / JSONL_NAME).exists() else []
     ops = operations(records)
     end = max([r["time"] for r in records] + [0]) / 1e9
     mixed = _mixed_windows(records, end)

@@ -184,7 +184,7 @@ def test_windows_cut_at_quiescence():
 def test_profile_from_config_and_api(tmp_path):
     import json as _json
     from kipcheck.checks.api import check
-    from kipcheck.checks.history import write_jsonl
+    from kipcheck.rundir.history import write_jsonl
     from kipcheck.checks.profiles import choose_profile
 
     write_jsonl(base().poll(9, (0, 0, "a"), (0, 1, "b"), (0, 2, "c")).records, tmp_path / "history.jsonl")

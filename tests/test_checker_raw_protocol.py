@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kipcheck.checks.engine_local import check_records
-from kipcheck.checks.history import write_jsonl
+from kipcheck.rundir.history import write_jsonl
 from kipcheck.checks.rules.history_rules import PartitionHistoryRule
 from tests.support.raw_protocol import H, S, every_gap, offsets, opened, part, prr, sess, written
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kipcheck.checks.engine_local import check_records
-from kipcheck.checks.history import HistoryError, loads, validate
+from kipcheck.rundir.history import HistoryError, loads, validate
 from kipcheck.checks.rules.base import BaseRule
 from kipcheck.checks.rules.history_rules import PartitionHistoryRule
 from tests.synthetic import generate

@@ -25,7 +25,7 @@ from kipcheck.harness.clients.admin import Admin
 from kipcheck.harness.backends.cluster import NativeCluster
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.backends.external import ExternalCluster
-from kipcheck.harness.clients.history import History
+from kipcheck.rundir.writer import History
 from kipcheck.harness.backends.node import KafkaNode, NodeSpec
 from kipcheck.harness.backends.toxiproxy import ClientProxy
 
@@ -169,7 +169,7 @@ def test_the_protocol_check_flags_a_backend_that_falls_short():
 
 
 def _layer(module: str) -> str:
-    """"kipcheck.checks.history" -> "checks"; a bare "checks.history" -> "checks" too."""
+    """"kipcheck.checks.verdict" -> "checks"; a bare "checks.verdict" -> "checks" too."""
     parts = module.split(".")
     return parts[1] if parts[0] == "kipcheck" and len(parts) > 1 else parts[0]
 
@@ -184,11 +184,13 @@ def _imports(path):
 
 def test_faults_import_no_harness():
     """Layers import one way: faults see the harness only through faults.cluster, checks see
-    only reference_model, reference_model sees nothing of ours; and every import of ours goes
-    through the one name `kipcheck` (a bare `checks` would be a user's package)."""
-    ours = {"harness", "faults", "checks", "reports", "reference_model"}
-    allowed = {"faults": {"faults"}, "checks": {"checks", "reference_model"}, "reference_model": {"reference_model"},
-               "reports": {"reports", "checks", "reference_model"}, "harness": ours}
+    only reference_model and the run directory, reference_model and rundir (the bottom) see
+    nothing of ours; and every import of ours goes through the one name `kipcheck` (a bare
+    `checks` would be a user's package)."""
+    ours = {"harness", "faults", "checks", "reports", "reference_model", "rundir"}
+    allowed = {"faults": {"faults"}, "checks": {"checks", "reference_model", "rundir"},
+               "reference_model": {"reference_model"}, "rundir": {"rundir"},
+               "reports": {"reports", "checks", "reference_model", "rundir"}, "harness": ours}
     wrong = []
     for package, may in allowed.items():
         for path in sorted((ROOT / package).rglob("*.py")):

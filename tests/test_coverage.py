@@ -8,7 +8,7 @@ from kipcheck.checks import coverage
 from kipcheck.checks.api import check
 from kipcheck.checks.cli_check import main as check_main
 from kipcheck.checks.engine_local import check_records
-from kipcheck.checks.history import write_jsonl
+from kipcheck.rundir.history import write_jsonl
 from tests.support.histories import consumer_fetch, valid_history
 
 

@@ -4,7 +4,7 @@ import copy
 import pytest
 
 from kipcheck.checks import engine_local
-from kipcheck.checks.history import HistoryError, to_parquet, write_jsonl
+from kipcheck.rundir.history import HistoryError, to_parquet, write_jsonl
 from tests.synthetic import generate, mutated
 from kipcheck.checks.verdict import comparable
 

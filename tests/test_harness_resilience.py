@@ -154,7 +154,7 @@ def test_internal_errors_go_to_the_harness_log_only(tmp_path, capfd):
 def test_a_bug_outside_a_run_is_one_line_and_a_traceback_file(tmp_path, monkeypatch, capfd):
     import re
 
-    from kipcheck.checks import history as checker_history
+    from kipcheck.rundir import history as checker_history
     from kipcheck.harness.cli import EXIT_ERROR, main
 
     def boom(run):

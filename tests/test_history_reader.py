@@ -5,7 +5,7 @@ import json
 import pytest
 
 from kipcheck.checks.cli_check import add_check_arguments, run_check_command
-from kipcheck.checks.history import HistoryError, read_history, resolve, to_parquet, write_jsonl
+from kipcheck.rundir.history import HistoryError, read_history, resolve, to_parquet, write_jsonl
 from tests.synthetic import generate
 
 

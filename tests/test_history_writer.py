@@ -12,13 +12,13 @@ import threading
 import time
 from pathlib import Path
 
-from kipcheck.checks.history import read_history
-from kipcheck.harness.clients.history import History, encode_line
+from kipcheck.rundir.history import read_history
+from kipcheck.rundir.writer import History, encode_line
 
 CHILD = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from kipcheck.harness.clients.history import History
+    from kipcheck.rundir.writer import History
     history = History(Path(sys.argv[1]))
     busy = int(sys.argv[2])
     value = {"topic": "kipcheck", "partition": 0, "key": "k", "value": "v" * 40}

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from kipcheck.checks.engine_local import check_records
-from kipcheck.checks.history import write_jsonl
+from kipcheck.rundir.history import write_jsonl
 from kipcheck.checks.recovery import choose_bound, derive_bound, liveness_rule
 from kipcheck.checks.verdict import default_rules
 from tests.support.liveness import BROKERS, PARTITIONS, Hist, crash, judge, kill_and_heal

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ("harness", "faults", "reference_model", "checks", "reports")
+LAYERS = ("harness", "faults", "reference_model", "checks", "reports", "rundir")
 
 USER_TEST = '''
 from checks.mine import VALUE  # the user's own `checks` package, beside kipcheck's plugin

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kipcheck.checks.api import check, write_verdict
-from kipcheck.checks.history import write_jsonl
+from kipcheck.rundir.history import write_jsonl
 from kipcheck.reports.html import write_report
 from tests.support.liveness import Hist, kill_and_heal
 

@@ -1,11 +1,11 @@
-"""config.json has one owner (checks.run_config): every reader gets the same dict, unknown keys kept."""
+"""config.json has one owner (rundir.config): every reader gets the same dict, unknown keys kept."""
 from __future__ import annotations
 
 import ast
 import json
 from pathlib import Path
 
-from kipcheck.checks import run_config
+from kipcheck.rundir import config as run_config
 from kipcheck.checks.profiles import kafka_version
 from kipcheck.checks.recovery import recorded_bound
 
@@ -34,7 +34,7 @@ def test_no_config_or_a_broken_one_reads_as_empty(tmp_path):
 
 
 def test_only_the_owner_names_the_file():
-    """Every other module goes through checks.run_config (load, write, path_of): a new
+    """Every other module goes through rundir.config (load, write, path_of): a new
     reader that opens "config.json" itself is named here."""
     named = []
     for package in ("harness", "faults", "checks", "reports"):

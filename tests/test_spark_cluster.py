@@ -12,7 +12,7 @@ import pytest
 
 from kipcheck.checks import engine_local
 from kipcheck.checks.api import check
-from kipcheck.checks.history import to_parquet, write_jsonl
+from kipcheck.rundir.history import to_parquet, write_jsonl
 from tests.synthetic import generate, mutated
 from kipcheck.checks.verdict import comparable
 from kipcheck.harness.spark_standalone import spark_class, standalone_spark

@@ -7,8 +7,8 @@ import types
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from kipcheck.checks.history import read_history
-from kipcheck.harness.clients.history import History
+from kipcheck.rundir.history import read_history
+from kipcheck.rundir.writer import History
 from kipcheck.harness.clients.wire import error_name
 from kipcheck.harness.clients.workload import ConsumerWorker, ProducerWorker, WorkloadOptions
 

@@ -29,7 +29,7 @@ from kafka.protocol.admin.configs import DescribeConfigsRequest
 from kipcheck.reference_model import kip1166
 
 from kipcheck.harness.clients.admin import Admin
-from kipcheck.harness.clients.history import History
+from kipcheck.rundir.writer import History
 from kipcheck.harness.runlog import internal_error
 from kipcheck.harness.clients.wire import BrokerConnection, UnsupportedVersion, WireError, metadata
 from kipcheck.harness.clients.workload import Worker

@@ -27,7 +27,7 @@ import threading
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
 
-from kipcheck.harness.clients.history import History
+from kipcheck.rundir.writer import History
 from kipcheck.harness.runlog import internal_error
 from kipcheck.harness.clients.wire import BrokerConnection, MetadataView, UnsupportedVersion, WireError, decode_records, \
     error_name, metadata

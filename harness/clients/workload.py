@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from kipcheck.harness.clients.admin import quiet_logger
-from kipcheck.harness.clients.history import History, Operation
+from kipcheck.rundir.writer import History, Operation
 
 log = logging.getLogger("kipcheck.workload")
 logging.getLogger("kipcheck").addHandler(logging.NullHandler())  # tracebacks go to the run's log, not the terminal

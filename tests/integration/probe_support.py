@@ -5,7 +5,7 @@ import threading
 
 from confluent_kafka import Producer
 
-from kipcheck.checks.history import read_history
+from kipcheck.rundir.history import read_history
 from kipcheck.harness.clients.admin import quiet_logger
 
 

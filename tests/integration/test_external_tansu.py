@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from kipcheck.checks.history import read_history
+from kipcheck.rundir.history import read_history
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.progress import ProgressUI
 from kipcheck.harness.run import RunOptions, run

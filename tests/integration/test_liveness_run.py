@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from kipcheck.checks.history import read_history
+from kipcheck.rundir.history import read_history
 
 pytestmark = pytest.mark.cluster
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from kipcheck.checks.history import read_history
+from kipcheck.rundir.history import read_history
 from kipcheck.checks.rules.kip1166_rules import PropagationRule
 from kipcheck.harness.clients.observer import ALTERS_PER_TOPIC, Observer
 from kipcheck.reference_model import kip1166

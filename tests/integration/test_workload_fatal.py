@@ -16,7 +16,7 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-from kipcheck.checks.history import read_history
+from kipcheck.rundir.history import read_history
 from kipcheck.harness.clients.workload import ProducerWorker, WorkloadOptions
 
 pytestmark = pytest.mark.cluster

@@ -4,7 +4,7 @@ and running one rule over a history's groups."""
 import json
 from pathlib import Path
 
-from kipcheck.checks.history import write_jsonl
+from kipcheck.rundir.history import write_jsonl
 from kipcheck.checks.verdict import run_rule
 
 

@@ -1,10 +1,8 @@
-"""config.json, a run directory's description of its run: its one owner, schema and reader.
+"""config.json, a run directory's description of its run: its schema, writer and reader.
 
 harness/run.py (and harness/selftest.py) write it with `write`; the checker (profile,
 recovery bound), reports/html.py and reports/allure.py read it with `load`. It lives in
-checks/ because the checker is the lowest layer that reads it and every other user may
-import checks already (harness -> checks, reports -> checks) while checks imports no
-harness; reference_model stays pure. Keys not in `RunConfig` are kept as they are, so a
+rundir/, the bottom layer every other one may import. Keys not in `RunConfig` are kept as they are, so a
 field a newer run writes survives an older reader. The fields are listed in README.md
 ("Files of a run") and docs/history.md.
 """
@@ -14,7 +12,9 @@ import json
 from pathlib import Path
 from typing import TypedDict
 
-FILE_NAME = "config.json"
+from kipcheck.rundir.records import CONFIG_NAME
+
+FILE_NAME = CONFIG_NAME
 
 
 class RunConfig(TypedDict, total=False):

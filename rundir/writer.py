@@ -22,7 +22,8 @@ from pathlib import Path
 
 import orjson
 
-INVOKE, OK, FAIL, INFO = "invoke", "ok", "fail", "info"
+from kipcheck.rundir.records import FAIL, INFO, INVOKE, OK
+
 _ORJSON_OPTS = orjson.OPT_NON_STR_KEYS  # int keys become strings, as json.dumps does
 
 

@@ -19,6 +19,8 @@ from typing import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kipcheck.rundir.records import JSONL_NAME, PARQUET_NAME, TYPES
+
 try:  # a C JSON parser, 2-3x faster than json; json stays the reference (errors, edge cases)
     import orjson as _orjson
 except ImportError:  # pragma: no cover - optional
@@ -45,10 +47,7 @@ def loads(text):
     return json.loads(text)
 
 
-JSONL_NAME = "history.jsonl"
-PARQUET_NAME = "history.parquet"
 
-TYPES = frozenset({"invoke", "ok", "fail", "info"})
 
 #: Operations docs/history.md names, plus a few a Kafka workload sanely records.
 KNOWN_F = frozenset({
