@@ -49,3 +49,14 @@ def cached_jar(sources: Path, name: str, what: str) -> Path:
         if old != jar.parent:
             shutil.rmtree(old, ignore_errors=True)
     return jar
+
+
+def print_jar(what: str, build) -> None:
+    """`python -m` of a module that builds a jar (install.sh warms the cache with it): print
+    `what: path` from `build()`, or one line on stderr and exit 2."""
+    import sys
+    try:
+        print(f"{what}: {build()}")
+    except HarnessError as e:
+        print(f"kipcheck: {e}", file=sys.stderr)
+        sys.exit(2)

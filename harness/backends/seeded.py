@@ -132,9 +132,4 @@ def read_reports(node_dirs) -> dict:
 
 
 if __name__ == "__main__":  # `python -m harness.backends.seeded`: build (or find) the agent (used by install.sh)
-    import sys
-    try:
-        print(f"seeded-bug agent: {agent_jar()}")
-    except HarnessError as e:
-        print(f"kipcheck: {e}", file=sys.stderr)
-        sys.exit(2)
+    maven_build.print_jar("seeded-bug agent", agent_jar)

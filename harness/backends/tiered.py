@@ -74,11 +74,5 @@ def topic_config(segment_ms: int = 2000, local_retention_ms: int = 1000) -> dict
     }
 
 
-
 if __name__ == "__main__":  # `python -m harness.backends.tiered`: build (or find) the jar (used by install.sh)
-    import sys
-    try:
-        print(f"remote storage manager: {storage_manager_jar()}")
-    except HarnessError as e:
-        print(f"kipcheck: {e}", file=sys.stderr)
-        sys.exit(2)
+    maven_build.print_jar("remote storage manager", storage_manager_jar)
