@@ -1,5 +1,4 @@
 """The local and Spark engines give the same verdict (one shared local[2] session)."""
-import copy
 
 import pytest
 
