@@ -17,8 +17,17 @@ verdict, so a reader sees what the bound is made of:
   = 2000, DEFAULT_QUORUM_ELECTION_TIMEOUT_MS = 1000);
 * the clients' `request.timeout.ms`: a request stuck on a dead connection is retried
   (elsewhere) only after it (the workload's producers use 5000);
-* `node start`: a killed node's restart (the heal) takes as long as a JVM start; the run
-  measures its own cluster start, else `NODE_START_ALLOWANCE` seconds.
+* `node start`: the run measures its own cluster start (JVMs start, brokers register, a
+  probe topic gets a full ISR), else `NODE_START_ALLOWANCE` seconds. A restarted node, once
+  its port listens, still registers, replays the metadata it missed and is unfenced before
+  its fetchers start: this part covers that.
+
+That is the run's bound. Each heal's bound adds what that heal's node had to do, read from
+the history by the rule (checks/rules/liveness_rules.py `heal_bound`): its `restart` (the
+heal's own duration: a node killed with -9 recovers its logs before it listens, which a
+fresh start does not) and its `catch-up` (the sends acknowledged while the fault lasted, at
+the peak rate the history showed). A bound given with `--recovery-bound` is the whole bound
+of every heal.
 """
 from __future__ import annotations
 
@@ -77,7 +86,7 @@ def choose_bound(path: str | Path | None, asked: float | None = None) -> dict:
         return base
     if not asked > 0:
         raise HistoryError(f"--recovery-bound must be > 0 seconds, got {asked}")
-    return {"seconds": float(asked), "parts": base["parts"],
+    return {"seconds": float(asked), "parts": base["parts"], "per_heal": False,
             "source": f"given (the default would be {base['seconds']:g} s, {base['source']})"}
 
 
@@ -85,4 +94,4 @@ def liveness_rule(bound: dict | None = None, crash_loop: int | None = None):
     from kipcheck.checks.rules.liveness_rules import LivenessRule
     bound = bound or choose_bound(None)
     return LivenessRule(bound["seconds"], bound.get("parts"), bound.get("source", ""),
-                        DEFAULT_CRASH_LOOP if crash_loop is None else crash_loop)
+                        DEFAULT_CRASH_LOOP if crash_loop is None else crash_loop, bound.get("per_heal", True))

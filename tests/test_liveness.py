@@ -240,3 +240,120 @@ def test_report_shows_recoveries_and_crashes(tmp_path):
     assert [(e["fault"], e["status"]) for e in data["recoveries"]] == [("kill", "slow")]
     (crashed,) = data["crashes"]
     assert crashed["lane"] is not None and "OUT_OF_ORDER_SEQUENCE_NUMBER" in crashed["label"]
+
+
+# -- each heal's bound: the run's bound plus the heal's restart and catch-up (issue 21 §5) ----------
+RUN_BOUND = derive_bound({"replica.lag.time.max.ms": 8000}, 5000, 14.2)  # 39.2 s, the issue's run
+
+
+def _sends(h: Hist, start: float, end: float, per_second: int) -> None:
+    """`per_second` acknowledged sends a second, alternating partitions, in [start, end)."""
+    for i in range(int((end - start) * per_second)):
+        h.at(start + i / per_second).send(i % len(PARTITIONS))
+
+
+def _restart_heal(h: Hist, heal: float, healed: float) -> None:
+    """The heal of a kill of node 3: invoked at `heal`, the restarted node listening at `healed`."""
+    value = {"fault": "kill", "phase": "stop", "targets": [3]}
+    h.at(heal)._add("nemesis", "invoke", "fault", value)
+    h.at(healed)._add("nemesis", "ok", "fault", value)
+
+
+def kill_of_node_3(h: Hist, isr_full_after: float | None, before: float = 10.0, rate: int = 20) -> Hist:
+    """The issue's kill: node 3 down for 16.6 s (from 95 s to its heal at 111.6 s with the
+    default `before`), its heal restarting it for 17 s (JVM start and log recovery), sends at
+    `rate`/s all along (`before` seconds of them from 85 s to the fault), the ISR shown shrunk
+    once a second until `isr_full_after` seconds after the heal (None: never) and full from then on."""
+    start = 85 + before
+    heal = start + 16.6
+    _sends(h, 85, start, rate)
+    h.at(start - 0.5).all_metadata(full=True)
+    h.at(start).fault("kill", "start")
+    _sends(h, start, heal, rate)
+    h.at(heal - 0.5).all_metadata(full=False)
+    _restart_heal(h, heal, heal + 17)
+    end = heal + 100
+    full_at = end if isr_full_after is None else heal + isr_full_after
+    t = heal + 17
+    while t < end:
+        h.at(t).send(0)
+        h.send(1)
+        h.poll(PARTITIONS)
+        if t < full_at:
+            h.metadata(1, 0, full=False)
+        else:
+            h.all_metadata(full=True)
+        t = round(t + 0.2, 3)
+    h.at(end).fault("heal-all", "stop", targets=())
+    return h
+
+
+def _judge_with(records, bound):
+    return check_records(records, rules=[liveness_rule(bound)])
+
+
+def test_a_killed_node_that_recovers_its_logs_and_catches_up_is_within_its_heals_bound():
+    """The issue's false alarm: 45.2 s to a full ISR against the run's 39.2 s. The heal's
+    own restart (17 s) and the 16.6 s of sends node 3 missed, at the rate the history showed,
+    are what the node had to do: inside the heal's bound."""
+    assert RUN_BOUND["seconds"] == 39.2
+    h = kill_of_node_3(Hist(), isr_full_after=45.2)
+    v = _judge_with(h.records, RUN_BOUND)
+    (entry,) = v["liveness"]["faults"]
+    assert entry["isr"] == pytest.approx(45.2, abs=0.01) and entry["status"] == "recovered", entry
+    parts = entry["bound_parts"]
+    assert parts["run"] == 39.2 and parts["restart"] == pytest.approx(17.0, abs=0.1)
+    assert parts["missed sends"] == pytest.approx(16.6 * 20, abs=1) and parts["peak sends/s"] == 20  # the kill to the heal
+    assert parts["catch-up"] == pytest.approx(16.6, abs=0.1)
+    assert entry["bound"] == pytest.approx(39.2 + 17 + 16.6, abs=0.2)
+    assert v["anomalies"]["slow-recovery"] == [] and v["liveness"]["bound"] == 39.2
+    # the run's bound alone, as before (a given bound is the whole bound of every heal): the false alarm
+    given = choose_bound(None, 39.2)
+    (slow,) = _judge_with(h.records, given)["anomalies"]["slow-recovery"]
+    assert slow["measures"] == ["isr"] and "isr took 45.2" in slow["message"] and slow["bound"] == 39.2
+
+
+def test_a_killed_node_that_never_rejoins_the_isr_is_slow_recovery():
+    """A real bound: node 3 restarted (its port listens) but never back in the ISR."""
+    v = _judge_with(kill_of_node_3(Hist(), isr_full_after=None).records, RUN_BOUND)
+    (slow,) = v["anomalies"]["slow-recovery"]
+    (entry,) = v["liveness"]["faults"]
+    assert slow["fault"] == "kill" and slow["targets"] == [3] and slow["measures"] == ["isr"]
+    assert f"isr had not recovered {entry['bound']:g} s after the heal" in slow["message"]
+    assert entry["status"] == "slow" and entry["isr"] == "never" and entry["bound"] < entry["window"]
+    # ... and one that comes back just past its heal's bound is slow too
+    late = kill_of_node_3(Hist(), isr_full_after=entry["bound"] + 1.0)
+    (slow,) = _judge_with(late.records, RUN_BOUND)["anomalies"]["slow-recovery"]
+    assert slow["measures"] == ["isr"] and "isr took" in slow["message"]
+
+
+@pytest.mark.parametrize("longer", (10, 100))
+def test_a_heals_bound_does_not_grow_with_the_run(longer):
+    """Lengthening the run before the fault (10x, 100x the sends) leaves the heal's bound as
+    it was: the catch-up counts only the sends of the fault's own span. The stuck node stays
+    flagged, the 45.2 s recovery stays inside."""
+    base = _judge_with(kill_of_node_3(Hist(), isr_full_after=None).records, RUN_BOUND)["liveness"]["faults"][0]
+    stuck = _judge_with(kill_of_node_3(Hist(), isr_full_after=None, before=10.0 * longer).records, RUN_BOUND)
+    (entry,) = stuck["liveness"]["faults"]
+    assert entry["bound"] == base["bound"] and entry["bound_parts"] == base["bound_parts"]
+    assert [ex["measures"] for ex in stuck["anomalies"]["slow-recovery"]] == [["isr"]]
+    fine = _judge_with(kill_of_node_3(Hist(), isr_full_after=45.2, before=10.0 * longer).records, RUN_BOUND)
+    assert fine["anomalies"]["slow-recovery"] == []
+
+
+def test_no_catch_up_when_no_isr_shrank_during_the_fault():
+    """A fault that took nobody out of the ISR (no shrunk answer during it) gets no catch-up:
+    nobody missed anything."""
+    h = Hist()
+    _sends(h, 0, 5, 10)
+    h.at(5).all_metadata(full=True)
+    h.at(6).fault("elect", "start")
+    _sends(h, 6, 20, 10)
+    h.at(20).all_metadata(full=True)
+    h.at(21).fault("elect", "stop")
+    _sends(h, 21, 23, 10)
+    h.at(23).poll(PARTITIONS)
+    h.all_metadata(full=True)
+    h.at(30).fault("heal-all", "stop", targets=())
+    (entry,) = _judge_with(h.records, RUN_BOUND)["liveness"]["faults"]
+    assert entry["bound_parts"]["catch-up"] == 0 and entry["bound"] == pytest.approx(39.2, abs=0.1)

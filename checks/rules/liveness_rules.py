@@ -13,9 +13,20 @@ with phase "stop"; docs/history.md), three recovery times from the moment the he
 
 A heal's observation window ends at the next `fault` record (the next fault's start, or
 the end-of-workload `heal-all`) or at the end of the history. A measure that took longer
-than the bound, or that had not recovered when the window still ran `bound` seconds past
+than the heal's bound, or that had not recovered when the window still ran that bound past
 the heal, is a `slow-recovery` anomaly naming the fault; one that had not recovered in a
 window shorter than the bound is "undecided" (not enough time to judge), never an anomaly.
+
+Each heal's bound (unless the bound was given: then it is that, for every heal) is the
+run's bound (the cluster's timeouts and its measured start, checks/recovery.py) plus what
+this heal's node had to do, both read from the history (`heal_bound`):
+
+* `restart`: the heal's own duration, from its invoke to its completion (a killed node's
+  heal returns once the restarted JVM recovered its logs and listens; faults/process.py);
+* `catch-up`: the sends acknowledged from the fault's start to the heal's completion (what
+  a node out of the ISR missed), at the peak rate of acknowledged sends per second the
+  history showed before the heal (a rate the followers already replicated at); nothing
+  when no metadata answer during the fault showed a shrunk ISR (nobody fell behind).
 
 Client crashes: a completion whose value says `"fatal": true` ended a client (docs/history.md);
 completions naming a `client` already counted are the same crash (the in-flight slots of one
@@ -67,11 +78,12 @@ class LivenessRule(BaseRule):
     streams = True  # one group for the run, judged as it streams by
 
     def __init__(self, bound: float = 60.0, bound_parts: dict | None = None, source: str = "given",
-                 crash_loop: int = 5):
+                 crash_loop: int = 5, per_heal: bool = True):
         self.bound = float(bound)
         self.bound_parts = dict(bound_parts or {})
         self.source = source
         self.crash_loop = int(crash_loop)
+        self.per_heal = bool(per_heal)  # False: `bound` is the whole bound of every heal (given)
 
     def group_keys(self, record: dict) -> Iterable[str]:
         return (GROUP,) if self.split(record) else ()
@@ -124,7 +136,7 @@ class LivenessRule(BaseRule):
 class _Window:
     """What is measured after one heal until its window ends."""
 
-    def __init__(self, record: dict):
+    def __init__(self, record: dict, acked_at_start: int, peak: int, shrunk: bool):
         v = record["value"]
         self.fault = v.get("fault")
         self.targets = list(v.get("targets") or [])
@@ -137,12 +149,27 @@ class _Window:
         self.isr_good: set = set()  # (tp, broker) whose latest answer since the heal was full
         self.isr_at: tuple | None = None
         self.isr_not_full: int | None = None  # the last answer (or failure to answer) showing it was not
+        self.acked_at_start = acked_at_start  # acknowledged sends before the fault started
+        self.missed: int | None = None  # acknowledged sends from the fault's start to the heal's completion
+        self.peak = peak  # the most sends acknowledged in one second before the heal
+        self.shrunk = shrunk  # an answer during the fault showed a shrunk ISR (or a broker not answering)
+
+
+def heal_bound(base: float, heal: float, healed: float | None, end: float, missed: int, peak: int,
+               shrunk: bool) -> tuple[float, dict]:
+    """(seconds, parts): the bound of one heal (module docstring). `heal`, `healed` and `end`
+    in seconds since the run started; `healed` None: the heal had not completed when its
+    window ended (its restart is the whole window)."""
+    restart = max(0.0, (end if healed is None else healed) - heal)
+    catch_up = missed / peak if shrunk and peak > 0 else 0.0
+    parts = {"run": base, "restart": round(restart, 1), "catch-up": round(catch_up, 1),
+             "missed sends": missed if shrunk else 0, "peak sends/s": peak}
+    return round(base + restart + catch_up, 1), parts
 
 
 class _Judge:
     def __init__(self, rule: LivenessRule):
         self.rule = rule
-        self.bound_ns = int(rule.bound * 1e9)
         self.window: _Window | None = None
         self.done: list[dict] = []
         self.anomalies: list[Anomaly] = []
@@ -153,6 +180,11 @@ class _Judge:
         self.crash_list: list[dict] = []
         self.crashed_clients: set = set()
         self.streaks: dict[str, list] = {}  # f -> [length, indices of its first crashes]
+        self.acked = 0  # ok sends so far
+        self.second = -1  # the second the latest ok send fell in, and the sends acknowledged in it
+        self.in_second = 0
+        self.peak = 0  # the most ok sends in one second so far
+        self.fault_started: tuple | None = None  # (acked, ISR seen shrunk since) of the latest fault start
 
     # -- records --------------------------------------------------------------------
     def add(self, r: dict) -> None:
@@ -163,6 +195,13 @@ class _Judge:
             self._crash(r)
         elif f == "send":
             self._first("sends", (v["topic"], v["partition"]), r)
+            self.acked += 1
+            second = r["time"] // 1_000_000_000
+            if second != self.second:
+                self.second, self.in_second = second, 0
+            self.in_second += 1
+            if self.in_second > self.peak:
+                self.peak = self.in_second
             if self.streaks:
                 self._end_streak(f)
         elif f == "fault":
@@ -189,6 +228,7 @@ class _Judge:
         v = r["value"]
         w = self.window
         if v.get("unanswered"):
+            self._shrunk()
             if w is not None and w.isr_at is None:
                 w.isr_not_full = r["time"]
             return
@@ -199,6 +239,8 @@ class _Judge:
                 and sorted(v.get("isr") or ()) == sorted(v.get("replicas") or ()))
         self.seen["isr"].add(tp)
         self.brokers.add(broker)
+        if not full:
+            self._shrunk()
         if w is None or w.isr_at is not None:
             return
         if not full:
@@ -207,6 +249,10 @@ class _Judge:
         if len(w.isr_good) == len(self.seen["isr"]) * len(self.brokers):
             w.isr_at = (r["time"], r["index"])
 
+    def _shrunk(self) -> None:
+        if self.fault_started is not None:
+            self.fault_started = (self.fault_started[0], True)
+
     def _fault(self, r: dict) -> None:
         v = r["value"]
         w = self.window
@@ -214,10 +260,17 @@ class _Judge:
             if w is not None:
                 self._close(r["time"], f"next fault ({v.get('fault')})" if v.get("fault") != "heal-all"
                             else "end of workload (heal-all)")
-            if v.get("phase") == "stop" and v.get("fault") != "heal-all":
-                self.window = _Window(r)
+            if v.get("fault") == "heal-all":
+                self.fault_started = None
+            elif v.get("phase") == "stop":
+                acked, shrunk = self.fault_started or (self.acked, False)
+                self.window = _Window(r, acked, self.peak, shrunk)
+                self.fault_started = None
+            else:
+                self.fault_started = (self.acked, False)
         elif w is not None and v.get("phase") == "stop" and w.healed is None:
             w.healed = r["time"]
+            w.missed = self.acked - w.acked_at_start
             w.indices.append(r["index"])
             w.heal_failed = r["type"] != "ok"
 
@@ -260,13 +313,20 @@ class _Judge:
     # -- windows ----------------------------------------------------------------------
     def _close(self, end: int, ended_by: str) -> None:
         w, self.window = self.window, None
-        bound = self.bound_ns
         entry = {"fault": w.fault, "targets": w.targets, "params": w.params, "indices": w.indices,
                  "heal": _seconds(w.heal), "healed": None if w.healed is None else _seconds(w.healed),
                  "window": _seconds(end - w.heal), "ended_by": ended_by}
         if w.heal_failed:
             self.done.append({**entry, **{m: None for m in MEASURES}, "status": "heal failed"})
             return
+        seconds = self.rule.bound
+        if self.rule.per_heal:
+            missed = w.missed if w.missed is not None else self.acked - w.acked_at_start
+            seconds, parts = heal_bound(self.rule.bound, w.heal / 1e9, None if w.healed is None else w.healed / 1e9,
+                                        end / 1e9, missed, w.peak, w.shrunk)
+            entry["bound_parts"] = parts
+        entry["bound"] = seconds
+        bound = int(seconds * 1e9)
         slow, undecided = [], []
         for m in MEASURES:
             needed = self.seen[m]
@@ -296,7 +356,7 @@ class _Judge:
             entry[m] = NEVER
             entry.setdefault("missing", {})[m] = missing[:20]
             if end - w.heal >= bound and not unseen:
-                slow.append((m, f"{m} had not recovered {self.rule.bound:g} s after the heal", None))
+                slow.append((m, f"{m} had not recovered {seconds:g} s after the heal", None))
             else:
                 undecided.append(m)
         if w.isr_not_full is not None:
@@ -310,9 +370,10 @@ class _Judge:
             what = "; ".join(s for _, s, _ in slow)
             self.anomalies.append(Anomaly(
                 SLOW_RECOVERY, tuple(indices),
-                f"after the heal of {w.fault} {w.targets} at {entry['heal']} s: {what} (bound {self.rule.bound:g} s)",
+                f"after the heal of {w.fault} {w.targets} at {entry['heal']} s: {what} (bound {seconds:g} s)",
                 details={"fault": w.fault, "targets": w.targets, "heal": entry["heal"],
-                         "measures": [m for m, _, _ in slow], "bound": self.rule.bound}))
+                         "measures": [m for m, _, _ in slow], "bound": seconds,
+                         **({"bound_parts": entry["bound_parts"]} if "bound_parts" in entry else {})}))
 
     def finish(self) -> list[Anomaly]:
         if self.window is not None:
