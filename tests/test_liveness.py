@@ -259,14 +259,18 @@ def _restart_heal(h: Hist, heal: float, healed: float) -> None:
     h.at(healed)._add("nemesis", "ok", "fault", value)
 
 
-def kill_of_node_3(h: Hist, isr_full_after: float | None, before: float = 10.0, rate: int = 20) -> Hist:
+def kill_of_node_3(h: Hist, isr_full_after: float | None, before: float = 10.0, rate: int = 20,
+                   read_burst: bool = False) -> Hist:
     """The issue's kill: node 3 down for 16.6 s (from 95 s to its heal at 111.6 s with the
     default `before`), its heal restarting it for 17 s (JVM start and log recovery), sends at
     `rate`/s all along (`before` seconds of them from 85 s to the fault), the ISR shown shrunk
-    once a second until `isr_full_after` seconds after the heal (None: never) and full from then on."""
+    every 0.2 s until `isr_full_after` seconds after the heal (None: never) and full from then on.
+    `read_burst`: a consumer reads everything written before the fault in one poll just before it."""
     start = 85 + before
     heal = start + 16.6
     _sends(h, 85, start, rate)
+    if read_burst:
+        h.at(start - 0.7).poll(PARTITIONS)
     h.at(start - 0.5).all_metadata(full=True)
     h.at(start).fault("kill", "start")
     _sends(h, start, heal, rate)
@@ -303,7 +307,7 @@ def test_a_killed_node_that_recovers_its_logs_and_catches_up_is_within_its_heals
     assert entry["isr"] == pytest.approx(45.2, abs=0.01) and entry["status"] == "recovered", entry
     parts = entry["bound_parts"]
     assert parts["run"] == 39.2 and parts["restart"] == pytest.approx(17.0, abs=0.1)
-    assert parts["missed sends"] == pytest.approx(16.6 * 20, abs=1) and parts["peak sends/s"] == 20  # the kill to the heal
+    assert parts["missed sends"] == pytest.approx(16.6 * 20, abs=1) and parts["peak records/s"] == 20  # the kill to the heal
     assert parts["catch-up"] == pytest.approx(16.6, abs=0.1)
     assert entry["bound"] == pytest.approx(39.2 + 17 + 16.6, abs=0.2)
     assert v["anomalies"]["slow-recovery"] == [] and v["liveness"]["bound"] == 39.2
@@ -339,6 +343,17 @@ def test_a_heals_bound_does_not_grow_with_the_run(longer):
     assert [ex["measures"] for ex in stuck["anomalies"]["slow-recovery"]] == [["isr"]]
     fine = _judge_with(kill_of_node_3(Hist(), isr_full_after=45.2, before=10.0 * longer).records, RUN_BOUND)
     assert fine["anomalies"]["slow-recovery"] == []
+
+
+def test_consumers_reading_faster_than_producers_write_shorten_the_catch_up():
+    """The catch-up rate is the fastest the history shows records moving: a consumer that
+    read 200 records in one second (the same Fetch path a follower uses) makes the 332
+    missed sends 1.7 s of catch-up, not 16.6 s at the producers' 20/s."""
+    v = _judge_with(kill_of_node_3(Hist(), isr_full_after=45.2, read_burst=True).records, RUN_BOUND)
+    (entry,) = v["liveness"]["faults"]
+    assert entry["bound_parts"]["peak records/s"] == 200
+    assert entry["bound_parts"]["catch-up"] == pytest.approx(332 / 200, abs=0.1)
+    assert v["anomalies"]["slow-recovery"] == []  # 45.2 s < 39.2 + 17 + 1.7
 
 
 def test_no_catch_up_when_no_isr_shrank_during_the_fault():

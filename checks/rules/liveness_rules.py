@@ -24,9 +24,11 @@ this heal's node had to do, both read from the history (`heal_bound`):
 * `restart`: the heal's own duration, from its invoke to its completion (a killed node's
   heal returns once the restarted JVM recovered its logs and listens; faults/process.py);
 * `catch-up`: the sends acknowledged from the fault's start to the heal's completion (what
-  a node out of the ISR missed), at the peak rate of acknowledged sends per second the
-  history showed before the heal (a rate the followers already replicated at); nothing
-  when no metadata answer during the fault showed a shrunk ISR (nobody fell behind).
+  a node out of the ISR missed), at the fastest the history showed the brokers moving
+  records before the heal: the most sends acknowledged (`acks=all`: replicated) or records
+  read by consumers (served by the same Fetch path a follower uses) in one second; nothing
+  when no metadata answer from the fault's start to the window's end showed a shrunk ISR or
+  a broker not answering (nobody fell behind).
 
 Client crashes: a completion whose value says `"fatal": true` ended a client (docs/history.md);
 completions naming a `client` already counted are the same crash (the in-flight slots of one
@@ -104,8 +106,9 @@ class LivenessRule(BaseRule):
             elif f == "poll":
                 v = record["value"]
                 if v.get("fatal") is not True:
-                    tps = {(r[0], r[1]) for r in v.get("records") or () if len(r) >= 2}
-                    return [(GROUP, {**record, "value": {"tps": [[t, p] for t, p in tps]}})]
+                    recs = v.get("records") or ()
+                    tps = {(r[0], r[1]) for r in recs if len(r) >= 2}
+                    return [(GROUP, {**record, "value": {"tps": [[t, p] for t, p in tps], "n": len(recs)}})]
             elif f in _PROBES:
                 return []
             else:
@@ -151,7 +154,7 @@ class _Window:
         self.isr_not_full: int | None = None  # the last answer (or failure to answer) showing it was not
         self.acked_at_start = acked_at_start  # acknowledged sends before the fault started
         self.missed: int | None = None  # acknowledged sends from the fault's start to the heal's completion
-        self.peak = peak  # the most sends acknowledged in one second before the heal
+        self.peak = peak  # the most records acknowledged or read in one second before the heal
         self.shrunk = shrunk  # an answer during the fault showed a shrunk ISR (or a broker not answering)
 
 
@@ -163,7 +166,7 @@ def heal_bound(base: float, heal: float, healed: float | None, end: float, misse
     restart = max(0.0, (end if healed is None else healed) - heal)
     catch_up = missed / peak if shrunk and peak > 0 else 0.0
     parts = {"run": base, "restart": round(restart, 1), "catch-up": round(catch_up, 1),
-             "missed sends": missed if shrunk else 0, "peak sends/s": peak}
+             "missed sends": missed if shrunk else 0, "peak records/s": peak}
     return round(base + restart + catch_up, 1), parts
 
 
@@ -181,9 +184,8 @@ class _Judge:
         self.crashed_clients: set = set()
         self.streaks: dict[str, list] = {}  # f -> [length, indices of its first crashes]
         self.acked = 0  # ok sends so far
-        self.second = -1  # the second the latest ok send fell in, and the sends acknowledged in it
-        self.in_second = 0
-        self.peak = 0  # the most ok sends in one second so far
+        self.rates = {"send": [-1, 0], "poll": [-1, 0]}  # f -> [the second of its latest ok, records in it]
+        self.peak = 0  # the most records acknowledged, or read, in one second so far
         self.fault_started: tuple | None = None  # (acked, ISR seen shrunk since) of the latest fault start
 
     # -- records --------------------------------------------------------------------
@@ -196,12 +198,7 @@ class _Judge:
         elif f == "send":
             self._first("sends", (v["topic"], v["partition"]), r)
             self.acked += 1
-            second = r["time"] // 1_000_000_000
-            if second != self.second:
-                self.second, self.in_second = second, 0
-            self.in_second += 1
-            if self.in_second > self.peak:
-                self.peak = self.in_second
+            self._rate("send", r["time"], 1)
             if self.streaks:
                 self._end_streak(f)
         elif f == "fault":
@@ -211,12 +208,23 @@ class _Judge:
         elif f == "poll":
             for t, p in v["tps"]:
                 self._first("reads", (t, p), r)
+            if v.get("n"):
+                self._rate("poll", r["time"], v["n"])
             if self.streaks:
                 self._end_streak(f)
         elif f == "metadata":
             self._metadata(r)
         elif self.streaks:  # any other ok
             self._end_streak(f)
+
+    def _rate(self, f: str, time: int, n: int) -> None:
+        rate = self.rates[f]
+        second = time // 1_000_000_000
+        if second != rate[0]:
+            rate[0], rate[1] = second, 0
+        rate[1] += n
+        if rate[1] > self.peak:
+            self.peak = rate[1]
 
     def _first(self, measure: str, tp: str, r: dict) -> None:
         self.seen[measure].add(tp)
@@ -323,7 +331,7 @@ class _Judge:
         if self.rule.per_heal:
             missed = w.missed if w.missed is not None else self.acked - w.acked_at_start
             seconds, parts = heal_bound(self.rule.bound, w.heal / 1e9, None if w.healed is None else w.healed / 1e9,
-                                        end / 1e9, missed, w.peak, w.shrunk)
+                                        end / 1e9, missed, w.peak, w.shrunk or w.isr_not_full is not None)
             entry["bound_parts"] = parts
         entry["bound"] = seconds
         bound = int(seconds * 1e9)
