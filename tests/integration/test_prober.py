@@ -15,12 +15,18 @@ pytestmark = pytest.mark.cluster
 
 @pytest.fixture
 def probed(cluster, topic, history):
-    """Three rounds of every probe on every partition of `topic`, under steady traffic."""
+    """At least three rounds of every probe on every partition of `topic`, under steady traffic."""
     traffic = Traffic(cluster.bootstrap_servers(), topic)
     traffic.start()
     prober = Prober(cluster.bootstrap_servers(), [topic], history, threading.Event(), seed=1)
     try:
-        for _ in range(3):
+        # three rounds, and more (up to eight) until some leader has redirected a rack-aware fetch:
+        # on a loaded machine a follower may be out of the ISR for a round, and then no leader may
+        # name it (KIP-392: only in-sync replicas are preferred)
+        for round_ in range(8):
+            if round_ >= 3 and any(v.get("preferred_read_replica", -1) >= 0
+                                   for v in completions(history, "fetch") if "partitions" not in v):
+                break
             keys = []
             deadline = time.monotonic() + 30  # the broker asked may learn of the new topic a little later
             while not keys and time.monotonic() < deadline:
