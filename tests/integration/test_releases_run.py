@@ -27,11 +27,20 @@ def _run(tmp_path, version: str, *extra: str) -> tuple[subprocess.CompletedProce
 @pytest.mark.parametrize("version, tiered", [(releases.NEWEST_PATCH["3.3"], False),
                                              (releases.NEWEST_PATCH["3.9"], True)])
 def test_old_release_starts_runs_and_is_checked(tmp_path, version, tiered):
+    """Valid under the release's own profile, as docs/releases.md says (2026-11-25: 3 of 3 runs
+    each). The one duplicate mechanism seen on 3.3.2 (librdkafka's epoch bump after a delivery
+    timeout, docs/releases.md "3.3.2: duplicates under a partition") needs a send outstanding for
+    the producers' 30 s delivery timeout, which a 20 s run (open sends purged 5 s after its end)
+    cannot have."""
     proc, run_dir = _run(tmp_path, version, *(["--tiered"] if tiered else []))
-    assert proc.returncode in (0, 1), f"exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    verdict_file = run_dir / "verdict.json"
+    verdict = json.loads(verdict_file.read_text()) if verdict_file.exists() else {}
+    found = {name: n for name, n in verdict.get("counts", {}).get("anomalies", {}).items() if n}
+    assert proc.returncode == 0, (f"exit {proc.returncode}, anomalies {found}\n{proc.stdout[-2000:]}\n"
+                                  f"{proc.stderr[-3000:]}")
     assert not leftovers(run_dir)
-    verdict = json.loads((run_dir / "verdict.json").read_text())
-    assert verdict["counts"]["records"] > 0 and "valid" in verdict and verdict["profile"]
+    assert verdict["counts"]["records"] > 0 and verdict["valid"] is True
+    assert verdict["profile"] == "kafka-%s.%s" % tuple(version.split(".")[:2])
     config = json.loads((run_dir / "config.json").read_text())
     assert config["kafka_version"] == version
     features = config["features"]
