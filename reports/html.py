@@ -79,7 +79,7 @@ def _liveness(verdict: dict | None) -> str:
         if value == "never":
             missing = esc(", ".join(entry.get("missing", {}).get(m, [])))
             return f"<td title='not recovered: {missing}'>never</td>"
-        style = " style='color:#d62728;font-weight:bold'" if value > block["bound"] else ""
+        style = " style='color:#d62728;font-weight:bold'" if value > entry.get("bound", block["bound"]) else ""
         return f"<td{style}>{value:.1f}</td>"
 
     def row(e):
