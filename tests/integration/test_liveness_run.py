@@ -52,10 +52,12 @@ def test_kill_judged_with_a_short_bound_is_slow_and_with_the_default_is_not(kill
     print(json.dumps(block["faults"], indent=1))  # figures for the record (pytest -s)
     assert block["bound"] == SHORT_BOUND and "given" in block["bound_source"]
     kills = [f for f in block["faults"] if f["fault"] == "kill"]
-    assert kills and kills[0]["status"] == "slow"
-    assert kills[0]["healed"] - kills[0]["heal"] > SHORT_BOUND  # the restart alone outlasted the bound
+    # a kill judged slow (not necessarily the first: when the observer stalls on the dead broker,
+    # no answer after the bound shows the ISR short, and that heal is undecided, not slow)
+    first = next((k for k in kills if k["status"] == "slow"), None)
+    assert first is not None, kills
+    assert first["healed"] - first["heal"] > SHORT_BOUND  # the restart alone outlasted the bound
     # the ISR cannot be full before the killed broker is back, i.e. not before its restart ended
-    first = kills[0]
     assert first["isr"] == "never" or first["isr"] >= first["healed"] - first["heal"]
 
     config = json.loads((run_dir / "config.json").read_text())
