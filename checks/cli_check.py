@@ -82,7 +82,7 @@ def deviation_lines(verdict: dict) -> list[str]:
     """Which of the profile's deviations accepted the known anomalies, and how many each."""
     by_deviation = verdict.get("counts", {}).get("by_deviation") or {}
     judged = verdict.get("judged_as")
-    inherited = f" (inherited from {judged['profile']}, not confirmed for {judged['line']})" if judged else ""
+    inherited = f" ({judged['short']})" if judged else ""
     return [f"  accepted as {d}{inherited}: " + ", ".join(f"{name} {n}" for name, n in sorted(row.items()))
             for d, row in by_deviation.items()]
 

@@ -74,8 +74,7 @@ def conformance_table(verdict: dict, context: dict | None = None) -> dict[str, d
                if name.startswith("kip-") and state == NOT_IN_RELEASE}
     version = context.get("kafka_version")
     judged = inherited(version)  # a release newer than every read profile: its deviations are inherited
-    inherited_from = (f"inherited from {judged['profile']}, not confirmed for {judged['line']}"
-                      if judged and verdict.get("profile") == judged["profile"] else None)
+    inherited_from = judged["short"] if judged and verdict.get("profile") == judged["profile"] else None
     meta = model_rules()
     table: dict[str, dict[str, dict]] = {}
     for rule in OBSERVED:

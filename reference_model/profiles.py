@@ -298,6 +298,7 @@ def inherited(version: str | None) -> dict | None:
     profile = f"kafka-{newest[0]}.{newest[1]}"
     unread = f"{line[0]}.{line[1]}"
     return {"release": version, "line": unread, "profile": profile, "read": False,
+            "short": f"inherited from {profile}, not confirmed for {unread}",
             "note": f"judged as {profile}: {unread} not read (Kafka {version} is newer than every read "
                     f"profile; the deviations {profile} accepts are inherited, not confirmed for {unread}; "
                     f"`kipcheck profile read {version}` reads them)"}
