@@ -23,9 +23,11 @@ def test_upgrade_under_partition_and_kill(tmp_path):
                            "--faults", "partition,kill", "--seed", "8", "--duration", "40", "--quiet",
                            "--runs-dir", str(tmp_path)], capture_output=True, text=True, timeout=1200)
     run_dir = next(tmp_path.iterdir())
-    assert proc.returncode in (0, 1, 3), f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
     verdict = json.loads((run_dir / "verdict.json").read_text())
-    assert verdict["valid"] in (True, False, "unknown")
+    # docs/releases.md ("Rolling upgrades", measured): this run is valid under kafka-3.9
+    flagged = {k: len(x) for k, x in verdict["anomalies"].items() if x}
+    assert proc.returncode == 0, f"exit {proc.returncode}: {flagged}\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    assert verdict["valid"] is True, flagged
     assert verdict["profile"] == "kafka-3.9"  # the older release judges the mixed history
     assert f"rolling upgrade {OLD} -> {NEW}" in verdict["profile_note"]
 
