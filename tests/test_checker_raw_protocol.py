@@ -14,7 +14,7 @@ import pytest
 from kipcheck.checks.engine_local import check_records
 from kipcheck.rundir.history import write_jsonl
 from kipcheck.checks.rules.history_rules import PartitionHistoryRule
-from tests.support.raw_protocol import H, S, every_gap, offsets, opened, part, prr, sess, written
+from tests.support.raw_protocol import H, S, every_gap, killed, offsets, opened, part, prr, sess, written
 
 PROFILES = ("kip", "kafka-4.3")
 
@@ -110,6 +110,32 @@ def test_an_isr_of_the_leaders_epoch_shown_by_another_broker_may_be_the_leaders(
     assert set(found(with_other(S // 2, leader=3), profile)) == {"preferred-replica-violation"}
     assert set(found(with_other(S // 2, isr=(1, 3)), profile)) == {"preferred-replica-violation"}
     assert set(found(with_other(3 * S), profile)) == {"preferred-replica-violation"}  # shown only 2 s later
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_a_replica_every_broker_shows_out_of_the_isr_is_not_in_sync(profile):
+    """Issue 21 section 3: broker 3 is killed; broker 2's metadata shows it out of the ISR
+    (and offline) under leader 1 in epoch 5 every second around the fetch, the leader's own
+    answers say nothing around it. The leader naming 3 was accepted: only its own answers
+    within 6 s counted as proof."""
+    bad = killed()
+    assert set(found(bad, profile)) == {"preferred-replica-violation"}
+    [example] = found(bad, profile)["preferred-replica-violation"]
+    assert "every broker's metadata shows 3 out of the ISR or offline in epoch 5" in example["message"]
+    assert set(found(killed(offline=()), profile)) == {"preferred-replica-violation"}  # out of the ISR, still listed
+    # near misses, each accepted: a gap of 6 s in the answers (it may have rejoined and left),
+    assert found(killed(times=[*range(0, 8), *range(14, 21)]), profile) == {}
+    # the chain starting less than a second before the fetch (the leader may not have replayed it yet),
+    assert found(killed(times=range(10, 21), at=10 * S + S // 2), profile) == {}
+    # nothing 1 s after it, an answer showing 3 in the ISR before the fetch (even of another broker),
+    assert found(killed(times=range(0, 11)), profile) == {}
+    assert found(killed(shows={4: (1, 2, 3)}), profile) == {}
+    # a fault in the chain, another epoch or leader named by the answers, or a request epoch not accepted
+    assert found(killed(fault=9), profile) == {}
+    assert found(killed(epoch=4), profile) == {}
+    assert found(killed(broker=2).meta(10 * S + S // 3, broker=3, leader=2, isr=(2,)), profile) == {}
+    # once 3 shows back in the ISR after the fetch (a restarted broker rejoined), the fetch is still judged
+    assert set(found(killed(shows={15: (1, 2, 3), 16: (1, 2, 3)}), profile)) == {"preferred-replica-violation"}
 
 
 @pytest.mark.parametrize("profile", PROFILES)

@@ -64,6 +64,18 @@ def prr(pref=2, rack="r2", isr=((1, 2, 3), (1, 2, 3), (1, 2, 3)), leader=1, offl
     return h
 
 
+def killed(times=range(0, 21), at=10 * S, isr=(1, 2), offline=(3,), broker=2, shows=None, fault=None, epoch=5):
+    """Broker 3 killed: `broker`'s metadata every second (`times`) shows it out of the ISR and
+    offline (`shows`: {second: isr} overrides), broker 1 (the leader, with no answers of
+    its own) names 3 as the preferred replica to a client in rack r3 at `at`."""
+    h = H()
+    for t in times:
+        h.meta(t * S, broker=broker, isr=(shows or {}).get(t, isr), offline=offline if t not in (shows or {}) else ())
+        if fault is not None and t == fault:
+            h.fault(t * S + S // 2, "pause", [2])
+    return h.fetch(at, 0, [], broker=1, pref=3, rack="r3", epoch=epoch)
+
+
 def part(offset=0, hwm=10, start=0, recs=(), error="NONE", omitted=False, missing=False, pref=-1):
     e = {"topic": "t", "partition": 0, "fetch_offset": offset, "error": error}
     if omitted:
