@@ -159,6 +159,65 @@ def test_incremental_response_with_nothing_new_is_flagged(profile):
     assert found(omitted, profile) == {}
 
 
+
+def omitted_after(hwm=12, recs=(), when=S, epoch=5, fault=None, earlier_epoch=False, leader=1, meta_after=3 * S):
+    """Broker 1's session 42 last sent t/0 with HWM 10 at fetch offset 10; at `when` another
+    client's sessionless fetch to broker 1 reported HWM `hwm` (and returned `recs`); at 2 s
+    the session's incremental response leaves t/0 out. Broker 1's metadata: epoch 5 under
+    `leader` at 0.5 s and `meta_after`, and epoch 4 at 0.25 s when `earlier_epoch`."""
+    h = sess(H(), 0, 0, 0, 42, [part(10, hwm=10)])
+    if earlier_epoch:
+        h.meta(S // 4, epoch=4, leader=1)
+    h.meta(S // 2, leader=leader)
+    events = [(when, lambda: h.fetch(when, 10, recs, broker=1, hwm=hwm, epoch=epoch, rack="r1")),
+              (2 * S, lambda: sess(h, 2 * S, 42, 1, 42, [part(10, omitted=True)], sent=[])),
+              (meta_after, lambda: h.meta(meta_after, leader=leader))]
+    if fault:
+        events.append((S + S // 2, lambda: h.fault(S + S // 2, fault, [1])))
+    for _, add in sorted(events, key=lambda e: e[0]):
+        add()
+    return h
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_an_incremental_response_leaving_out_a_partition_whose_hwm_the_broker_had_moved_is_flagged(profile):
+    """Issue 21 section 3 (KIP-227 "Incremental Fetch Responses"): the session last sent HWM
+    10 with nothing at offset 10, so leaving t/0 out looked fine; but broker 1 had answered
+    HWM 12 (or served offset 11) in epoch 5 before the request was sent, and its HWM does not
+    go back in an epoch: the HWM changed, so the partition had to be in the response."""
+    bad = omitted_after()
+    assert set(found(bad, profile)) == {"fetch-session-violation"}
+    [example] = found(bad, profile)["fetch-session-violation"]
+    assert "its HWM had changed since the session last sent it (10)" in example["message"]
+    assert example["rule"] == "kip227.may_omit"
+    # records served past the session's HWM, under an HWM sampled before the read (10)
+    assert "fetch-session-violation" in found(omitted_after(hwm=10, recs=[(10, "a"), (11, "b")]), profile)
+    # across the session's own requests: its full response served offsets 10 and 11 with an HWM
+    # of 10 sampled before the read, so the HWM had passed 11 before the next request
+    own = sess(H().meta(0), S // 2, 0, 0, 42, [part(10, hwm=10, recs=(10, 11))])
+    own = sess(own, 2 * S, 42, 1, 42, [part(10, omitted=True)], sent=[]).meta(3 * S)
+    assert "fetch-session-violation" in found(own, profile)
+    # near misses, each accepted: the same HWM as the session's, an answer made after the request
+    # was sent, in another epoch, across a kill, or with the request's epoch not proven
+    assert found(omitted_after(hwm=10), profile) == {}
+    assert found(omitted_after(when=2 * S + S // 2), profile) == {}
+    assert found(omitted_after(epoch=4), profile) == {}
+    assert found(omitted_after(fault="kill"), profile) == {}
+    assert found(omitted_after(meta_after=2 * S - S // 10), profile) == {}
+
+
+def test_a_follower_after_an_epoch_change_may_still_go_back_under_kafka():
+    """`follower-hwm-follows-leader`: broker 1 is a follower (leader 2) that saw epoch 4 and
+    whose HWM had not risen in epoch 5: it may still drop to a new leader's HWM, which may be
+    the session's, so under kafka-4.3 the floor proves nothing (known); under `kip` it does."""
+    h = omitted_after(earlier_epoch=True, leader=2)
+    assert set(found(h, "kip")) == {"fetch-session-violation"}
+    assert found(h, "kafka-4.3") == {}
+    assert set(found(h, "kafka-4.3", known=True)) == {"fetch-session-violation"}
+    # a known leader may not go back: flagged under both
+    assert set(found(omitted_after(earlier_epoch=True), "kafka-4.3")) == {"fetch-session-violation"}
+
+
 def test_incremental_response_with_a_preferred_replica_only_is_known_under_kafka():
     h = sess(opened(), S, 42, 1, 42, [part(10, hwm=10, pref=2)], sent=[])
     assert set(found(h, "kip")) == {"fetch-session-violation"}
