@@ -86,7 +86,8 @@ def read_value_committed(value, committed_values) -> bool:
 
 
 def hwm_may_go_back(is_leader: bool | None, profile: Profile, *, after_epoch_change: bool = False,
-                    rose_in_epoch: bool = False, back_in_epoch: bool = False) -> bool:
+                    rose_in_epoch: bool = False, back_in_epoch: bool = False, to: int | None = None,
+                    leader_floor: int | None = None) -> bool:
     """KIP-392 "High watermark propagation" (with KIP-207): the HWM a replica exposes
     never goes back within one leader epoch.
 
@@ -97,9 +98,14 @@ def hwm_may_go_back(is_leader: bool | None, profile: Profile, *, after_epoch_cha
     only on a known follower (`is_leader` False), after a leader-epoch change in the same
     process life (`after_epoch_change`: the replica was seen in an earlier epoch), while
     its HWM had not yet risen in this epoch (`rose_in_epoch`) and had not gone back in
-    it before (`back_in_epoch`)."""
+    it before (`back_in_epoch`). And only as deep as the new leader's HWM could have been
+    when the follower copied it: `to` (the HWM it went back to) is not below
+    `leader_floor`, the least HWM the new leader had by then (its HWM never goes back
+    while it leads, and it carries the HWM it had as a follower into its epoch; None:
+    nothing known, any depth)."""
     return (is_leader is False and profile.allows(profiles.FOLLOWER_HWM_FOLLOWS_LEADER)
-            and after_epoch_change and not rose_in_epoch and not back_in_epoch)
+            and after_epoch_change and not rose_in_epoch and not back_in_epoch
+            and (to is None or leader_floor is None or to >= leader_floor))
 
 
 def classify_fetch_offset(offset: int, log_start: int, leo: int, hwm: int) -> str:

@@ -156,7 +156,9 @@ BOUNDS: dict[str, str] = {
     "an acks=all send shows (kip392.read_value_committed).",
     FOLLOWER_HWM_FOLLOWS_LEADER: "Only on a known follower, after a leader-epoch change in the same life, once per "
     "epoch (after the first drop the follower follows the new leader, whose HWM does not go back), and only from the "
-    "HWM it carried into the epoch (not after it rose in it) (kip392.hwm_may_go_back).",
+    "HWM it carried into the epoch (not after it rose in it), and no deeper than the new leader's HWM could have been "
+    "when the follower copied it: its answers of the epoch before the follower's last answer above the drop, and those "
+    "of the epoch before it still held, in its life (kip392.hwm_may_go_back's leader_floor).",
     EMPTY_SESSION_CLOSED: "Only when the request left the session without partitions.",
     INCREMENTAL_EXTRA_PARTITIONS: "Only partitions of the session.",
     EVICT_SMALLEST: "The one victim kip227 computes.",

@@ -103,6 +103,39 @@ def test_a_follower_going_back_outside_the_fetcher_bound_is_a_regression(hwms, o
     outside(follower_history(*hwms, old_epoch=old_epoch), "hwm-regression", F)
 
 
+def leader_answers(*hwms, epoch=5, kill=False):
+    """The new leader 1's answers (`current_leader_epoch` accepted) of `epoch`, then a kill of it."""
+    return [fetch(0, hwm=h, current_leader_epoch=epoch, broker=1) for h in hwms] + (
+        [("nemesis", "fault", {"fault": "kill", "targets": [1], "phase": "start"}, None)] if kill else [])
+
+
+def follower_with_leader(before=(), between=(), drop=9):
+    """Follower 2 (epoch 4 under leader 3, HWM 8) in epoch 5 under leader 1: HWM 10 carried in,
+    then `drop`, then 11; leader 1's answers `before` 2's last 10 and `between` it and the drop."""
+    return history(meta(4, 3), fetch(0, hwm=8, current_leader_epoch=4), meta(5, 1), *before,
+                   fetch(0, hwm=10, current_leader_epoch=5), *between,
+                   *(fetch(0, hwm=h, current_leader_epoch=5) for h in (drop, drop, 11)), meta(5, 1))
+
+
+def test_a_follower_going_back_no_deeper_than_its_new_leaders_hwm_is_known():
+    inside(follower_with_leader(leader_answers(9, epoch=4)), "hwm-regression", F)  # as deep as the leader's
+    inside(follower_with_leader(leader_answers(9)), "hwm-regression", F)
+    # the leader's answers after the follower's last uncopied one: the copy may have come first
+    inside(follower_with_leader(between=leader_answers(10)), "hwm-regression", F)
+    # the leader's answers from an older epoch (it may have gone back in between), or before its kill
+    inside(follower_with_leader(leader_answers(10, epoch=3)), "hwm-regression", F)
+    inside(follower_with_leader(leader_answers(10, epoch=4, kill=True)), "hwm-regression", F)
+
+
+@pytest.mark.parametrize("leader", [leader_answers(10, epoch=4), leader_answers(10), leader_answers(8, 10)])
+def test_a_follower_going_back_below_its_new_leaders_hwm_is_a_regression(leader):
+    """Issue 21 section 1: the drop was once per epoch, of any depth. Leader 1 had HWM 10 in
+    epoch 4 (carried into its epoch 5) or in epoch 5 before the follower copied: 9 is deeper."""
+    outside(follower_with_leader(leader), "hwm-regression", F)
+    assert "below the HWM 10 its new leader 1 had proven by then" in " ".join(
+        a.message for a in both(follower_with_leader(leader), "kafka-4.3"))
+
+
 def test_a_leader_going_back_is_a_regression_whatever_the_profile():
     outside(history(meta(4, 3), fetch(0, hwm=8, current_leader_epoch=4), meta(5, 2),
                     fetch(0, hwm=10, current_leader_epoch=5), fetch(0, hwm=9, current_leader_epoch=5), meta(5, 2)),

@@ -19,7 +19,7 @@ from kipcheck.reference_model import kip392, profiles
 from kipcheck.reference_model.state import NONE, Replica
 
 from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
-from kipcheck.checks.rules.log_bounds import Extremes, Lives, SendBound, fault_brokers, hwm_series, hwm_values
+from kipcheck.checks.rules.log_bounds import Extremes, HwmFloor, Lives, SendBound, fault_brokers, hwm_series, hwm_values
 from kipcheck.checks.rules.observe import EpochIndex, Op, answered, as_int, known_as, partitions_of, proven_epoch, verdict
 
 KIP392_ERRORS = {"NONE", "OFFSET_OUT_OF_RANGE", "OFFSET_NOT_AVAILABLE"}
@@ -254,35 +254,39 @@ class HighWatermarkRule(BaseRule):
     responses, and ListOffsets latest for read_uncommitted clients. A request answered
     after another completed must see at least that HWM. State-losing faults on the
     broker start afresh. Under `follower-hwm-follows-leader` a follower may go back once
-    per epoch, within the bound `kip392.hwm_may_go_back` states. Also: OffsetsForLeaderEpoch
-    end offsets for consumers must not exceed the HWM (KIP-392 "Protocol Changes"), proven
-    by a later, lower HWM."""
+    per epoch, within the bound `kip392.hwm_may_go_back` states, and no deeper than the
+    new leader's HWM could have been (`_leader_floor`: the new leader's own answers, so
+    one group holds every broker's). Also: OffsetsForLeaderEpoch end offsets for
+    consumers must not exceed the HWM (KIP-392 "Protocol Changes"), proven by a later,
+    lower HWM."""
 
     anomalies = ("hwm-regression", "wrong-fetch-error")
+    key = "hwm"
 
     def group_keys(self, record: dict) -> Iterable[str]:
-        v = record.get("value") or {}
         f = record.get("f")
-        if f in ("fetch", "list_offsets", "offsets_for_leader_epoch", "metadata"):
-            yield f"hwm:{v.get('broker')}"
-        elif f == "fault":
-            yield from (f"hwm:{b}" for b in fault_brokers(record))
+        if f in ("fetch", "list_offsets", "offsets_for_leader_epoch", "metadata") or (
+                f == "fault" and fault_brokers(record)):
+            yield self.key
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
-        epochs = EpochIndex(answered(records, ["metadata"]))
-        lives = Lives(records)
-        ops = answered(records, ["fetch", "list_offsets", "offsets_for_leader_epoch"])
-        series = hwm_series(ops, epochs, lives)
-        caps = [(op, *value) for op in ops if op.f == "offsets_for_leader_epoch" and lives.of_op(op) is not None
-                for value in hwm_values(op, epochs)]
+        by_broker: dict[str, list[dict]] = {}
+        for r in records:
+            targets = fault_brokers(r) if r.get("f") == "fault" else [(r.get("value") or {}).get("broker")]
+            for b in targets:
+                by_broker.setdefault(str(b), []).append(r)
+        views = {b: _BrokerHwm(rs) for b, rs in by_broker.items()}
         out = []
-        for key, items in series.items():
-            out += self._regressions(key, items, series, epochs, lives.start_of(key[3]), profile)
-        return out + self._uncapped(caps, series, lives, profile)
+        for view in views.values():
+            for key, items in view.series.items():
+                out += self._regressions(key, items, view, views, profile)
+            out += self._uncapped(view.caps, view.series, view.lives, profile)
+        return out
 
     @staticmethod
-    def _regressions(key, items: list, series: dict, epochs: EpochIndex, life_start: int, profile: str) -> list[Anomaly]:
+    def _regressions(key, items: list, view: "_BrokerHwm", views: dict, profile: str) -> list[Anomaly]:
         topic, part, epoch, life = key
+        series, epochs, life_start = view.series, view.epochs, view.lives.start_of(life)
         out = []
         highest_done = _PrefixMax(items)
         drop = None  # the first answer (by invoke) below an earlier one: where a follower copies the leader
@@ -292,6 +296,7 @@ class HighWatermarkRule(BaseRule):
             if a is None or b.hwm >= a.hwm:
                 continue
             broker = b.op.value.get("broker")
+            leader = epochs.leader_of_epoch(broker, topic, part, epoch)
             if drop is None:
                 drop = b
                 rose = _rose([x for x in items if x.op.completed < drop.op.invoked])
@@ -299,13 +304,21 @@ class HighWatermarkRule(BaseRule):
                     epochs.earlier_epoch_seen(broker, topic, part, epoch, after=life_start, before=drop.op.invoked)
             back_again = b is not drop and any(x.hwm > b.hwm for x in items
                                                if x.op.invoked >= drop.op.invoked and x.op.completed < b.op.invoked)
-            leader = epochs.leader_of_epoch(broker, topic, part, epoch)
             is_leader = None if leader is None else leader == as_int(broker, -2)
-            kind = verdict(lambda p: kip392.hwm_may_go_back(is_leader, p, after_epoch_change=changed, rose_in_epoch=rose,
-                                                             back_in_epoch=back_again), profile)
+            floors: dict = {}
+
+            def allowed(p):
+                floors[p.name] = _leader_floor(views, leader, topic, part, epoch, items, b, p) if b is drop else None
+                return kip392.hwm_may_go_back(is_leader, p, after_epoch_change=changed, rose_in_epoch=rose,
+                                              back_in_epoch=back_again, to=b.hwm, leader_floor=floors[p.name])
+
+            kind = verdict(allowed, profile)
+            floor = max((f for f in floors.values() if f is not None), default=None)
             why = [n for n, c in (("no earlier leader epoch seen in this life", not changed),
                                   ("its HWM had already risen in this epoch", rose),
-                                  ("it had already gone back in this epoch", back_again)) if c]
+                                  ("it had already gone back in this epoch", back_again),
+                                  (f"below the HWM {floor} its new leader {leader} had proven by then",
+                                   floor is not None and b.hwm < floor)) if c]
             note = f" (a follower of {leader}" + (f": {'; '.join(why)})" if why and kind == "anomaly" else ")")
             out += _anomaly(kind, "hwm-regression", "kip392.hwm_may_go_back", a.op.indices + b.op.indices,
                             f"broker {broker} reported HWM {b.hwm} for {topic}/{part} in leader "
@@ -329,6 +342,44 @@ class HighWatermarkRule(BaseRule):
                             f"above the HWM ({proof.hwm} even later): KIP-392 caps it at the HWM",
                             end_offset=end, later_high_watermark=proof.hwm)
         return out
+
+
+class _BrokerHwm:
+    """One broker's HWM answers (`hwm_series`), leader epochs, lives and OffsetsForLeaderEpoch caps."""
+
+    def __init__(self, records: Sequence[dict]):
+        self.epochs = EpochIndex(answered(records, ["metadata"]))
+        self.lives = Lives(records)
+        ops = answered(records, ["fetch", "list_offsets", "offsets_for_leader_epoch"])
+        self.series = hwm_series(ops, self.epochs, self.lives)
+        self.caps = [(op, *value) for op in ops if op.f == "offsets_for_leader_epoch" and self.lives.of_op(op) is not None
+                     for value in hwm_values(op, self.epochs)]
+        self.floor = HwmFloor(ops, self.epochs, self.lives, self.series)
+
+
+def _leader_floor(views: dict, leader, topic, part, epoch: int, items: list, drop, profile) -> int | None:
+    """The least HWM the new `leader` of `epoch` had when the follower copied it, i.e. after
+    the follower's last answer above its drop (it had not copied yet) was invoked: the
+    leader's answers in `epoch` completed before then (a leader's HWM never goes back), and
+    those of `epoch` - 1 it still held (`HwmFloor.held`: it carries its HWM into its epoch;
+    `epoch` - 1 so that no epoch it may have gone back in lies between), in its life at the
+    drop. None: nothing proven (any depth)."""
+    view = views.get(str(leader)) if leader is not None else None
+    if view is None:
+        return None
+    uncopied = [x.op.invoked for x in items if x.hwm > drop.hwm and x.op.completed < drop.op.invoked]
+    life = view.lives.of(drop.op.invoked)
+    if life != view.lives.of(drop.op.completed):
+        return None
+
+    def may_go_back(is_leader, changed, rose, back):
+        return kip392.hwm_may_go_back(is_leader, profile, after_epoch_change=changed, rose_in_epoch=rose,
+                                      back_in_epoch=back)
+
+    found = [view.floor.held(leader, topic, part, epoch - 1, life, drop.op.completed, may_go_back)]
+    if uncopied:
+        found.append(view.floor.held(leader, topic, part, epoch, life, max(uncopied), may_go_back))
+    return max((f for f in found if f is not None), default=None)
 
 
 class _PrefixMax:
