@@ -157,18 +157,22 @@ class HwmFloor:
     def held(self, broker, topic, partition, epoch: int, life: int, before: int, may_go_back) -> int | None:
         """The least HWM `broker` had in `epoch` and `life` from `before` on (while it stayed
         in them), from its answers completed before `before`."""
-        before_points = [p for p in self.points.get((topic, partition, epoch, life), ()) if p[1] < before]
-        if not before_points:
+        points = [p for p in self.points.get((topic, partition, epoch, life), ()) if p[1] < before]
+        if not points:
             return None
-        later = lambda a: [b for b in before_points if b[3] and b[0] > a[1]]  # noqa: E731 (reports made after a)
-        back = any(b[2] < a[2] for a in before_points for b in later(a))
-        rose = any(b[2] > a[2] for a in before_points if a[3] for b in later(a))
+        reports = [p for p in points if p[3]]
+        highest_done = Extremes(((a[1], a[2]) for a in points), max)  # by completion
+        lowest_report_done = Extremes(((a[1], a[2]) for a in reports), min)
+        lowest_report_after = Extremes(((b[0], b[2]) for b in reports), min)  # by invoke
+        # a report below (above) an answer completed before it was invoked: gone back (risen)
+        back = any((h := highest_done.before(b[0])) is not None and b[2] < h for b in reports)
+        rose = any((lo := lowest_report_done.before(b[0])) is not None and b[2] > lo for b in reports)
         leader = self.epochs.leader_of_epoch(broker, topic, partition, epoch)
         after_change = self.epochs.earlier_epoch_seen(broker, topic, partition, epoch,
                                                       self.lives.start_of(life), before)
         if may_go_back(None if leader is None else leader == as_int(broker), after_change, rose, back):
             return None
-        held = [a[2] for a in before_points if not any(b[2] < a[2] for b in later(a))]
+        held = [a[2] for a in points if (lo := lowest_report_after.after(a[1])) is None or lo >= a[2]]
         return max(held, default=None)
 
 
