@@ -14,7 +14,7 @@ import pytest
 from kipcheck.checks.engine_local import check_records
 from kipcheck.rundir.history import write_jsonl
 from kipcheck.checks.rules.history_rules import PartitionHistoryRule
-from tests.support.raw_protocol import H, S, every_gap, killed, offsets, opened, part, prr, sess, written
+from tests.support.raw_protocol import H, S, every_gap, killed, offsets, omitted_after, opened, part, prr, sess, written
 
 PROFILES = ("kip", "kafka-4.3")
 
@@ -158,25 +158,6 @@ def test_incremental_response_with_nothing_new_is_flagged(profile):
     omitted = sess(opened(), S, 42, 1, 42, [part(10, omitted=True)], sent=[])
     assert found(omitted, profile) == {}
 
-
-
-def omitted_after(hwm=12, recs=(), when=S, epoch=5, fault=None, earlier_epoch=False, leader=1, meta_after=3 * S):
-    """Broker 1's session 42 last sent t/0 with HWM 10 at fetch offset 10; at `when` another
-    client's sessionless fetch to broker 1 reported HWM `hwm` (and returned `recs`); at 2 s
-    the session's incremental response leaves t/0 out. Broker 1's metadata: epoch 5 under
-    `leader` at 0.5 s and `meta_after`, and epoch 4 at 0.25 s when `earlier_epoch`."""
-    h = sess(H(), 0, 0, 0, 42, [part(10, hwm=10)])
-    if earlier_epoch:
-        h.meta(S // 4, epoch=4, leader=1)
-    h.meta(S // 2, leader=leader)
-    events = [(when, lambda: h.fetch(when, 10, recs, broker=1, hwm=hwm, epoch=epoch, rack="r1")),
-              (2 * S, lambda: sess(h, 2 * S, 42, 1, 42, [part(10, omitted=True)], sent=[])),
-              (meta_after, lambda: h.meta(meta_after, leader=leader))]
-    if fault:
-        events.append((S + S // 2, lambda: h.fault(S + S // 2, fault, [1])))
-    for _, add in sorted(events, key=lambda e: e[0]):
-        add()
-    return h
 
 
 @pytest.mark.parametrize("profile", PROFILES)

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from kipcheck.checks.rules.base import DEVIATIONS
 from kipcheck.checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
 from kipcheck.reference_model import profiles
-from tests.support.histories import fetch, follower_history, history, meta, names, run
+from tests.support.histories import fetch, follower_history, follower_with_leader, history, leader_answers, meta, names, run
 
 
 def carrying(deviation):
@@ -101,20 +101,6 @@ def test_a_follower_going_back_once_after_an_election_is_known():
 ])
 def test_a_follower_going_back_outside_the_fetcher_bound_is_a_regression(hwms, old_epoch):
     outside(follower_history(*hwms, old_epoch=old_epoch), "hwm-regression", F)
-
-
-def leader_answers(*hwms, epoch=5, kill=False):
-    """The new leader 1's answers (`current_leader_epoch` accepted) of `epoch`, then a kill of it."""
-    return [fetch(0, hwm=h, current_leader_epoch=epoch, broker=1) for h in hwms] + (
-        [("nemesis", "fault", {"fault": "kill", "targets": [1], "phase": "start"}, None)] if kill else [])
-
-
-def follower_with_leader(before=(), between=(), drop=9):
-    """Follower 2 (epoch 4 under leader 3, HWM 8) in epoch 5 under leader 1: HWM 10 carried in,
-    then `drop`, then 11; leader 1's answers `before` 2's last 10 and `between` it and the drop."""
-    return history(meta(4, 3), fetch(0, hwm=8, current_leader_epoch=4), meta(5, 1), *before,
-                   fetch(0, hwm=10, current_leader_epoch=5), *between,
-                   *(fetch(0, hwm=h, current_leader_epoch=5) for h in (drop, drop, 11)), meta(5, 1))
 
 
 def test_a_follower_going_back_no_deeper_than_its_new_leaders_hwm_is_known():

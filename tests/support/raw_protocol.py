@@ -96,6 +96,25 @@ def opened(hwm=10, replica_id=-1):
     return sess(H(), 0, 0, 0, 42, [part(10, hwm=hwm)], replica_id=replica_id)
 
 
+def omitted_after(hwm=12, recs=(), when=S, epoch=5, fault=None, earlier_epoch=False, leader=1, meta_after=3 * S):
+    """Broker 1's session 42 last sent t/0 with HWM 10 at fetch offset 10; at `when` another
+    client's sessionless fetch to broker 1 reported HWM `hwm` (and returned `recs`); at 2 s
+    the session's incremental response leaves t/0 out. Broker 1's metadata: epoch 5 under
+    `leader` at 0.5 s and `meta_after`, and epoch 4 at 0.25 s when `earlier_epoch`."""
+    h = sess(H(), 0, 0, 0, 42, [part(10, hwm=10)])
+    if earlier_epoch:
+        h.meta(S // 4, epoch=4, leader=1)
+    h.meta(S // 2, leader=leader)
+    events = [(when, lambda: h.fetch(when, 10, recs, broker=1, hwm=hwm, epoch=epoch, rack="r1")),
+              (2 * S, lambda: sess(h, 2 * S, 42, 1, 42, [part(10, omitted=True)], sent=[])),
+              (meta_after, lambda: h.meta(meta_after, leader=leader))]
+    if fault:
+        events.append((S + S // 2, lambda: h.fault(S + S // 2, fault, [1])))
+    for _, add in sorted(events, key=lambda e: e[0]):
+        add()
+    return h
+
+
 def offsets(*answers, fault=None, epochs=None):
     """ListOffsets answers of broker 1 (timestamp, offset[, isolation]) a second apart."""
     h = H()
