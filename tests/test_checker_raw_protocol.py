@@ -132,6 +132,9 @@ def test_a_replica_every_broker_shows_out_of_the_isr_is_not_in_sync(profile):
     assert found(killed(shows={4: (1, 2, 3)}), profile) == {}
     # a fault in the chain, another epoch or leader named by the answers, or a request epoch not accepted
     assert found(killed(fault=9), profile) == {}
+    # a fault running on another node (the leader may be cut off from the controller, its image frozen)
+    assert found(killed(running=("partition", 1)), profile) == {}
+    assert set(found(killed(running=None), profile)) == {"preferred-replica-violation"}
     assert found(killed(epoch=4), profile) == {}
     assert found(killed(broker=2).meta(10 * S + S // 3, broker=3, leader=2, isr=(2,)), profile) == {}
     # once 3 shows back in the ISR after the fetch (a restarted broker rejoined), the fetch is still judged

@@ -49,6 +49,11 @@ ISR_SPAN_NS = 6_000_000_000
 IMAGE_LAG_NS = 1_000_000_000
 
 GROUP = "prr"
+#: Faults that act on the named replica's own node only: while one of them runs on it alone,
+#: the leader is not cut off from the controller by it, so other brokers' metadata answers
+#: still say what the leader replays (`isr_proven_out_by_all`); any other fault running
+#: during the proof may leave the leader's image behind theirs (an isolated leader).
+OWN_NODE_FAULTS = {"kill", "pause", "restart", "wipe", "truncate"}
 
 
 class PreferredReplicaRule(BaseRule):
@@ -72,6 +77,7 @@ class _Judge:
         self.racks: dict[int, str] = {}
         self.meta: dict[tuple, list[tuple]] = {}  # (broker, topic, partition) -> [(invoked, completed, epoch, leader, in_isr, replicas)]
         self.faults: list[int] = []
+        self.fault_records: list[tuple] = []  # (time, kind, phase, targets) of each fault completion
         self.invoked: dict = {}  # (process, f) -> (index, time) of the pending invoke
         self.named: list[tuple] = []  # (indices, invoked, completed, value, entry, preferred)
 
@@ -79,6 +85,9 @@ class _Judge:
         f, v = r["f"], r.get("value") or {}
         if f == "fault":
             self.faults.append(r.get("time", 0))
+            if r["type"] != "invoke":  # the completion names the targets
+                self.fault_records.append((r.get("time", 0), v.get("fault"), v.get("phase"),
+                                           frozenset(as_int(b) for b in v.get("targets") or [])))
             return
         k = (r.get("process"), f)
         if r["type"] == "invoke":
@@ -129,6 +138,7 @@ class _Judge:
                     self.replicas_in_epoch.setdefault((topic, partition, epoch), set()).update(replicas)
         for answers in self.by_partition.values():
             answers.sort(key=lambda a: a[1])
+        self.fault_spans = self._fault_spans()
         self.faults.sort()
         out = []
         for indices, invoked, completed, v, e, pref in self.named:
@@ -173,6 +183,26 @@ class _Judge:
         k = bisect.bisect_left(self.faults, start)
         return k < len(self.faults) and self.faults[k] <= end
 
+    def _fault_spans(self) -> list[tuple]:
+        """(start, end, kind, targets) of each fault: from its start to the completion of its
+        stop (same kind and targets; `heal-all` stops all), or to the end of the history."""
+        spans, running = [], {}
+        for t, kind, phase, targets in sorted(self.fault_records, key=lambda x: x[0]):
+            if phase == "start":
+                running.setdefault((kind, targets), t)
+            elif kind == "heal-all":
+                spans += [(start, t, k, ts) for (k, ts), start in running.items()]
+                running.clear()
+            elif (kind, targets) in running:
+                spans.append((running.pop((kind, targets)), t, kind, targets))
+        return spans + [(start, float("inf"), k, ts) for (k, ts), start in running.items()]
+
+    def other_fault_running(self, start: int, end: int, replica: int) -> bool:
+        """Whether a fault other than one on `replica`'s own node alone (`OWN_NODE_FAULTS`) ran
+        at some time in [start, end]."""
+        return any(s <= end and e >= start and not (k in OWN_NODE_FAULTS and ts == {replica})
+                   for s, e, k, ts in self.fault_spans)
+
     def isr_proven_out_by_all(self, topic, partition, epoch: int | None, leader: int, replica: int,
                               invoked: int, completed: int) -> bool:
         """`replica` was out of `leader`'s ISR (or offline) in `epoch` while the fetch was
@@ -183,7 +213,9 @@ class _Judge:
         `IMAGE_LAG_NS` after it completed, every answer between them of `epoch` under
         `leader` showing it out, consecutive answers less than `ISR_SPAN_NS` apart (a rejoin
         stays in the ISR at least `replica.lag.time.max.ms` or until fenced, so every cache
-        would show it in some answer of the chain), and no fault in the chain's span."""
+        would show it in some answer of the chain), no fault record in the chain's span, and
+        no fault running during it but one on the replica's own node alone (a fault that cuts
+        the leader off from the controller freezes its image while the others' move on)."""
         if epoch is None:
             return False
         answers = self.by_partition.get((topic, partition), [])
@@ -198,7 +230,8 @@ class _Judge:
             if prev is not None and a[1] - prev[0] >= ISR_SPAN_NS:
                 return False
             if a[0] >= completed + IMAGE_LAG_NS:
-                return not self.fault_between(answers[i][0], a[1])
+                return not (self.fault_between(answers[i][0], a[1])
+                            or self.other_fault_running(answers[i][0] - IMAGE_LAG_NS, a[1], replica))
             prev = a
         return False
 

@@ -64,11 +64,15 @@ def prr(pref=2, rack="r2", isr=((1, 2, 3), (1, 2, 3), (1, 2, 3)), leader=1, offl
     return h
 
 
-def killed(times=range(0, 21), at=10 * S, isr=(1, 2), offline=(3,), broker=2, shows=None, fault=None, epoch=5):
+def killed(times=range(0, 21), at=10 * S, isr=(1, 2), offline=(3,), broker=2, shows=None, fault=None, epoch=5,
+           running=("kill", 3)):
     """Broker 3 killed: `broker`'s metadata every second (`times`) shows it out of the ISR and
     offline (`shows`: {second: isr} overrides), broker 1 (the leader, with no answers of
-    its own) names 3 as the preferred replica to a client in rack r3 at `at`."""
+    its own) names 3 as the preferred replica to a client in rack r3 at `at`. `running`: a
+    fault (kind, target) started before and never stopped."""
     h = H()
+    if running:
+        h.fault(-S, running[0], [running[1]])
     for t in times:
         h.meta(t * S, broker=broker, isr=(shows or {}).get(t, isr), offline=offline if t not in (shows or {}) else ())
         if fault is not None and t == fault:
