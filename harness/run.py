@@ -336,11 +336,17 @@ def _older_release(options: RunOptions) -> str:
     return older(options.upgrade_from, options.upgrade_to)
 
 
+def gate_uncovered(verdict: dict, run_dir: Path, options: RunOptions) -> dict:
+    """A run's verdict is unknown where a rule its set-up reached decided nothing, unless
+    `--allow-uncovered` (checks.coverage.require_reachable); the campaign's check too."""
+    from kipcheck.checks.coverage import require_reachable
+    from kipcheck.rundir.config import load as load_config
+    return verdict if options.allow_uncovered else require_reachable(verdict, load_config(run_dir))
+
+
 def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:
     """Parquet, verdict, report: each step independent, so a crash in one keeps the others."""
     from kipcheck.checks.api import check, write_verdict
-    from kipcheck.checks.coverage import require_reachable
-    from kipcheck.rundir.config import load as load_config
     from kipcheck.rundir.history import HistoryError, to_parquet
     verdict = None
     try:
@@ -350,8 +356,7 @@ def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:
             verdict = check(run_dir, engine=options.engine, profile=options.profile,
                             require_coverage=options.require_coverage,
                             recovery_bound=options.recovery_bound, crash_loop=options.crash_loop)
-            if not options.allow_uncovered:
-                verdict = require_reachable(verdict, load_config(run_dir))
+            verdict = gate_uncovered(verdict, run_dir, options)
             write_verdict(verdict, run_dir / "verdict.json")
     except HistoryError as e:
         ui.note(f"error: {e}")
