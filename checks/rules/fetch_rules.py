@@ -53,7 +53,7 @@ class ConsumerFetchRule(BaseRule):
     when read (groups `kip392-fetch:<broker>`); the partition's sends give a greatest LEO
     and HWM (groups `kip392-leo:<topic>/<partition>`); the leader's HWM gives an in-sync
     follower a least LEO (`kip392.leo_reached_leader_hwm`; one group, `kip392-isr`:
-    consumer fetches, metadata, faults). Only answers no log within those bounds
+    consumer fetches, ListOffsets, metadata, faults). Only answers no log within those bounds
     explains are flagged."""
 
     anomalies = ("uncommitted-read", "wrong-fetch-error")
@@ -71,6 +71,7 @@ class ConsumerFetchRule(BaseRule):
             yield ISR_GROUP
         elif f == "list_offsets":
             yield f"kip392-fetch:{v.get('broker')}"
+            yield ISR_GROUP  # the broker's own bounds there are its group's (`_broker_answers`)
         elif f == "offsets_for_leader_epoch" or f == "send":
             yield f"kip392-leo:{v.get('topic')}/{v.get('partition')}"
         elif f == "fault":
