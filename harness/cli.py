@@ -146,11 +146,11 @@ def cmd_cluster(args) -> int:
 
 def cmd_selftest(args) -> int:
     from kipcheck.harness.progress import ProgressUI
-    from kipcheck.harness.selftest import format_markdown, format_text, matrix_passes, run_matrix
+    from kipcheck.harness.selftest import format_markdown, format_text, matrix_passes, restatus, run_matrix
     if args.from_matrix:
         try:
-            matrix = json.loads(Path(args.from_matrix).read_text())
-        except (OSError, ValueError) as e:
+            matrix = restatus(json.loads(Path(args.from_matrix).read_text()))
+        except (OSError, ValueError, KeyError) as e:
             raise HarnessError(f"cannot read {args.from_matrix}: {e}") from None
     else:
         bugs = [b.strip() for b in args.bugs.split(",") if b.strip()] if args.bugs else None
