@@ -123,6 +123,12 @@ def test_a_replica_every_broker_shows_out_of_the_isr_is_not_in_sync(profile):
     [example] = found(bad, profile)["preferred-replica-violation"]
     assert "every broker's metadata shows 3 out of the ISR or offline in epoch 5" in example["message"]
     assert set(found(killed(offline=()), profile)) == {"preferred-replica-violation"}  # out of the ISR, still listed
+    # the leader's own answers span 14 s around the fetch (too long for its own proof): the others' decide
+    sparse = killed()
+    sparse.meta(3 * S, broker=1, isr=(1, 2)).meta(17 * S, broker=1, isr=(1, 2))
+    sparse.records.sort(key=lambda r: r["time"])
+    sparse.records[:] = [dict(r, index=i) for i, r in enumerate(sparse.records)]
+    assert set(found(sparse, profile)) == {"preferred-replica-violation"}
     # near misses, each accepted: a gap of 6 s in the answers (it may have rejoined and left),
     assert found(killed(times=[*range(0, 8), *range(14, 21)]), profile) == {}
     # the chain starting less than a second before the fetch (the leader may not have replayed it yet),
