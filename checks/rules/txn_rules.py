@@ -1,0 +1,264 @@
+"""Transactions as read_committed readers and fetch answers show them (KIP-98 / KIP-447 / KIP-890).
+
+One rule, one group for the run, judged as it streams by: it needs every transaction's
+sends, ends and reads across partitions, but keeps only a small entry per transactional send
+(its transaction, partition, offset, whether a read_committed reader saw it), the earliest
+read_committed read of each transaction and, per partition, the LSO answers that could show a
+transaction hanging. The judgements are `reference_model.transactions`'s:
+
+* `aborted-read`, `precommitted-read`: a read_committed poll returned a record of an aborted
+  transaction, or returned it before the transaction's commit was called (or it never was);
+* `torn-transaction`: a committed transaction some of whose acknowledged records
+  read_committed readers never returned, although they read others of it and read that
+  partition past them;
+* `lso-violation`: a fetch answer whose LSO is above its HWM, that went back within one
+  broker's leader epoch and life, or a read_committed fetch answer with records at or above it;
+* `hanging-transaction` (liveness): a fetch answer asked later than the transaction's end (or
+  its start plus transaction.timeout.ms) plus the bound whose LSO still sits on one of its
+  records.
+
+`lost-write` for committed transactions and the gaps read_committed readers leave over
+aborted records are the history rule's (checks/rules/history_rules.py).
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from kipcheck.reference_model import transactions as model
+
+from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
+from kipcheck.checks.rules.log_bounds import STATE_LOSING_FAULTS, fault_brokers
+
+TXN_ANOMALIES = ("aborted-read", "precommitted-read", "torn-transaction", "lso-violation", "hanging-transaction")
+TXN_OPS = ("txn-begin", "txn-commit", "txn-abort")
+GROUP = "transactions"
+#: Kafka's transaction.abort.timed.out.transaction.cleanup.interval.ms (TransactionStateManager
+#: default): a timed-out transaction is aborted at the next of these sweeps
+CLEANUP_INTERVAL_NS = 10_000_000_000
+
+
+def fetch_entries(value: dict) -> list[dict]:
+    """A fetch completion's partition answers (inline or `partitions`)."""
+    parts = value.get("partitions")
+    return [e for e in parts if type(e) is dict] if parts is not None else [value]
+
+
+def _tp(topic, partition) -> str:
+    return f"{topic}/{partition}"
+
+
+class _Txn:
+    __slots__ = ("commit", "abort", "commit_began", "end_index", "end_time", "first_ack", "timeout_ms",
+                 "sends", "first_read")
+
+    def __init__(self):
+        self.commit, self.abort = [], []
+        self.commit_began = self.end_index = self.end_time = self.first_ack = self.timeout_ms = None
+        self.sends = []  # [tp, offset, read, completion index]
+        self.first_read = None  # (index, process, tp, offset) of the earliest read_committed read
+
+
+class TransactionRule(BaseRule):
+    """See the module docstring. `bound` (seconds): how long past its deadline a transaction
+    may still hold the LSO (the run's liveness bound; a coordinator may have to move first)."""
+
+    anomalies = TXN_ANOMALIES
+    key = GROUP
+    streams = True
+
+    def __init__(self, bound: float = 60.0):
+        self.bound = float(bound)
+
+    def group_keys(self, record: dict) -> Iterable[str]:
+        return (GROUP,) if self.split(record) else ()
+
+    def split(self, record: dict) -> list[tuple[str, dict]]:
+        f, v = record["f"], record["value"]
+        if f in TXN_OPS or (f == "send" and "txn" in v) or f == "fetch":
+            return [(GROUP, record)]
+        if f == "poll":
+            if record["type"] == "ok" and v.get("isolation") == model.READ_COMMITTED and v.get("records"):
+                return [(GROUP, {**record, "value": {"isolation": model.READ_COMMITTED, "records": v["records"]}})]
+            return []
+        if f == "fault" and v.get("fault") in STATE_LOSING_FAULTS:
+            return [(GROUP, record)]
+        return []
+
+    def start(self, key: str, profile: str) -> "_Judge":
+        return _Judge(int((self.bound * 1e9) + CLEANUP_INTERVAL_NS))
+
+
+class _Judge:
+    def __init__(self, bound_ns: int):
+        self.bound_ns = bound_ns
+        self.txns: dict[str, _Txn] = {}
+        self.by_value: dict = {}  # sent value -> (txn, its send entry)
+        self.rc_top: dict[str, tuple[int, int]] = {}  # tp -> (highest offset read_committed, index)
+        self.lives: dict[int, int] = {}
+        self.lso: dict = {}  # (broker, tp, epoch, life) -> (lso, index)
+        self.held: dict[str, dict[int, tuple[int, int]]] = {}  # tp -> {lso: (latest ask time, index)}
+        self.asked: dict = {}  # process -> its fetch invoke time
+        self.out: list[Anomaly] = []
+
+    def _txn(self, txn) -> _Txn:
+        t = self.txns.get(txn)
+        if t is None:
+            t = self.txns[txn] = _Txn()
+        return t
+
+    def add(self, r: dict) -> None:
+        f, t, v, i = r["f"], r["type"], r["value"], r["index"]
+        if f == "send":
+            txn = self._txn(v["txn"])
+            if t == "invoke":
+                entry = [_tp(v.get("topic"), v.get("partition")), None, False, None]
+                txn.sends.append(entry)
+                self.by_value[v.get("value")] = (v["txn"], entry)
+                return
+            found = self.by_value.get(v.get("value"))
+            if found is None:
+                return
+            entry = found[1]
+            entry[3] = i
+            off = v.get("offset")
+            if t == "ok" and type(off) is int and off >= 0:
+                entry[1] = off
+                if txn.first_ack is None:
+                    txn.first_ack = r["time"]
+        elif f == "poll":
+            for rec in v["records"]:
+                found = self.by_value.get(rec[3]) if len(rec) > 3 else None
+                tp = _tp(rec[0], rec[1])
+                top = self.rc_top.get(tp)
+                if type(rec[2]) is int and (top is None or rec[2] > top[0]):
+                    self.rc_top[tp] = (rec[2], i)
+                if found is None:
+                    continue
+                txn_id, entry = found
+                entry[2] = True
+                txn = self.txns[txn_id]
+                if txn.first_read is None:
+                    txn.first_read = (i, r["process"], tp, rec[2])
+        elif f in TXN_OPS:
+            txn = self._txn(v.get("txn"))
+            if f == "txn-begin":
+                if t == "invoke" and type(v.get("transaction_timeout_ms")) is int:
+                    txn.timeout_ms = v["transaction_timeout_ms"]
+                return
+            if t == "invoke":
+                if f == "txn-commit" and txn.commit_began is None:
+                    txn.commit_began = i
+                return
+            (txn.commit if f == "txn-commit" else txn.abort).append(t)
+            if t == "ok" and txn.end_time is None:
+                txn.end_time, txn.end_index = r["time"], i
+        elif f == "fetch":
+            if t == "invoke":
+                self.asked[r["process"]] = r["time"]
+            elif t == "ok":
+                self._fetched(r, v, self.asked.pop(r["process"], r["time"]))
+        elif f == "fault":
+            for b in fault_brokers(r):
+                self.lives[b] = self.lives.get(b, 0) + 1
+
+    def _fetched(self, r: dict, v: dict, asked: int) -> None:
+        broker, epoch, i = v.get("broker"), v.get("current_leader_epoch"), r["index"]
+        committed = v.get("isolation_level") in (1, model.READ_COMMITTED)
+        for e in fetch_entries(v):
+            lso, hwm = e.get("last_stable_offset"), e.get("high_watermark")
+            if e.get("error") != "NONE" or type(lso) is not int or type(hwm) is not int or lso < 0:
+                continue
+            tp = _tp(e.get("topic"), e.get("partition"))
+            where = {"topic": e.get("topic"), "partition": e.get("partition"), "broker": broker}
+            if not model.lso_within_hwm(lso, hwm):
+                self.out.append(Anomaly("lso-violation", (i,), f"broker {broker} answered {tp} with LSO {lso} "
+                                        f"above its high watermark {hwm} (index {i})",
+                                        details={**where, RULE: "transactions.lso_within_hwm", "lso": lso, "hwm": hwm}))
+            if committed:
+                above = model.read_committed_offsets_allowed(
+                    tuple(rec[0] for rec in e.get("records") or () if type(rec) is list and rec and type(rec[0]) is int), lso)
+                if above:
+                    self.out.append(Anomaly("lso-violation", (i,), f"read_committed fetch of {tp} from broker {broker} "
+                                            f"returned offsets {list(above[:5])} at or above its LSO {lso} (index {i})",
+                                            details={**where, RULE: "transactions.read_committed_offsets_allowed",
+                                                     "lso": lso, "offsets": list(above)}))
+            if type(epoch) is int and epoch >= 0:
+                key = (broker, tp, epoch, self.lives.get(broker, 0))
+                prev = self.lso.get(key)
+                # a follower's HWM may go back once (profile deviation follower-hwm-follows-leader) and
+                # drag a capped LSO with it: only an LSO below its own answer's HWM is judged
+                if prev is not None and not model.lso_may_follow(prev[0], lso) and lso < hwm:
+                    self.out.append(Anomaly("lso-violation", (prev[1], i), f"broker {broker} answered {tp} LSO "
+                                            f"{prev[0]} (index {prev[1]}) then {lso} (index {i}) in leader epoch {epoch}",
+                                            details={**where, RULE: "transactions.lso_may_follow", "from": prev[0],
+                                                     "to": lso, "leader_epoch": epoch}))
+                if prev is None or lso >= prev[0]:
+                    self.lso[key] = (lso, i)
+            if lso < hwm:
+                seen = self.held.setdefault(tp, {})
+                if lso not in seen or seen[lso][0] < asked:
+                    seen[lso] = (asked, i)
+
+    def finish(self) -> list[Anomaly]:
+        out = self.out
+        for name, txn in self.txns.items():
+            outcome = model.transaction_outcome(tuple(txn.commit), tuple(txn.abort))
+            if txn.first_read is not None:
+                read_index, process, tp, offset = txn.first_read
+                what = model.read_committed_verdict(outcome, read_index, txn.commit_began)
+                if what:
+                    proof = tuple(sorted({read_index, *(x for x in (txn.commit_began, txn.end_index) if x is not None)}))
+                    why = ("was aborted" + (f" (index {txn.end_index})" if txn.end_index is not None else "")
+                           if what == "aborted-read" else
+                           f"had not been asked to commit yet (commit called at index {txn.commit_began})"
+                           if txn.commit_began is not None else "was never asked to commit")
+                    out.append(Anomaly(what, proof, f"process {process} read {tp} offset {offset} of transaction "
+                                       f"{name} read_committed (index {read_index}), but the transaction {why}",
+                                       details={"txn": name, "outcome": outcome, RULE: "transactions.read_committed_verdict",
+                                                "topic_partition": tp, "offset": offset,
+                                                "records": self._records(txn)}))
+            if outcome == model.COMMITTED and txn.first_read is not None:
+                self._torn(name, txn, out)
+            self._hanging(name, txn, outcome, out)
+        return out
+
+    @staticmethod
+    def _records(txn: _Txn) -> list:
+        """The transaction's records across partitions: [tp, offset (None: unknown), read]."""
+        return [[tp, off, read] for tp, off, read, _ in txn.sends[:50]]
+
+    def _torn(self, name: str, txn: _Txn, out: list) -> None:
+        by_tp: dict[str, tuple[list, set]] = {}
+        for tp, off, read, done in txn.sends:
+            if off is not None:
+                offs, got = by_tp.setdefault(tp, ([], set()))
+                offs.append(off)
+                if read:
+                    got.add(off)
+        for tp, (offs, got) in sorted(by_tp.items()):
+            top = self.rc_top.get(tp)
+            missing = model.torn_offsets(tuple(sorted(offs)), got, top[0] if top else None)
+            if missing:
+                done = [d for t, o, _, d in txn.sends if t == tp and o in missing and d is not None]
+                out.append(Anomaly("torn-transaction", tuple(sorted({txn.first_read[0], top[1], *done[:5]}
+                                                                    - {None})),
+                                   f"committed transaction {name}: read_committed readers read some of its records "
+                                   f"(first at index {txn.first_read[0]}) but never {tp} offsets {list(missing[:5])}, "
+                                   f"although they read that partition up to offset {top[0]} (index {top[1]})",
+                                   details={"txn": name, "topic_partition": tp, "missing": list(missing),
+                                            RULE: "transactions.torn_offsets", "records": self._records(txn)}))
+
+    def _hanging(self, name: str, txn: _Txn, outcome: str, out: list) -> None:
+        if txn.first_ack is None or (txn.timeout_ms is None and txn.end_time is None):
+            return
+        timeout = txn.timeout_ms if txn.timeout_ms is not None else 1 << 40
+        for tp, off, _, _ in txn.sends:
+            seen = self.held.get(tp, {}).get(off) if off is not None else None
+            if seen and model.hanging(txn.first_ack, txn.end_time, timeout, self.bound_ns, seen[0], off, off):
+                out.append(Anomaly("hanging-transaction", (seen[1],),
+                                   f"transaction {name} ({outcome}) still held {tp}'s LSO at its offset {off} "
+                                   f"{(seen[0] - txn.first_ack) / 1e9:.1f} s after its first acknowledged send "
+                                   f"(index {seen[1]}; timeout {timeout} ms, bound {self.bound_ns / 1e9:.0f} s)",
+                                   details={"txn": name, "topic_partition": tp, "offset": off, "outcome": outcome,
+                                            RULE: "transactions.hanging"}))
+                return
