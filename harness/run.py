@@ -235,6 +235,8 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
         with ui.step("creating the workload topic"):
             parts = create_topic(ctx, w.topic, w.partitions, min(3, len(cluster.racks()) or options.brokers),
                                  options.tiered)
+            for extra in w.topics[1:]:  # the txn workload's second topic and its copier's output
+                create_topic(ctx, extra, w.partitions, min(3, len(cluster.racks()) or options.brokers), options.tiered)
         rack = w.consumer_rack or follower_rack(cluster, parts)
         skipped = [*fault_skips, *_skipped(cluster, parts, rack, options)]
         for s in skipped:
