@@ -4,7 +4,7 @@ Pure rules, one per function, each naming the KIP section it encodes; the checke
 (checks/rules/txn_rules.py) feeds them what a history shows. Unknown values (None, -1)
 allow every outcome some value would allow, as in the other model modules.
 
-What Kafka does, read in the 4.3 sources (apache/kafka trunk, `storage/.../UnifiedLog.java`
+What Kafka does, read in the 4.3.1 source jars (Maven Central; `UnifiedLog.java`
 `lastStableOffset` / `firstUnstableOffsetMetadata`, `ProducerStateManager.firstUnstableOffset`,
 `clients/.../CompletedFetch.java` `abortedProducerIds` / `isBatchAborted`,
 `TransactionCoordinator.handleEndTransaction`): the LSO is the first offset of the earliest

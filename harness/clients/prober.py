@@ -29,7 +29,7 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderE
 
 from kipcheck.rundir.writer import History
 from kipcheck.harness.runlog import internal_error
-from kipcheck.harness.clients.wire import BrokerConnection, MetadataView, UnsupportedVersion, WireError, decode_records, \
+from kipcheck.harness.clients.wire import BrokerConnection, MetadataView, UnsupportedVersion, WireError, decode_fetched, \
     error_name, metadata
 from kipcheck.harness.clients.workload import Worker
 
@@ -315,9 +315,14 @@ class Prober(Worker):
             elif p is None:  # a full response must carry every partition; keep the gap visible
                 entry.update(error="NONE", missing=True, **UNKNOWN)
             else:
+                records, markers = decode_fetched(p.records)
                 entry.update(error=error_name(p.error_code), high_watermark=p.high_watermark,
                              last_stable_offset=p.last_stable_offset, log_start_offset=p.log_start_offset,
-                             preferred_read_replica=p.preferred_read_replica, records=decode_records(p.records))
+                             preferred_read_replica=p.preferred_read_replica, records=records)
+                if markers:
+                    entry["markers"] = markers
+                if getattr(p, "aborted_transactions", None):
+                    entry["aborted_transactions"] = [[a.producer_id, a.first_offset] for a in p.aborted_transactions]
                 if p.error_code == 0 and p.high_watermark >= 0:
                     self._hwm[(broker, topic, partition)] = p.high_watermark
                 if p.log_start_offset >= 0:
