@@ -15,7 +15,8 @@ transaction hanging. The judgements are `reference_model.transactions`'s:
   broker's leader epoch and life, or a read_committed fetch answer with records at or above it;
 * `hanging-transaction` (liveness): a fetch answer asked later than the transaction's end (or
   its start plus transaction.timeout.ms) plus the bound whose LSO still sits on one of its
-  records.
+  records, asked while no fault was on and the last heal was more than the bound ago (a
+  follower cut off keeps a stale LSO for as long as the fault lasts, and catches up after).
 
 `lost-write` for committed transactions and the gaps read_committed readers leave over
 aborted records are the history rule's (checks/rules/history_rules.py).
@@ -80,7 +81,7 @@ class TransactionRule(BaseRule):
             if record["type"] == "ok" and v.get("isolation") == model.READ_COMMITTED and v.get("records"):
                 return [(GROUP, {**record, "value": {"isolation": model.READ_COMMITTED, "records": v["records"]}})]
             return []
-        if f == "fault" and v.get("fault") in STATE_LOSING_FAULTS:
+        if f == "fault" and record["type"] != "invoke":
             return [(GROUP, record)]
         return []
 
@@ -98,6 +99,8 @@ class _Judge:
         self.lso: dict = {}  # (broker, tp, epoch, life) -> (lso, index)
         self.held: dict[str, dict[int, tuple[int, int]]] = {}  # tp -> {lso: (latest ask time, index)}
         self.asked: dict = {}  # process -> its fetch invoke time
+        self.faults_on = 0  # faults started and not yet healed
+        self.healed = None  # when the last heal completed
         self.out: list[Anomaly] = []
 
     def _txn(self, txn) -> _Txn:
@@ -158,8 +161,14 @@ class _Judge:
             elif t == "ok":
                 self._fetched(r, v, self.asked.pop(r["process"], r["time"]))
         elif f == "fault":
-            for b in fault_brokers(r):
-                self.lives[b] = self.lives.get(b, 0) + 1
+            if v.get("fault") in STATE_LOSING_FAULTS:
+                for b in fault_brokers(r):
+                    self.lives[b] = self.lives.get(b, 0) + 1
+            if v.get("phase") == "start":
+                self.faults_on += 1
+            elif v.get("phase") == "stop":
+                self.faults_on = 0 if v.get("fault") == "heal-all" else max(0, self.faults_on - 1)
+                self.healed = r["time"]
 
     def _fetched(self, r: dict, v: dict, asked: int) -> None:
         broker, epoch, i = v.get("broker"), v.get("current_leader_epoch"), r["index"]
@@ -194,7 +203,8 @@ class _Judge:
                                                      "to": lso, "leader_epoch": epoch}))
                 if prev is None or lso >= prev[0]:
                     self.lso[key] = (lso, i)
-            if lso < hwm:
+            quiet = not self.faults_on and (self.healed is None or asked - self.healed > self.bound_ns)
+            if lso < hwm and quiet:
                 seen = self.held.setdefault(tp, {})
                 if lso not in seen or seen[lso][0] < asked:
                     seen[lso] = (asked, i)
