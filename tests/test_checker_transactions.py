@@ -174,3 +174,15 @@ def test_read_committed_verdict_matches_outcome(commit, abort, read_at, commit_a
         assert got == "precommitted-read"
     else:
         assert got is None
+
+
+def test_read_committed_fetch_must_list_the_aborted_transactions_it_returns():
+    def answer(aborted):
+        h = reads(base()).fetch(5, 1, lso=6, hwm=7, records=[(2, "c")], isolation=RC)
+        h.records[-1]["value"].update(batches=[[2, 2, 1000]], aborted_transactions=aborted)
+        return flagged(h)
+    found = answer([])
+    assert set(found) == {"aborted-read"} and found["aborted-read"][0]["producer_id"] == 1000
+    assert answer([[1000, 2]]) == {}  # listed: the consumer drops it
+    assert set(answer([[1001, 2]])) == {"aborted-read"}  # another producer's abort covers nothing
+    assert set(answer([[1000, 3]])) == {"aborted-read"}  # an abort that began after the record

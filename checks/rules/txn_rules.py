@@ -8,6 +8,9 @@ transaction hanging. The judgements are `reference_model.transactions`'s:
 
 * `aborted-read`, `precommitted-read`: a read_committed poll returned a record of an aborted
   transaction, or returned it before the transaction's commit was called (or it never was);
+  `aborted-read` too: a read_committed fetch answer returned a record of an aborted transaction
+  that its aborted-transaction list does not cover (no entry of the batch's producer id with a
+  first offset at or below it), so a consumer would have kept it;
 * `torn-transaction`: a committed transaction some of whose acknowledged records
   read_committed readers never returned, although they read others of it and read that
   partition past them;
@@ -99,6 +102,7 @@ class _Judge:
         self.lso: dict = {}  # (broker, tp, epoch, life) -> (lso, index)
         self.held: dict[str, dict[int, tuple[int, int]]] = {}  # tp -> {lso: (latest ask time, index)}
         self.asked: dict = {}  # process -> its fetch invoke time
+        self.uncovered: list = []  # (txn, index, tp, offset, producer id): rc fetch records the list left out
         self.faults_on = 0  # faults started and not yet healed
         self.healed = None  # when the last heal completed
         self.out: list[Anomaly] = []
@@ -183,6 +187,8 @@ class _Judge:
                 self.out.append(Anomaly("lso-violation", (i,), f"broker {broker} answered {tp} with LSO {lso} "
                                         f"above its high watermark {hwm} (index {i})",
                                         details={**where, RULE: "transactions.lso_within_hwm", "lso": lso, "hwm": hwm}))
+            if committed and e.get("batches") is not None:
+                self._covered(e, tp, i)
             if committed:
                 above = model.read_committed_offsets_allowed(
                     tuple(rec[0] for rec in e.get("records") or () if type(rec) is list and rec and type(rec[0]) is int), lso)
@@ -209,8 +215,29 @@ class _Judge:
                 if lso not in seen or seen[lso][0] < asked:
                     seen[lso] = (asked, i)
 
+    def _covered(self, e: dict, tp: str, i: int) -> None:
+        """Records of transactions in a read_committed answer that its aborted list leaves out
+        (judged in `finish`, once the transactions' outcomes are known)."""
+        batches = [b for b in e["batches"] if type(b) is list and len(b) == 3]
+        aborted = tuple(tuple(a) for a in e.get("aborted_transactions") or () if type(a) is list and len(a) == 2)
+        for rec in e.get("records") or ():
+            found = self.by_value.get(rec[1]) if type(rec) is list and len(rec) > 1 else None
+            pid = next((b[2] for b in batches if b[0] <= rec[0] <= b[1]), None) if found else None
+            if pid is not None and not model.aborted_record_covered(pid, rec[0], aborted):
+                self.uncovered.append((found[0], i, tp, rec[0], pid))
+
     def finish(self) -> list[Anomaly]:
         out = self.out
+        for name, i, tp, offset, pid in self.uncovered:
+            txn = self.txns[name]
+            if model.transaction_outcome(tuple(txn.commit), tuple(txn.abort)) == model.ABORTED:
+                out.append(Anomaly("aborted-read", tuple(sorted({i, *(x for x in (txn.end_index,) if x is not None)})),
+                                   f"read_committed fetch (index {i}) returned {tp} offset {offset} of aborted "
+                                   f"transaction {name} (producer id {pid}) without an aborted-transaction entry "
+                                   f"covering it: a consumer would keep it",
+                                   details={"txn": name, "outcome": model.ABORTED, "topic_partition": tp,
+                                            "offset": offset, "producer_id": pid,
+                                            RULE: "transactions.aborted_record_covered", "records": self._records(txn)}))
         for name, txn in self.txns.items():
             outcome = model.transaction_outcome(tuple(txn.commit), tuple(txn.abort))
             if txn.first_read is not None:

@@ -44,21 +44,25 @@ def error_name(code: int) -> str:
 MARKER_TYPES = {0: "ABORT", 1: "COMMIT"}
 
 
-def decode_fetched(data) -> tuple[list[list], list[list]]:
-    """The data records ([[offset, value], ...]) and the transaction markers ([[offset, "COMMIT" |
-    "ABORT"], ...]) of a fetched record set. Markers are control batches, not data: consumers
-    never return them, so they are kept apart (a response carrying only a marker still carried
-    new data, KIP-227)."""
+def decode_fetched(data) -> tuple[list[list], list[list], list[list]]:
+    """The data records ([[offset, value], ...]), the transaction markers ([[offset, "COMMIT" |
+    "ABORT"], ...]) and the transactional data batches ([[base offset, last offset, producer id],
+    ...]) of a fetched record set. Markers are control batches, not data: consumers never return
+    them, so they are kept apart (a response carrying only a marker still carried new data,
+    KIP-227). The batches say which producer wrote a record, what the aborted-transaction list
+    of a read_committed answer is about (KIP-98)."""
     if not data:
-        return [], []
+        return [], [], []
     raw = bytes(data) if not isinstance(data, (bytes, bytearray)) else data
-    out, markers = [], []
+    out, markers, batches = [], [], []
     records = MemoryRecords(raw)
     while True:
         batch = records.next_batch()
         if batch is None:
             break
         control = getattr(batch, "is_control_batch", False)
+        if not control and getattr(batch, "is_transactional", False):
+            batches.append([batch.base_offset, batch.base_offset + batch.last_offset_delta, batch.producer_id])
         for r in batch:
             if control:
                 key = r.key or b""
@@ -67,7 +71,7 @@ def decode_fetched(data) -> tuple[list[list], list[list]]:
                 continue
             v = r.value
             out.append([r.offset, v.decode("utf-8", "replace") if v is not None else None])
-    return out, markers
+    return out, markers, batches
 
 
 def newest_common(versions: dict[int, tuple[int, int]], message_class, lowest: int = 0) -> int | None:
