@@ -186,3 +186,14 @@ def test_read_committed_fetch_must_list_the_aborted_transactions_it_returns():
     assert answer([[1000, 2]]) == {}  # listed: the consumer drops it
     assert set(answer([[1001, 2]])) == {"aborted-read"}  # another producer's abort covers nothing
     assert set(answer([[1000, 3]])) == {"aborted-read"}  # an abort that began after the record
+
+
+def test_read_committed_fetch_shows_a_committed_transaction_whole():
+    h = T().begin(0, "x.1").tsend(0, "x.1", "a", 0).tsend(0, "x.1", "b", 1).tsend(0, "x.1", "c", 3)
+    h.commit(0, "x.1", [0]).rpoll(8, RC, (0, 0, "a"), (0, 1, "b"), (0, 3, "c"))
+    torn = T()
+    torn.records = [dict(r) for r in h.records]
+    found = flagged(torn.fetch(5, 1, lso=5, hwm=5, records=[(0, "a"), (3, "c")], isolation=RC))
+    assert set(found) == {"torn-transaction"} and found["torn-transaction"][0]["missing"] == [1]
+    # an answer that stopped before b (a size limit) is no proof
+    assert flagged(h.fetch(5, 1, lso=5, hwm=5, records=[(0, "a")], isolation=RC)) == {}

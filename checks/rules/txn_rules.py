@@ -13,7 +13,8 @@ transaction hanging. The judgements are `reference_model.transactions`'s:
   first offset at or below it), so a consumer would have kept it;
 * `torn-transaction`: a committed transaction some of whose acknowledged records
   read_committed readers never returned, although they read others of it and read that
-  partition past them;
+  partition past them; or a read_committed fetch answer that returned some of its records in
+  a partition and, within the offsets it covered, left out others there;
 * `lso-violation`: a fetch answer whose LSO is above its HWM, that went back within one
   broker's leader epoch and life, or a read_committed fetch answer with records at or above it;
 * `hanging-transaction` (liveness): a fetch answer asked later than the transaction's end (or
@@ -103,6 +104,7 @@ class _Judge:
         self.held: dict[str, dict[int, tuple[int, int]]] = {}  # tp -> {lso: (latest ask time, index)}
         self.asked: dict = {}  # process -> its fetch invoke time
         self.uncovered: list = []  # (txn, index, tp, offset, producer id): rc fetch records the list left out
+        self.answers: list = []  # (txn, index, tp, first, last, offsets of it returned): rc fetch answers
         self.faults_on = 0  # faults started and not yet healed
         self.healed = None  # when the last heal completed
         self.out: list[Anomaly] = []
@@ -189,6 +191,8 @@ class _Judge:
                                         details={**where, RULE: "transactions.lso_within_hwm", "lso": lso, "hwm": hwm}))
             if committed and e.get("batches") is not None:
                 self._covered(e, tp, i)
+            if committed and e.get("records"):
+                self._answered(e, tp, i)
             if committed:
                 above = model.read_committed_offsets_allowed(
                     tuple(rec[0] for rec in e.get("records") or () if type(rec) is list and rec and type(rec[0]) is int), lso)
@@ -226,8 +230,33 @@ class _Judge:
             if pid is not None and not model.aborted_record_covered(pid, rec[0], aborted):
                 self.uncovered.append((found[0], i, tp, rec[0], pid))
 
+    def _answered(self, e: dict, tp: str, i: int) -> None:
+        """Which transactions a read_committed answer returned records of, and the span it covered."""
+        mine: dict = {}
+        last = e.get("fetch_offset", 0)
+        for rec in e["records"]:
+            if type(rec) is list and len(rec) > 1 and type(rec[0]) is int:
+                last = max(last, rec[0])
+                found = self.by_value.get(rec[1])
+                if found:
+                    mine.setdefault(found[0], []).append(rec[0])
+        for txn, offsets in mine.items():
+            self.answers.append((txn, i, tp, e.get("fetch_offset", 0), last, tuple(offsets)))
+
     def finish(self) -> list[Anomaly]:
         out = self.out
+        for name, i, tp, first, last, returned in self.answers:
+            txn = self.txns[name]
+            if model.transaction_outcome(tuple(txn.commit), tuple(txn.abort)) != model.COMMITTED:
+                continue
+            offsets = tuple(sorted(o for t, o, _, _ in txn.sends if t == tp and o is not None))
+            missing = model.visible_all_or_nothing(offsets, returned, first, last)
+            if missing:
+                out.append(Anomaly("torn-transaction", (i,), f"read_committed fetch (index {i}) of {tp} covered offsets "
+                                   f"{first}-{last} and returned {list(returned[:5])} of committed transaction {name}, "
+                                   f"but not its offsets {list(missing[:5])}",
+                                   details={"txn": name, "topic_partition": tp, "missing": list(missing),
+                                            RULE: "transactions.visible_all_or_nothing", "records": self._records(txn)}))
         for name, i, tp, offset, pid in self.uncovered:
             txn = self.txns[name]
             if model.transaction_outcome(tuple(txn.commit), tuple(txn.abort)) == model.ABORTED:
