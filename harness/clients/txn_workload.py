@@ -286,7 +286,7 @@ class CopierWorker(Worker):
                 c.send(txn, out_topic, partition, f"{value}>{txn}")
             consumer = self.reader.consumer
             try:
-                positions = consumer.position(consumer.assignment())
+                positions = [tp for tp in consumer.position(consumer.assignment()) if tp.offset >= 0]
                 group = consumer.consumer_group_metadata()
             except Exception as e:
                 log.info("%s: no position: %s", self.name, error_text(e))
