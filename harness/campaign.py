@@ -25,7 +25,7 @@ from kipcheck.rundir.records import JSONL_NAME
 
 DONE, ERROR, RUNNING = "done", "error", "running"
 #: what a campaign keeps in campaign.json to resume exactly as it began
-SETTINGS = ("duration", "backend", "bootstrap", "brokers", "tiered", "engine", "master")
+SETTINGS = ("duration", "backend", "bootstrap", "brokers", "tiered", "engine", "master", "workload")
 
 
 @dataclass(frozen=True)
@@ -165,6 +165,8 @@ def add_campaign_arguments(c) -> None:
     c.add_argument("--bootstrap", default=None, help="bootstrap servers (external backend)")
     c.add_argument("--brokers", type=int, default=3)
     c.add_argument("--tiered", action="store_true")
+    c.add_argument("--workload", choices=("default", "txn"), default="default",
+                   help="every run's workload (kipcheck run --workload)")
     c.add_argument("--quiet", action="store_true")
 
 
@@ -204,7 +206,9 @@ def cmd_campaign(args) -> int:
         settings = {k: getattr(args, k) for k in SETTINGS}
     if settings["duration"] <= 0:
         raise HarnessError("--duration must be positive")
-    base = RunOptions(**{k: settings[k] for k in SETTINGS if k not in ("engine", "master")})
+    from kipcheck.harness.clients.workload import WorkloadOptions
+    base = RunOptions(**{k: settings[k] for k in SETTINGS if k not in ("engine", "master", "workload") and k in settings},
+                      workload=WorkloadOptions(workload=settings.get("workload", "default")))  # older campaign.json: none
     summary = run_campaign(directory, planned, base, settings, ProgressUI(quiet=args.quiet))
     totals = summary["totals"]
     print(f"campaign {directory}: " + ", ".join(f"{k.lower()} {n}" for k, n in sorted(totals.items())))
