@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import profiles
+from .profiles import Profile
+
 COMMITTED = "committed"
 ABORTED = "aborted"
 UNKNOWN = "unknown"
@@ -68,12 +71,19 @@ def lso_may_follow(previous: int | None, current: int | None) -> bool:
     return current >= previous
 
 
-def read_committed_offsets_allowed(offsets: tuple[int, ...], lso: int | None) -> tuple[int, ...]:
+def read_committed_offsets_allowed(offsets: tuple[int, ...], lso: int | None,
+                                   ended_before: tuple[bool, ...] | None = None,
+                                   profile: Profile | str = "kip") -> tuple[int, ...]:
     """KIP-98 "Consumer" (isolation.level=read_committed): a read_committed fetch returns
-    only records below the LSO. Gives the offsets that break it."""
+    only records below the LSO. Gives the offsets that break it. With
+    `response-lso-sampled-before-read` (Kafka) the reported LSO may predate the read, so a
+    record at or above it is allowed when its transaction's end was called before the answer
+    came (`ended_before`, one flag per offset; None: unknown, allowed)."""
     if lso is None or lso < 0:
         return ()
-    return tuple(o for o in offsets if o >= lso)
+    sampled = profiles.get(profile).allows(profiles.RESPONSE_LSO_SAMPLED_BEFORE_READ)
+    flags = ended_before or (None,) * len(offsets)
+    return tuple(o for o, ended in zip(offsets, flags) if o >= lso and not (sampled and ended is not False))
 
 
 def aborted_record_covered(producer_id: int, offset: int,

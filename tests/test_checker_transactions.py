@@ -197,3 +197,16 @@ def test_read_committed_fetch_shows_a_committed_transaction_whole():
     assert set(found) == {"torn-transaction"} and found["torn-transaction"][0]["missing"] == [1]
     # an answer that stopped before b (a size limit) is no proof
     assert flagged(h.fetch(5, 1, lso=5, hwm=5, records=[(0, "a")], isolation=RC)) == {}
+
+
+def test_read_committed_answer_above_its_sampled_lso():
+    """Kafka samples the LSO before the read (response-lso-sampled-before-read): a record at or
+    above it is known when its transaction's end was called before the answer, else an anomaly."""
+    from kipcheck.checks.engine_local import check_records
+    ended = reads(base()).fetch(5, 1, lso=4, hwm=7, records=[(4, "e")], isolation=RC)
+    v = check_records(ended.records, profile="kafka-4.3")
+    assert v["valid"] is True and v["known"]["lso-violation"][0]["deviations"] == ["response-lso-sampled-before-read"]
+    assert check_records(ended.records, profile="kip")["anomalies"]["lso-violation"]
+    early = T().begin(0, "x.1").tsend(0, "x.1", "a", 0).fetch(5, 1, lso=0, hwm=1, records=[(0, "a")], isolation=RC)
+    early.commit(0, "x.1", [0]).rpoll(8, RC, (0, 0, "a"))
+    assert check_records(early.records, profile="kafka-4.3")["anomalies"]["lso-violation"]  # its commit came later

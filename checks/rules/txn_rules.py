@@ -29,14 +29,16 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from kipcheck.reference_model import transactions as model
+from kipcheck.reference_model import profiles, transactions as model
 
-from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
+from kipcheck.checks.rules.base import DEVIATIONS, RULE, Anomaly, BaseRule
 from kipcheck.checks.rules.log_bounds import STATE_LOSING_FAULTS, fault_brokers
 
 TXN_ANOMALIES = ("aborted-read", "precommitted-read", "torn-transaction", "lso-violation", "hanging-transaction")
 TXN_OPS = ("txn-begin", "txn-commit", "txn-abort")
 GROUP = "transactions"
+#: the deviation alone, to tell a record the sampled LSO explains from one beyond its bound
+_SAMPLED = profiles.Profile("sampled-lso", frozenset({profiles.RESPONSE_LSO_SAMPLED_BEFORE_READ}), "")
 #: Kafka's transaction.abort.timed.out.transaction.cleanup.interval.ms (TransactionStateManager
 #: default): a timed-out transaction is aborted at the next of these sweeps
 CLEANUP_INTERVAL_NS = 10_000_000_000
@@ -53,12 +55,12 @@ def _tp(topic, partition) -> str:
 
 
 class _Txn:
-    __slots__ = ("commit", "abort", "commit_began", "end_index", "end_time", "first_ack", "timeout_ms",
+    __slots__ = ("commit", "abort", "commit_began", "end_began", "end_index", "end_time", "first_ack", "timeout_ms",
                  "sends", "first_read")
 
     def __init__(self):
         self.commit, self.abort = [], []
-        self.commit_began = self.end_index = self.end_time = self.first_ack = self.timeout_ms = None
+        self.commit_began = self.end_began = self.end_index = self.end_time = self.first_ack = self.timeout_ms = None
         self.sends = []  # [tp, offset, read, completion index]
         self.first_read = None  # (index, process, tp, offset) of the earliest read_committed read
 
@@ -90,12 +92,13 @@ class TransactionRule(BaseRule):
         return []
 
     def start(self, key: str, profile: str) -> "_Judge":
-        return _Judge(int((self.bound * 1e9) + CLEANUP_INTERVAL_NS))
+        return _Judge(int((self.bound * 1e9) + CLEANUP_INTERVAL_NS), profile)
 
 
 class _Judge:
-    def __init__(self, bound_ns: int):
-        self.bound_ns = bound_ns
+    def __init__(self, bound_ns: int, profile: str = "kip"):
+        self.bound_ns, self.profile = bound_ns, profile
+        self.above: list = []  # (index, broker, tp, lso, [(offset, txn or None)]): rc records at/above the LSO
         self.txns: dict[str, _Txn] = {}
         self.by_value: dict = {}  # sent value -> (txn, its send entry)
         self.rc_top: dict[str, tuple[int, int]] = {}  # tp -> (highest offset read_committed, index)
@@ -157,6 +160,8 @@ class _Judge:
             if t == "invoke":
                 if f == "txn-commit" and txn.commit_began is None:
                     txn.commit_began = i
+                if txn.end_began is None:
+                    txn.end_began = i
                 return
             (txn.commit if f == "txn-commit" else txn.abort).append(t)
             if t == "ok" and txn.end_time is None:
@@ -194,13 +199,10 @@ class _Judge:
             if committed and e.get("records"):
                 self._answered(e, tp, i)
             if committed:
-                above = model.read_committed_offsets_allowed(
-                    tuple(rec[0] for rec in e.get("records") or () if type(rec) is list and rec and type(rec[0]) is int), lso)
-                if above:
-                    self.out.append(Anomaly("lso-violation", (i,), f"read_committed fetch of {tp} from broker {broker} "
-                                            f"returned offsets {list(above[:5])} at or above its LSO {lso} (index {i})",
-                                            details={**where, RULE: "transactions.read_committed_offsets_allowed",
-                                                     "lso": lso, "offsets": list(above)}))
+                above = [(rec[0], (self.by_value.get(rec[1]) or (None,))[0]) for rec in e.get("records") or ()
+                         if type(rec) is list and len(rec) > 1 and type(rec[0]) is int and rec[0] >= lso]
+                if above:  # judged in `finish`, once every transaction's end call is known
+                    self.above.append((i, broker, tp, lso, above))
             if type(epoch) is int and epoch >= 0:
                 key = (broker, tp, epoch, self.lives.get(broker, 0))
                 prev = self.lso.get(key)
@@ -243,8 +245,30 @@ class _Judge:
         for txn, offsets in mine.items():
             self.answers.append((txn, i, tp, e.get("fetch_offset", 0), last, tuple(offsets)))
 
+    def _lso_answers(self, out: list) -> None:
+        """rc answers with records at or above their LSO: allowed only as the profile's sampled LSO."""
+        for i, broker, tp, lso, above in self.above:
+            offsets = tuple(o for o, _ in above)
+            ended = tuple(None if t is None or t not in self.txns else
+                          (self.txns[t].end_began is not None and self.txns[t].end_began < i) for _, t in above)
+            strict = model.read_committed_offsets_allowed(offsets, lso)
+            bad = model.read_committed_offsets_allowed(offsets, lso, ended, _SAMPLED)
+            if not strict:
+                continue
+            wrong = model.read_committed_offsets_allowed(offsets, lso, ended, self.profile)
+            known = not wrong
+            out.append(Anomaly("lso-violation", (i,), f"read_committed fetch of {tp} from broker {broker} returned "
+                               f"offsets {list(strict[:5])} at or above its LSO {lso} (index {i})"
+                               + ("" if bad else ", all of transactions whose end was called before the answer"),
+                               known=known,
+                               details={"topic": tp.rpartition("/")[0], "partition": int(tp.rpartition("/")[2]),
+                                        "broker": broker, RULE: "transactions.read_committed_offsets_allowed",
+                                        "lso": lso, "offsets": list(strict),
+                                        **({DEVIATIONS: [profiles.RESPONSE_LSO_SAMPLED_BEFORE_READ]} if known else {})}))
+
     def finish(self) -> list[Anomaly]:
         out = self.out
+        self._lso_answers(out)
         for name, i, tp, first, last, returned in self.answers:
             txn = self.txns[name]
             if model.transaction_outcome(tuple(txn.commit), tuple(txn.abort)) != model.COMMITTED:
