@@ -189,7 +189,7 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
         plan = schedules.single_partition(options.duration, w.topic)
     else:
         plan = schedules.generate(options.seed, options.faults, options.duration, w.topic, options.intensity,
-                                  partitions=w.partitions)
+                                  partitions=w.partitions, transactional_ids=w.transactional_ids)
     config = run_config.RunConfig(seed=options.seed, duration=options.duration, backend=options.backend,
                                   options=_options_json(options),
                                   workload=asdict(w), schedule=[s.as_json() for s in plan],

@@ -192,7 +192,7 @@ class TxnProducerWorker(Worker):
         self.options = options
         self.rng = random.Random(f"{seed}/txn/{seq}")
         self.sent = 0
-        self.client = _TxnClient(self, bootstrap, options, f"kipcheck-txn-{seq}")
+        self.client = _TxnClient(self, bootstrap, options, options.transactional_ids[seq])
 
     @property
     def counts(self) -> dict:
@@ -241,7 +241,7 @@ class CopierWorker(Worker):
         self.bootstrap = bootstrap
         self.sent = self.read = 0
         self.group = f"kipcheck-copier-{options.topic}"
-        self.client = _TxnClient(self, bootstrap, options, f"kipcheck-copier-{seq}")
+        self.client = _TxnClient(self, bootstrap, options, options.transactional_ids[options.producers + seq])
         self.consumer: Consumer | None = None
         self.reader = None
 

@@ -89,6 +89,13 @@ class WorkloadOptions:
     copiers: int = 1  # consume-transform-produce copiers (txn workload)
 
     @property
+    def transactional_ids(self) -> tuple[str, ...]:
+        """The txn workload's transactional ids (harness.clients.txn_workload names them so)."""
+        if self.workload != "txn":
+            return ()
+        return (*(f"kipcheck-txn-{i}" for i in range(self.producers)), *(f"kipcheck-copier-{i}" for i in range(self.copiers)))
+
+    @property
     def topics(self) -> tuple[str, ...]:
         """Every topic the workload writes: the txn workload's second topic and its copier's output."""
         if self.workload == "txn":
