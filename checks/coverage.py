@@ -21,7 +21,7 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from kipcheck.reference_model import kip227, kip392, kip1023, kip1166
+from kipcheck.reference_model import kip227, kip392, kip1023, kip1166, transactions
 
 from kipcheck.checks.rules.base import Anomaly, BaseRule
 from kipcheck.checks.rules.kip1166_rules import counted_probes
@@ -58,13 +58,20 @@ OBSERVED: dict[str, str] = {
                             "(their order against the other answers over time)",
     "kip1166.propagation_statistic": "metadata changes measured without a fault on a node they depend on "
                                       "(from 20 on: fewer decide nothing)",
+    "transactions.lso_within_hwm": "fetch answers that carried a last stable offset",
+    "transactions.lso_may_follow": "fetch answers that carried a last stable offset for a known leader epoch",
+    "transactions.read_committed_offsets_allowed": "read_committed fetch answers that returned records",
+    "transactions.aborted_record_covered": "read_committed fetch answers that returned records (with their batches)",
+    "transactions.visible_all_or_nothing": "read_committed fetch answers that returned records",
+    "transactions.read_committed_verdict": "read_committed polls that returned records",
+    "transactions.torn_offsets": "read_committed polls that returned records",
 }
 
 
 def model_rules() -> dict[str, dict]:
     """Every KIP rule of the model: `module.function` -> {"kip", "section"}, in source order."""
     rules = {}
-    for module in (kip392, kip227, kip1023, kip1166):
+    for module in (kip392, kip227, kip1023, kip1166, transactions):
         short = module.__name__.rsplit(".", 1)[1]
         functions = [f for name, f in vars(module).items()
                      if inspect.isfunction(f) and not name.startswith("_") and f.__module__ == module.__name__]
@@ -103,6 +110,7 @@ def _fetch(v: dict) -> Iterable[str]:
         return
     incremental = session_id > 0 and epoch > 0
     entries = _entries(v)
+    committed = v.get("isolation_level") == "read_committed"
     if "session_id" in v and not incremental and entries:
         yield "kip227.full_response_partitions"
     for e in entries:
@@ -113,6 +121,15 @@ def _fetch(v: dict) -> Iterable[str]:
         err = e.get("error", _NONE)
         if err == _NONE and _int(e.get("high_watermark")) >= 0:
             yield "kip392.hwm_may_go_back"
+        if err == _NONE and _int(e.get("last_stable_offset")) >= 0:
+            yield "transactions.lso_within_hwm"
+            if _int(v.get("current_leader_epoch")) >= 0:
+                yield "transactions.lso_may_follow"
+            if committed and e.get("records"):
+                yield "transactions.read_committed_offsets_allowed"
+                yield "transactions.visible_all_or_nothing"
+                if e.get("batches") is not None:
+                    yield "transactions.aborted_record_covered"
         if not consumer:
             continue
         if err == _NONE and e.get("records"):
@@ -139,6 +156,8 @@ def opportunities(record: dict) -> tuple[str, ...]:
         return ("kip392.epoch_end_offset_possible",)
     if f == "metadata_propagation" and v.get("seen_by"):
         return ("kip1166.propagation_statistic",)
+    if f == "poll" and v.get("isolation") == "read_committed" and v.get("records"):
+        return ("transactions.read_committed_verdict", "transactions.torn_offsets")
     return ()
 
 

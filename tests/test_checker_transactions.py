@@ -210,3 +210,12 @@ def test_read_committed_answer_above_its_sampled_lso():
     early = T().begin(0, "x.1").tsend(0, "x.1", "a", 0).fetch(5, 1, lso=0, hwm=1, records=[(0, "a")], isolation=RC)
     early.commit(0, "x.1", [0]).rpoll(8, RC, (0, 0, "a"))
     assert check_records(early.records, profile="kafka-4.3")["anomalies"]["lso-violation"]  # its commit came later
+
+
+def test_coverage_counts_transaction_observations():
+    h = reads(base()).fetch(5, 1, lso=4, hwm=7, records=[(0, "a")], isolation=RC)
+    h.records[-1]["value"]["batches"] = [[0, 0, 1000]]
+    cov = check_records(h.records)["coverage"]
+    assert cov["transactions.read_committed_verdict"]["observations"] == 1  # the one read_committed poll
+    assert cov["transactions.aborted_record_covered"]["observations"] == 1
+    assert cov["transactions.lso_may_follow"]["observations"] == 1 and cov["transactions.hanging"]["observations"] is None
