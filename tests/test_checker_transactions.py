@@ -219,3 +219,15 @@ def test_coverage_counts_transaction_observations():
     assert cov["transactions.read_committed_verdict"]["observations"] == 1  # the one read_committed poll
     assert cov["transactions.aborted_record_covered"]["observations"] == 1
     assert cov["transactions.lso_may_follow"]["observations"] == 1 and cov["transactions.hanging"]["observations"] is None
+
+
+def test_malformed_transaction_record_is_a_one_line_error(tmp_path):
+    import pytest
+    from kipcheck.checks.engine_local import check_path
+    from kipcheck.rundir.history import HistoryError, write_jsonl
+    h = base()
+    h.records[-1]["value"]["partitions"] = [["t"]]
+    write_jsonl(h.records, tmp_path / "history.jsonl")
+    with pytest.raises(HistoryError) as e:
+        check_path(tmp_path / "history.jsonl")
+    assert "\n" not in str(e.value) and "txn-commit needs value.txn" in str(e.value)
