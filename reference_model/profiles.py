@@ -84,7 +84,8 @@ KRAFT_FETCH_PARKS_WITHOUT_HWM = "kraft-fetch-parks-without-hwm"
 EVIDENCE: dict[str, str] = {
     RESPONSE_LSO_SAMPLED_BEFORE_READ: "Kafka 4.3.1 (same in 4.2.1 and 4.1.2): kafka.cluster.Partition.readRecords "
     "takes initialLastStableOffset = localLog.lastStableOffset before calling localLog.read and returns it in "
-    "LogReadInfo; UnifiedLog.read bounds a TXN_COMMITTED read by fetchLastStableOffsetMetadata() at read time.",
+    "LogReadInfo; UnifiedLog.read bounds a TXN_COMMITTED read by fetchLastStableOffsetMetadata() at read time. "
+    "Seen live (txn workload, seed 1, 2026-11-25): a read_committed fetch answered offset 407 with LSO 407.",
     FETCH_ABOVE_HWM_EMPTY: "Kafka 4.3.1: org.apache.kafka.storage.internals.log.UnifiedLog.read bounds a "
     "FetchIsolation.HIGH_WATERMARK read by fetchHighWatermarkMetadata(); LocalLog.read throws "
     "OffsetOutOfRangeException only when startOffset > the log end offset and returns emptyFetchDataInfo when "
