@@ -72,7 +72,7 @@ BUGS: tuple[SeededBug, ...] = (
               "a read_committed read is bounded by the high watermark and collects no aborted transactions "
               "(isolation TXN_COMMITTED read as HIGH_WATERMARK)",
               "KIP-98: read_committed readers see only committed transactions (LSO bound, aborted-transaction list)",
-              workload="txn"),
+              workload="txn", min_window=20.0),  # transactional ids and __transaction_state come up first
     SeededBug("lso-violation", "kafka.cluster.Partition.readRecords",
               "every other consumer read reports a last stable offset one above its high watermark (the cap "
               "of UnifiedLog.lastStableOffset at the HWM dropped)",
