@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 
+from kipcheck.checks.rules.observe import partitions_of
 from kipcheck.reference_model.transactions import ABORTED, COMMITTED, UNKNOWN, transaction_outcome
 
 COLOURS = {COMMITTED: "#2a9d3f", ABORTED: "#d62728", UNKNOWN: "#999"}
@@ -37,7 +38,7 @@ def lso_series(records: list[dict]) -> dict[str, list[tuple[float, int, int]]]:
         if r["f"] != "fetch" or r["type"] != "ok":
             continue
         v = r["value"]
-        for e in v.get("partitions") or [v]:
+        for e in partitions_of(v):
             lso, hwm = e.get("last_stable_offset"), e.get("high_watermark")
             if e.get("error") == "NONE" and isinstance(lso, int) and isinstance(hwm, int) and lso >= 0:
                 out.setdefault(f"{e.get('topic')}/{e.get('partition')}", []).append((r["time"] / 1e9, lso, hwm))

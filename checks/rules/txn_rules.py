@@ -33,6 +33,7 @@ from kipcheck.reference_model import profiles, transactions as model
 
 from kipcheck.checks.rules.base import DEVIATIONS, RULE, Anomaly, BaseRule
 from kipcheck.checks.rules.log_bounds import STATE_LOSING_FAULTS, fault_brokers
+from kipcheck.checks.rules.observe import partitions_of
 
 TXN_ANOMALIES = ("aborted-read", "precommitted-read", "torn-transaction", "lso-violation", "hanging-transaction")
 TXN_OPS = ("txn-begin", "txn-commit", "txn-abort")
@@ -42,12 +43,6 @@ _SAMPLED = profiles.Profile("sampled-lso", frozenset({profiles.RESPONSE_LSO_SAMP
 #: Kafka's transaction.abort.timed.out.transaction.cleanup.interval.ms (TransactionStateManager
 #: default): a timed-out transaction is aborted at the next of these sweeps
 CLEANUP_INTERVAL_NS = 10_000_000_000
-
-
-def fetch_entries(value: dict) -> list[dict]:
-    """A fetch completion's partition answers (inline or `partitions`)."""
-    parts = value.get("partitions")
-    return [e for e in parts if type(e) is dict] if parts is not None else [value]
 
 
 def _tp(topic, partition) -> str:
@@ -184,7 +179,7 @@ class _Judge:
     def _fetched(self, r: dict, v: dict, asked: int) -> None:
         broker, epoch, i = v.get("broker"), v.get("current_leader_epoch"), r["index"]
         committed = v.get("isolation_level") in (1, model.READ_COMMITTED)
-        for e in fetch_entries(v):
+        for e in partitions_of(v):
             lso, hwm = e.get("last_stable_offset"), e.get("high_watermark")
             if e.get("error") != "NONE" or type(lso) is not int or type(hwm) is not int or lso < 0:
                 continue
