@@ -87,6 +87,11 @@ def deviation_lines(verdict: dict) -> list[str]:
             for d, row in by_deviation.items()]
 
 
+def unknown_lines(verdict: dict) -> list[str]:
+    """Why the verdict is unknown (undecided rules, a spent budget), a line each."""
+    return [f"  unknown: {reason['message']}" for reason in verdict.get("unknown", [])]
+
+
 def summary(verdict: dict) -> str:
     lines = [f"valid: {verdict['valid']}  (profile {verdict['profile']}, "
              f"{verdict['counts']['records']} records, engine {verdict['engine']})"]
@@ -99,9 +104,7 @@ def summary(verdict: dict) -> str:
                 first = examples[0]
                 lines.append(f"  {'known ' if section == 'known' else ''}{name}: {total}"
                              f"  e.g. indices {first['indices']}: {first['message']}")
-    lines += deviation_lines(verdict)
-    for reason in verdict.get("unknown", []):
-        lines.append(f"  unknown: {reason['message']}")
+    lines += deviation_lines(verdict) + unknown_lines(verdict)
     live = liveness_line(verdict)
     if live:
         lines.append(live)

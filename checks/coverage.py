@@ -68,6 +68,39 @@ OBSERVED: dict[str, str] = {
 }
 
 
+#: what a run must have set up for each judged rule to be reachable: "probes" (the prober and
+#: the observer ran), and the `skipped` keys of config.json (harness.clients.capabilities) any
+#: of which takes the rule's observations away. KIP-1023's order needs no tiered topic: on any
+#: topic a release with ListOffsets -4 answers it (the earliest local offset is the log start).
+_SESSIONS = ("probes", "prober.fetch_session")
+REACHED_BY: dict[str, tuple[str, ...]] = {
+    "kip392.records_committed": ("probes", "prober.kip392_cases"),
+    "kip392.read_value_committed": ("probes", "prober.kip392_cases"),
+    "kip392.consumer_fetch_outcomes": ("probes", "prober.kip392_cases"),
+    "kip392.hwm_may_go_back": ("probes", "prober.kip392_cases"),
+    "kip392.preferred_read_replica_outcomes": ("probes", "prober.kip392_cases", "consumer.follower_fetching"),
+    "kip392.epoch_end_offset_possible": ("probes", "prober.offsets_for_leader_epoch"),
+    "kip227.request_kind": _SESSIONS,
+    "kip227.observer_outcomes": _SESSIONS,
+    "kip227.next_epoch": _SESSIONS,
+    "kip227.may_be_evicted": _SESSIONS,
+    "kip227.full_response_partitions": _SESSIONS,
+    "kip227.may_omit": _SESSIONS,
+    "kip227.top_level_error_view": _SESSIONS,
+    "kip1023.offset_order": ("probes", "prober.list_offsets@-4"),
+    "kip1166.propagation_statistic": ("probes", "observer.metadata_propagation"),
+    # KIP-98: every fetch answer carries an LSO; the prober's read_committed round returns records;
+    # read_committed consumers poll (the default consumers cycle read_committed in)
+    "transactions.lso_within_hwm": ("probes", "prober.kip392_cases"),
+    "transactions.lso_may_follow": ("probes", "prober.kip392_cases"),
+    "transactions.read_committed_offsets_allowed": ("probes", "prober.read_committed"),
+    "transactions.aborted_record_covered": ("probes", "prober.read_committed"),
+    "transactions.visible_all_or_nothing": ("probes", "prober.read_committed"),
+    "transactions.read_committed_verdict": ("probes", "read_committed_polls"),
+    "transactions.torn_offsets": ("probes", "read_committed_polls"),
+}
+
+
 def model_rules() -> dict[str, dict]:
     """Every KIP rule of the model: `module.function` -> {"kip", "section"}, in source order."""
     rules = {}
@@ -264,10 +297,39 @@ def apply_requirement(verdict: dict, spec: str | None) -> dict:
                     and (cov.get(rid) or {}).get("observations", 0) < n)
     verdict["coverage_required"] = {"spec": spec, "short": short}
     if short:
-        verdict.setdefault("unknown", []).append({
-            "indices": [], "message": "coverage below --require-coverage " + spec + ": " + ", ".join(
-                f"{rid} {(cov.get(rid) or {}).get('observations')}" for rid in short)})
-        verdict["counts"]["unknown"] = verdict["counts"].get("unknown", 0) + 1
-        if verdict["valid"] is True:
-            verdict["valid"] = "unknown"
+        _undecided(verdict, "coverage below --require-coverage " + spec + ": " + ", ".join(
+            f"{rid} {(cov.get(rid) or {}).get('observations')}" for rid in short))
+    return verdict
+
+
+def _undecided(verdict: dict, message: str) -> None:
+    """One more reason the verdict is unknown; a valid verdict becomes unknown."""
+    verdict.setdefault("unknown", []).append({"indices": [], "message": message})
+    verdict["counts"]["unknown"] = verdict["counts"].get("unknown", 0) + 1
+    if verdict["valid"] is True:
+        verdict["valid"] = "unknown"
+
+
+def reachable(config: dict) -> list[str]:
+    """The judged rules a run's set-up made reachable (`REACHED_BY`), from its config.json."""
+    options = config.get("options") or {}
+    workload = config.get("workload") or {}
+    have = {"probes": options.get("probes", True),
+            "read_committed_polls": workload.get("consumers", 1) > 0
+            and "read_committed" in (workload.get("consumer_isolation") or ("read_committed",))}
+    skipped = {s.get("key") for s in config.get("skipped") or []}
+    return [rid for rid, needs in REACHED_BY.items()
+            if all(have.get(n, n not in skipped) for n in needs)]
+
+
+def require_reachable(verdict: dict, config: dict) -> dict:
+    """`kipcheck run`'s gate: a valid verdict with a reachable rule that decided nothing
+    (0 observations, or below its minimum sample) becomes "unknown": VALID would claim a
+    rule held that the run never put to the test. An invalid verdict stays invalid."""
+    cov = verdict.get("coverage") or {}
+    uncovered = [rid for rid in reachable(config) if not (cov.get(rid) or {}).get("observations")]
+    verdict["uncovered"] = uncovered
+    if uncovered:
+        _undecided(verdict, "reachable rules that decided nothing (--allow-uncovered accepts it): " + ", ".join(
+            f"{rid} ({(cov.get(rid) or {}).get('undecided') or 'no observation'})" for rid in uncovered))
     return verdict

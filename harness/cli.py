@@ -74,7 +74,7 @@ def cmd_run(args) -> int:
                       kafka_home=args.kafka_home, brokers=args.brokers, controllers=args.controllers,
                       faults=faults, intensity=args.intensity, runs_dir=args.runs_dir, engine=args.engine,
                       profile=args.profile, probes=not args.no_probes, tiered=args.tiered,
-                      require_coverage=args.require_coverage,
+                      require_coverage=args.require_coverage, allow_uncovered=args.allow_uncovered,
                       recovery_bound=recovery_bound, crash_loop=crash_loop,
                       broker_jvm_args=tuple(args.broker_jvm_args),
                       upgrade_from=args.upgrade_from, upgrade_to=args.upgrade_to,
@@ -88,8 +88,8 @@ def cmd_run(args) -> int:
         print(f"valid: {verdict['valid']}" + (f"  anomalies: {flagged}" if flagged else "")
               + (f"  known: {known}" if known else ""))
         print(f"profile: {verdict['profile']}" + (f" ({verdict['profile_note']})" if verdict.get("profile_note") else ""))
-        from kipcheck.checks.cli_check import conformance_lines, deviation_lines
-        print("\n".join(deviation_lines(verdict) + conformance_lines(verdict)))
+        from kipcheck.checks.cli_check import conformance_lines, deviation_lines, unknown_lines
+        print("\n".join(deviation_lines(verdict) + unknown_lines(verdict) + conformance_lines(verdict)))
     print(f"report: {run_dir / 'report' / 'index.html'}")
     return _exit_for(verdict)
 
@@ -146,11 +146,11 @@ def cmd_cluster(args) -> int:
 
 def cmd_selftest(args) -> int:
     from kipcheck.harness.progress import ProgressUI
-    from kipcheck.harness.selftest import format_markdown, format_text, matrix_passes, run_matrix
+    from kipcheck.harness.selftest import format_markdown, format_text, matrix_passes, restatus, run_matrix
     if args.from_matrix:
         try:
-            matrix = json.loads(Path(args.from_matrix).read_text())
-        except (OSError, ValueError) as e:
+            matrix = restatus(json.loads(Path(args.from_matrix).read_text()))
+        except (OSError, ValueError, KeyError) as e:
             raise HarnessError(f"cannot read {args.from_matrix}: {e}") from None
     else:
         bugs = [b.strip() for b in args.bugs.split(",") if b.strip()] if args.bugs else None
@@ -242,6 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--require-coverage", default=None, metavar="N|RULE=N,...",
                    help="the verdict is unknown (exit 3) unless every judged KIP rule (or each RULE) "
                         "had at least N observations")
+    r.add_argument("--allow-uncovered", action="store_true",
+                   help="VALID (exit 0) even when a rule the run's set-up made reachable decided nothing "
+                        "(by default such a run is unknown, exit 3: see docs/checker.md 'Coverage')")
     r.add_argument("--tiered", action="store_true",
                    help="tiered storage (kipcheck's file-backed remote storage manager) on every broker and for the workload topic: "
                         "gives KIP-1023's tiered offsets something to be about")

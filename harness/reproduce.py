@@ -11,6 +11,7 @@ _FLAGS = {"duration": "--duration", "backend": "--backend", "bootstrap": "--boot
           "kafka_home": "--kafka-home", "brokers": "--brokers",
           "controllers": "--controllers", "intensity": "--intensity", "engine": "--engine",
           "profile": "--profile", "tiered": "--tiered", "require_coverage": "--require-coverage",
+          "allow_uncovered": "--allow-uncovered",
           "recovery_bound": "--recovery-bound", "crash_loop": "--crash-loop",
           "upgrade_from": "--upgrade-from", "upgrade_to": "--upgrade-to"}
 #: WorkloadOptions field -> its flag (the workload options `kipcheck run` takes)

@@ -30,7 +30,7 @@ from kipcheck.rundir.writer import History
 from kipcheck.harness.backends.kafka_dist import LATEST, KafkaDistribution, resolve
 from kipcheck.harness.backends import releases
 from kipcheck.harness.runlog import LOG_NAME, harness_log, internal_error
-from kipcheck.harness.session import RunContext, create_topic, drive, follower_rack
+from kipcheck.harness.session import RunContext, create_topic, drive, follower_rack, release_gaps
 from kipcheck.harness.clients.workload import PRODUCER_REQUEST_TIMEOUT_MS, WorkloadOptions, final_read
 from kipcheck.faults.nemesis import heal_all
 from kipcheck.faults import schedule as schedules
@@ -61,6 +61,7 @@ class RunOptions:
     tiered: bool = False  # remote storage on every broker, the workload topic tiered (KIP-1023 data)
     probes: bool = True  # the raw-protocol prober and the metadata observer (harness.clients.prober/observer)
     require_coverage: str | None = None  # checks.coverage.parse_requirement: too little makes the verdict unknown
+    allow_uncovered: bool = False  # VALID although a reachable rule decided nothing (checks.coverage.require_reachable)
     recovery_bound: float | None = None  # liveness bound in s (None: derived, see checks/recovery.py)
     crash_loop: int | None = None  # crashes in a row before client-crash-loop (None: the checker's default)
     broker_jvm_args: tuple[str, ...] = ()  # ClusterOptions.broker_jvm_args
@@ -319,18 +320,30 @@ def _skipped(cluster, parts, rack: str | None, options: RunOptions) -> list[capa
     """What this cluster cannot be asked (its ApiVersions, its replication), named with why."""
     p0 = next((p for p in parts if p.partition == 0), None)
     skipped = capabilities.replication_gaps(list(p0.replicas) if p0 else [], rack)
+    skipped += release_gaps(cluster, options) if options.probes else []
     if options.probes:
         try:
             address, versions = capabilities.broker_versions(cluster.bootstrap_servers())
         except OSError as e:
             raise HarnessError(f"cannot ask the cluster which APIs it supports: {e}") from None
         skipped += capabilities.api_gaps(versions, address)
-    return skipped
+    first = {}
+    for s in skipped:  # one line each: a release that predates an API may lack it twice
+        first.setdefault(s.key, s)
+    return list(first.values())
 
 
 def _older_release(options: RunOptions) -> str:
     from kipcheck.harness.upgrade import older
     return older(options.upgrade_from, options.upgrade_to)
+
+
+def gate_uncovered(verdict: dict, run_dir: Path, options: RunOptions) -> dict:
+    """A run's verdict is unknown where a rule its set-up reached decided nothing, unless
+    `--allow-uncovered` (checks.coverage.require_reachable); the campaign's check too."""
+    from kipcheck.checks.coverage import require_reachable
+    from kipcheck.rundir.config import load as load_config
+    return verdict if options.allow_uncovered else require_reachable(verdict, load_config(run_dir))
 
 
 def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:
@@ -345,6 +358,7 @@ def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:
             verdict = check(run_dir, engine=options.engine, profile=options.profile,
                             require_coverage=options.require_coverage,
                             recovery_bound=options.recovery_bound, crash_loop=options.crash_loop)
+            verdict = gate_uncovered(verdict, run_dir, options)
             write_verdict(verdict, run_dir / "verdict.json")
     except HistoryError as e:
         ui.note(f"error: {e}")

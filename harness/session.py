@@ -16,6 +16,7 @@ from kipcheck.faults.cluster import Cluster
 from kipcheck.harness import runlog
 from kipcheck.harness.backends import releases
 from kipcheck.harness.clients.admin import Admin
+from kipcheck.harness.clients.capabilities import Skipped
 from kipcheck.rundir.writer import History
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.runlog import LOG_NAME, internal_error
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 
 #: how long the workload may go on past --duration for a rolling upgrade to finish its steps
 UPGRADE_OVERRUN = 300.0
+#: how long it may go on for KIP-1166's statistic to have its sample (`gather_propagation_sample`)
+PROPAGATION_OVERRUN = 60.0
 
 
 class RunContext(FaultContext):
@@ -67,8 +70,9 @@ def drive(cluster, ctx: RunContext, options: RunOptions, plan, history: History,
     """Run workers, probes and the nemesis for the run's duration; return where consumers fetched from.
     `skip`: Skipped keys (harness.clients.capabilities) of probes the cluster cannot answer. A rolling
     upgrade runs beside them (harness.upgrade); the workload goes on until its last step is done."""
-    if not releases.has(version_of(cluster, options), "kip-1166"):  # KIP-1166 probes only where it shipped
-        skip = {*skip, "observer.metadata_propagation"}
+    skip = {*skip, *(s.key for s in release_gaps(cluster, options))}
+    measured = history.keep("metadata_propagation", "fault") if (
+        options.probes and "observer.metadata_propagation" not in skip) else None
     service = WorkloadService(cluster, ctx, options.workload, history, rack, plan, options.seed, options.probes,
                               frozenset(skip))
     upgrader = _upgrader(ctx, options, history, config)
@@ -84,6 +88,8 @@ def drive(cluster, ctx: RunContext, options: RunOptions, plan, history: History,
                 service.raise_errors()
                 tick(elapsed, **service.progress(), **({"rolled": _rolled(upgrader)} if upgrader else {}))
                 time.sleep(0.25)
+        if measured is not None:
+            gather_propagation_sample(service, measured, ui)
     finally:
         if upgrader:
             upgrader.abort.set()
@@ -102,6 +108,40 @@ def drive(cluster, ctx: RunContext, options: RunOptions, plan, history: History,
         ui.note(f"{who}: {n} internal error(s) (a request it failed is `info` with `internal: true`); "
                 f"tracebacks in {LOG_NAME}")
     return service.fetch_sources()
+
+
+def gather_propagation_sample(service: WorkloadService, measured: list[dict], ui) -> None:
+    """KIP-1166's statistic decides nothing below `MIN_CHANGES` metadata changes measured with
+    no fault near a node they depend on (checks.rules.kip1166_rules.counted_probes), and a
+    run whose faults left fewer would leave the rule undecided: the workload, the observer
+    included, goes on past the duration until it has them, for at most `PROPAGATION_OVERRUN`."""
+    from kipcheck.checks.rules.kip1166_rules import counted_probes
+    from kipcheck.reference_model.kip1166 import MIN_CHANGES
+
+    def decided() -> int:
+        return len(counted_probes(list(measured))[0])
+
+    if (have := decided()) >= MIN_CHANGES:
+        return
+    with ui.timed(f"KIP-1166: {MIN_CHANGES - have} more metadata changes with no fault near them",
+                  PROPAGATION_OVERRUN) as tick:
+        t0 = time.monotonic()
+        while (have := decided()) < MIN_CHANGES and (elapsed := time.monotonic() - t0) < PROPAGATION_OVERRUN:
+            service.raise_errors()
+            tick(elapsed, changes=f"{have} of {MIN_CHANGES}")
+            time.sleep(0.5)
+    if have < MIN_CHANGES:
+        ui.note(f"KIP-1166: {have} of the {MIN_CHANGES} metadata changes the statistic needs after "
+                f"{PROPAGATION_OVERRUN:.0f} s more: it stays undecided")
+
+
+def release_gaps(cluster, options: RunOptions) -> list[Skipped]:
+    """What the cluster's release cannot show: KIP-1166 probes only where it shipped."""
+    version = version_of(cluster, options)
+    if releases.has(version, "kip-1166"):
+        return []
+    return [Skipped("observer.metadata_propagation", "KIP-1166 metadata propagation timing",
+                    f"Kafka {version} predates KIP-1166 (from {'.'.join(map(str, releases.FEATURES['kip-1166'][0]))})")]
 
 
 def version_of(cluster, options: RunOptions) -> str | None:

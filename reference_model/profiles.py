@@ -24,7 +24,8 @@ FETCH_ABOVE_HWM_EMPTY = "fetch-above-hwm-empty"
 #: the replica's current values.
 OUT_OF_RANGE_WITHOUT_OFFSETS = "out-of-range-without-offsets"
 #: A replica's HWM never exceeds its LEO, so KIP-392 case 2 never arises: a fetch
-#: above LEO is OFFSET_OUT_OF_RANGE (case 4 handling). This *narrows* the KIP.
+#: above LEO is OFFSET_OUT_OF_RANGE (case 4 handling). It says what Kafka never does; a profile
+#: never forbids the KIP's answer, so consumer fetches keep case 2's OFFSET_NOT_AVAILABLE.
 HWM_CAPPED_AT_LEO = "hwm-capped-at-leo"
 #: OffsetsForLeaderEpoch answers consumers with the epoch's end offset up to LEO,
 #: not capped at the HWM, and never OFFSET_NOT_AVAILABLE for a lagging new leader.
@@ -157,8 +158,10 @@ BOUNDS: dict[str, str] = {
     "request (kip392.LogBounds.leo_max, checks.rules.log_bounds.SendBound).",
     OUT_OF_RANGE_WITHOUT_OFFSETS: "Only outside [log start, LEO]: not below a LEO the broker proved earlier in the "
     "same epoch and life (an HWM it reported, a record it returned) while at or above every log start it reported "
-    "later in that life (kip392.LogBounds.leo_min / log_start_max).",
-    HWM_CAPPED_AT_LEO: "Narrows the KIP: case 2 (OFFSET_NOT_AVAILABLE below the HWM) is wrong under the profile.",
+    "later in that life, nor — on a follower in the ISR of that epoch — at or below the HWM the epoch's leader "
+    "reported before (kip392.LogBounds.leo_min / log_start_max, kip392.leo_reached_leader_hwm).",
+    HWM_CAPPED_AT_LEO: "Allows nothing new: the KIP's case-2 OFFSET_NOT_AVAILABLE stays allowed (a profile never "
+    "forbids the KIP's answer); it shapes only the model's follower_learns_hwm and kip227.may_omit.",
     OFFSETS_FOR_LEADER_EPOCH_UNCAPPED: "Only up to the LEO at answer time (UnifiedLog.endOffsetForEpoch answers the "
     "LEO for the latest epoch): never above the partition's LEO upper bound (kip392.epoch_end_offset_possible).",
     RESPONSE_HWM_SAMPLED_BEFORE_READ: "Only records committed when read: the read is bounded by the HWM at read time "
@@ -168,7 +171,9 @@ BOUNDS: dict[str, str] = {
     "an acks=all send shows (kip392.read_value_committed).",
     FOLLOWER_HWM_FOLLOWS_LEADER: "Only on a known follower, after a leader-epoch change in the same life, once per "
     "epoch (after the first drop the follower follows the new leader, whose HWM does not go back), and only from the "
-    "HWM it carried into the epoch (not after it rose in it) (kip392.hwm_may_go_back).",
+    "HWM it carried into the epoch (not after it rose in it), and no deeper than the new leader's HWM could have been "
+    "when the follower copied it: its answers of the epoch before the follower's last answer above the drop, and those "
+    "of the epoch before it still held, in its life (kip392.hwm_may_go_back's leader_floor).",
     EMPTY_SESSION_CLOSED: "Only when the request left the session without partitions.",
     INCREMENTAL_EXTRA_PARTITIONS: "Only partitions of the session.",
     EVICT_SMALLEST: "The one victim kip227 computes.",

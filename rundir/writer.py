@@ -53,6 +53,8 @@ class History:
         self._oldest = 0  # monotonic ns of the oldest queued line
         self._processes = itertools.count()
         self._closed = False
+        self._kept_functions: frozenset[str] = frozenset()
+        self.kept: list[dict] = []  # records of `keep`'s operations, in index order
         self._write_error: OSError | None = None
         self._wlock = threading.Lock()
         self._writer = threading.Thread(target=self._write_loop, name="history-writer", daemon=True)
@@ -81,10 +83,19 @@ class History:
             if not pending:
                 self._oldest = now
             pending.append(encode_line(rec))
+            if f in self._kept_functions:
+                self.kept.append(rec)
             due = now - self._oldest >= self._flush_interval_ns
         if due:
             self._drain()
         return rec
+
+    def keep(self, *functions: str) -> list[dict]:
+        """Also keep the records of these operations in memory (`kept`), so the run can read
+        what it has measured while it runs (e.g. whether KIP-1166 has its sample yet)."""
+        with self._lock:
+            self._kept_functions = self._kept_functions | frozenset(functions)
+        return self.kept
 
     def invoke(self, process, f: str, value: dict) -> "Operation":
         self.append(process, INVOKE, f, value)

@@ -28,7 +28,10 @@ def test_every_counted_rule_is_a_model_rule_with_its_kip_section():
 
 #: model rules the checker's rules ask that are parts of a counted one (same observations)
 NOT_COUNTED = {"kip227.must_include", "kip227.update_session_partitions", "kip227.after_response",
-               "kip1166.kip_bound_ns", "kip1166.parked_once_bound_ns"}
+               "kip227.hwm_changed_since_sent",
+               "kip1166.kip_bound_ns", "kip1166.parked_once_bound_ns",
+               # the bounds on the replica state `kip392.consumer_fetch_outcomes` is asked about
+               "kip392.partition_log_bounds", "kip392.leo_reached_leader_hwm"}
 
 
 def test_each_observation_counts_for_the_rules_it_could_break():
@@ -91,3 +94,41 @@ def test_cli_exit_3_when_coverage_is_short_and_summary_names_unexercised_rules(t
     assert "never:" in out and "kip227.may_be_evicted" in out
     assert check_main([str(tmp_path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["coverage"]["kip392.records_committed"]["observations"] == 1
+
+
+# --- kipcheck run's gate: a reachable rule that decided nothing ----------------------------
+MAIN_JOB = {"options": {"probes": True}, "skipped": []}
+
+
+def test_every_judged_rule_says_what_makes_it_reachable():
+    assert set(coverage.REACHED_BY) == set(coverage.OBSERVED)
+
+
+@pytest.mark.parametrize("config, absent, present", [
+    (MAIN_JOB, set(), set(coverage.OBSERVED)),
+    ({**MAIN_JOB, "skipped": [{"key": "prober.list_offsets@-4"}]}, {"kip1023.offset_order"}, {"kip227.may_omit"}),
+    ({"options": {"probes": False}}, set(coverage.OBSERVED), set()),
+    ({**MAIN_JOB, "skipped": [{"key": "observer.metadata_propagation"}, {"key": "consumer.follower_fetching"}]},
+     {"kip1166.propagation_statistic", "kip392.preferred_read_replica_outcomes"}, {"kip392.records_committed"}),
+])
+def test_the_run_set_up_decides_which_rules_are_reachable(config, absent, present):
+    reachable = set(coverage.reachable(config))
+    assert not reachable & absent and present <= reachable
+
+
+def test_a_valid_run_whose_reachable_rule_decided_nothing_is_unknown():
+    verdict = check_records(valid_history())
+    assert verdict["valid"] is True and verdict["coverage"]["kip227.may_be_evicted"]["observations"] == 0
+    gated = coverage.require_reachable(verdict, MAIN_JOB)
+    assert gated["valid"] == "unknown" and "kip227.may_be_evicted" in gated["uncovered"]
+    assert any("kip1166.propagation_statistic (no observation)" in u["message"] for u in gated["unknown"])
+    # with nothing reachable (no probes) the same history stays valid
+    assert coverage.require_reachable(check_records(valid_history()), {"options": {"probes": False}})["valid"] is True
+
+
+def test_the_gate_never_hides_an_anomaly():
+    h = valid_history()
+    poll = next(r for r in h if r["f"] == "poll" and r["type"] == "ok")
+    poll["value"]["records"][1][3] = "forged"
+    gated = coverage.require_reachable(check_records(h), MAIN_JOB)
+    assert gated["valid"] is False and gated["anomalies"]["inconsistent-offset"]

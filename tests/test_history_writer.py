@@ -99,3 +99,16 @@ def test_lines_are_what_json_would_say():
            "value": {"seen_by": {1: 5}, "big": 2 ** 70, "text": "r\u00e9plica"}}
     assert json.loads(encode_line(odd)) == json.loads(json.dumps(odd))  # int keys, huge ints, UTF-8
     assert encode_line(odd).endswith(b"\n") and encode_line(odd).count(b"\n") == 1
+
+
+def test_kept_operations_are_in_memory_in_index_order_and_others_are_not(tmp_path):
+    from kipcheck.rundir.writer import History
+    with History(tmp_path / "h.jsonl") as h:
+        kept = h.keep("fault", "metadata_propagation")
+        h.append(0, "invoke", "send", {"value": "a"})
+        op = h.invoke("nemesis", "fault", {"phase": "start"})
+        h.append(1, "invoke", "metadata_propagation", {})
+        op.ok()
+    assert [(r["f"], r["type"]) for r in kept] == [("fault", "invoke"), ("metadata_propagation", "invoke"),
+                                                     ("fault", "ok")]
+    assert [r["index"] for r in kept] == [1, 2, 3]

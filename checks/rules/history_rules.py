@@ -83,6 +83,7 @@ class Digest:
         self.s_ret: list = []
         self.s_txn: list = []  # the send's transaction (None: not transactional)
         self._ends: dict = {}  # txn -> ([commit completion types], [abort completion types])
+        self.s_producer: list = []  # the workload's producer that sent it (None in older histories)
         self._pending: dict = {}  # process -> its send invoke record
         # observations: offset -> first value (its class); encoded first index of that
         # pair: i >= 0 from a send, ~i (< 0) from reads only; offset -> {value: encoded
@@ -172,6 +173,7 @@ class Digest:
             self.s_call.append(inv["time"] if inv else r["time"])
             self.s_ret.append(linearize.INF if t == "info" else r["time"])
             self.s_txn.append(v.get("txn"))
+            self.s_producer.append(v.get("producer"))
             if offset is not None:
                 if type(value) is not str or type(offset) is not int:
                     self._odd = True
@@ -236,6 +238,7 @@ class Digest:
             self.s_call.append(inv["time"])
             self.s_ret.append(linearize.INF)
             self.s_txn.append(inv["value"].get("txn"))
+            self.s_producer.append(inv["value"].get("producer"))
         self._pending = {}
         if self._odd:
             self._rekey()
@@ -364,17 +367,44 @@ def duplicates(d: Digest) -> list[Anomaly]:
     out = []
     if not d._vextra:
         return out
+    sent_as = {v: k for k, v in enumerate(d.s_value) if v in d._vextra}  # the send of each duplicate
+    timeouts: dict = {}  # producer -> ascending indices of its sends' `info` completions
+    for j, t in enumerate(d.s_type):
+        if t == "info" and d.s_done[j] is not None:
+            timeouts.setdefault(d.s_producer[j], []).append(d.s_done[j])
     for value, first in d._voff.items():  # its keys are the values' shown forms
         more = d._vextra.get(value)
         if more is None:
             continue
         seen = sorted((o, d.pair_index(o, value)) for o in (first, *more))
+        by = _sender(d, sent_as.get(value), timeouts)
         out.append(Anomaly(
             "duplicate", tuple(sorted(i for _, i in seen)),
             f"value {value!r} appears at {len(seen)} offsets of {d.topic}/{d.partition}: "
-            + ", ".join(f"{o} (index {i})" for o, i in seen),
-            details={**_where(d), "value": value, "offsets": [o for o, _ in seen]}))
+            + ", ".join(f"{o} (index {i})" for o, i in seen) + (f"; {by['text']}" if by else ""),
+            details={**_where(d), "value": value, "offsets": [o for o, _ in seen],
+                     **({"sender": {k: v for k, v in by.items() if k != "text"}} if by else {})}))
     return out
+
+
+def _sender(d: Digest, k: int | None, timeouts: dict) -> dict | None:
+    """Who wrote a duplicated value, and what points at the cause: the producer, how long the
+    send was in flight, and how many of its producer's sends to this partition timed out
+    (`info`) meanwhile. An idempotent producer's client bumps its epoch after a timeout and
+    re-sends what it held as a new batch, which the broker rightly appends again
+    (docs/releases.md, "3.3.2: duplicates under a partition")."""
+    if k is None or d.s_producer[k] is None:  # a history from before `producer`, or not ours
+        return None
+    producer, invoked, done = d.s_producer[k], d.s_invoke[k], d.s_done[k]
+    mine = timeouts.get(producer, [])
+    timed_out = 0 if done is None else bisect.bisect_left(mine, done) - bisect.bisect_right(mine, invoked)
+    held_s = None if d.s_ret[k] == linearize.INF else round((d.s_ret[k] - d.s_call[k]) / 1e9, 1)
+    text = (f"sent by {producer} (send index {invoked})"
+            + (f", in flight {held_s} s" if held_s is not None else f", {d.s_type[k]}")
+            + (f"; {timed_out} of its sends to this partition timed out meanwhile (a client epoch bump "
+               f"re-sends held sends as a new batch)" if timed_out else ""))
+    return {"producer": producer, "send_index": invoked, "in_flight_s": held_s, "timed_out_meanwhile": timed_out,
+            "text": text}
 
 
 def lost_writes(d: Digest) -> list[Anomaly]:

@@ -3,7 +3,8 @@
 It asks the questions the KIPs answer and clients never ask on purpose:
 - KIP-392: consumer fetches (replica id -1) with a rack id, to the leader (which may
   name a preferred read replica) and to followers, at offsets chosen around the HWM,
-  far above the log end and below the log start (cases 1-4).
+  between a follower's HWM and the leader's (case 1 on an in-sync follower), far above
+  the log end and below the log start (cases 1-4).
 - KIP-227: a full fetch session, incremental fetches with and without changes, a wrong
   epoch, an unknown session id, a forgotten partition, and a close by ID/-1.
 - KIP-1023: ListOffsets with timestamps -1 to -6 (on a tiered topic -4..-6 mean something).
@@ -182,6 +183,13 @@ class Prober(Worker):
             # at the HWM and just above it (often below the follower's LEO)
             for offset in (hwm, hwm + 1, hwm + 5):
                 self.fetch_one(follower, key, offset, rack, state.leader_epoch)
+            # KIP-392 case 1 on an in-sync follower: between its HWM and the leader's HWM now (its LEO
+            # reached the leader's HWM while it is in the ISR), so never out of range
+            lead = self.fetch_one(state.leader, key, hwm, None, state.leader_epoch)
+            leader_hwm = (lead or {}).get("high_watermark", -1)
+            if lead and lead.get("error") == "NONE" and leader_hwm > hwm + 1:
+                for offset in ((hwm + leader_hwm) // 2, leader_hwm - 1):
+                    self.fetch_one(follower, key, offset, rack, state.leader_epoch)
             log_start = self._log_start.get(key, 0)
             self.fetch_one(follower, key, log_start, rack, state.leader_epoch)  # on a tiered topic: remote data
             if log_start > 0:

@@ -127,7 +127,7 @@ class _TxnClient:
             self.slots.append(process)
         op = self.history.invoke(process, "send", {"topic": topic, "partition": partition, "key": value,
                                                    "value": value, "acks": "all", "idempotent": True,
-                                                   **self.fields(txn)})
+                                                   "producer": self.worker.name, **self.fields(txn)})
         self.open[process] = op
         try:
             self.producer.produce(topic, value=value.encode(), key=value.encode(), partition=partition,

@@ -238,7 +238,7 @@ class ProducerWorker(Worker):
         slot.n += 1
         slot.op = self.history.invoke(slot.process, "send", {
             "topic": self.options.topic, "partition": partition, "key": value, "value": value,
-            "acks": self.acks, "idempotent": self.idempotence})
+            "acks": self.acks, "idempotent": self.idempotence, "producer": self.name})
         try:
             self.producer.produce(self.options.topic, value=value.encode(), key=value.encode(),
                                   partition=partition, on_delivery=functools.partial(self._delivered, slot))

@@ -37,6 +37,8 @@ public final class Agent {
 
     static final List<Target> TARGETS = List.of(
             new Target("uncommitted-read", "org.apache.kafka.storage.internals.log.UnifiedLog", "read", SLIPS + "ConsumerRead"),
+            new Target("wrong-fetch-error-case1", "org.apache.kafka.storage.internals.log.UnifiedLog", "read",
+                    SLIPS + "ConsumerRead"),
             new Target("wrong-fetch-error", "org.apache.kafka.storage.internals.log.UnifiedLog", "read", SLIPS + "ConsumerRead"),
             new Target("poll-skip", "org.apache.kafka.storage.internals.log.UnifiedLog", "read", SLIPS + "ConsumerRead"),
             new Target("hwm-regression", "kafka.cluster.Partition", "readRecords", SLIPS + "ReportedHighWatermark"),
@@ -51,6 +53,8 @@ public final class Agent {
                     SLIPS + "RackSelector"),
             new Target("tiered-offset-violation", "org.apache.kafka.storage.internals.log.UnifiedLog",
                     "fetchEarliestPendingUploadOffset", SLIPS + "PendingUploadOffset"),
+            new Target("hwm-propagation-delay-hwm-check", "org.apache.kafka.raft.KafkaRaftClient", "isHighWatermarkUpdated",
+                    SLIPS + "RaftHighWatermarkUpdated"),
             new Target("hwm-propagation-delay", "org.apache.kafka.raft.KafkaRaftClient", "isHighWatermarkUpdated",
                     SLIPS + "RaftHighWatermarkUpdated"),
             new Target("hwm-propagation-delay", "org.apache.kafka.raft.internals.ThresholdPurgatory", "completeAll",
