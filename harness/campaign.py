@@ -25,7 +25,8 @@ from kipcheck.rundir.records import JSONL_NAME
 
 DONE, ERROR, RUNNING = "done", "error", "running"
 #: what a campaign keeps in campaign.json to resume exactly as it began
-SETTINGS = ("duration", "backend", "bootstrap", "brokers", "tiered", "allow_uncovered", "engine", "master")
+SETTINGS = ("duration", "backend", "bootstrap", "brokers", "tiered", "allow_uncovered", "engine", "master",
+            "workload")
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,8 @@ def add_campaign_arguments(c) -> None:
     c.add_argument("--bootstrap", default=None, help="bootstrap servers (external backend)")
     c.add_argument("--brokers", type=int, default=3)
     c.add_argument("--tiered", action="store_true")
+    c.add_argument("--workload", choices=("default", "txn"), default="default",
+                   help="every run's workload (kipcheck run --workload)")
     c.add_argument("--allow-uncovered", action="store_true",
                    help="a run whose reachable rule decided nothing is VALID, not unknown (as for kipcheck run)")
     c.add_argument("--quiet", action="store_true")
@@ -209,7 +212,9 @@ def cmd_campaign(args) -> int:
     if settings["duration"] <= 0:
         raise HarnessError("--duration must be positive")
     # a campaign saved by an older kipcheck lacks the newer settings: their defaults
-    base = RunOptions(**{k: settings[k] for k in SETTINGS if k in settings and k not in ("engine", "master")})
+    from kipcheck.harness.clients.workload import WorkloadOptions
+    base = RunOptions(**{k: settings[k] for k in SETTINGS if k in settings and k not in ("engine", "master", "workload")},
+                      workload=WorkloadOptions(workload=settings.get("workload", "default")))
     summary = run_campaign(directory, planned, base, settings, ProgressUI(quiet=args.quiet))
     totals = summary["totals"]
     print(f"campaign {directory}: " + ", ".join(f"{k.lower()} {n}" for k, n in sorted(totals.items())))

@@ -190,7 +190,7 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
         plan = schedules.single_partition(options.duration, w.topic)
     else:
         plan = schedules.generate(options.seed, options.faults, options.duration, w.topic, options.intensity,
-                                  partitions=w.partitions)
+                                  partitions=w.partitions, transactional_ids=w.transactional_ids)
     config = run_config.RunConfig(seed=options.seed, duration=options.duration, backend=options.backend,
                                   options=_options_json(options),
                                   workload=asdict(w), schedule=[s.as_json() for s in plan],
@@ -236,6 +236,8 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
         with ui.step("creating the workload topic"):
             parts = create_topic(ctx, w.topic, w.partitions, min(3, len(cluster.racks()) or options.brokers),
                                  options.tiered)
+            for extra in w.topics[1:]:  # the txn workload's second topic and its copier's output
+                create_topic(ctx, extra, w.partitions, min(3, len(cluster.racks()) or options.brokers), options.tiered)
         rack = w.consumer_rack or follower_rack(cluster, parts)
         skipped = [*fault_skips, *_skipped(cluster, parts, rack, options)]
         for s in skipped:

@@ -84,9 +84,12 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
     topic = f"seed-{name or CONTROL}"
     no_clients = name is not None and not seeded.bug(name).clients
     w = WorkloadOptions(topic=topic, producer_modes=PRODUCER_MODES,
-                        **({"producers": 0, "consumers": 0} if no_clients else {}))
+                        **({"producers": 0, "consumers": 0} if no_clients else {}),
+                        workload=seeded.bug(name).workload if name else "default")
     ctx = RunContext(cluster, topic)
     parts = create_topic(ctx, topic, w.partitions, 3, tiered)
+    for extra in w.topics[1:]:  # a transaction slip's window runs the txn workload (its topics)
+        create_topic(ctx, extra, w.partitions, 3, tiered)
     rack = follower_rack(cluster, parts)
     run_config.write(wdir, run_config.RunConfig(kafka_version=version, seeded_bug=name, window=window,
                                                 workload={"topic": topic}, consumer_rack=rack, racks=cluster.racks()))

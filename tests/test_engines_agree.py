@@ -166,3 +166,19 @@ def test_same_conformance_table(spark, tmp_path):
     assert comparable(local) == comparable(remote)
     shown = {row["status"] for kip in local["conformance"].values() for row in kip.values()}
     assert shown == {"holds", "fails", "known deviation", "not asked", "not in this release"}
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_same_verdict_with_transactions(spark, tmp_path, broken):
+    """The transaction rule and the history rule's transaction ends travel through both engines."""
+    from kipcheck.checks import engine_spark
+    from tests.test_checker_transactions import RC, base, reads
+    h = reads(base())
+    if broken:  # an aborted read and an LSO above the HWM
+        h.rpoll(7, RC, (0, 2, "c")).fetch(5, 1, lso=8, hwm=7)
+    write_jsonl(h.records, tmp_path / "history.jsonl")
+    local = engine_local.check_path(tmp_path / "history.jsonl")
+    remote = engine_spark.check_path(tmp_path / "history.jsonl", spark=spark)
+    assert comparable(local) == comparable(remote)
+    flagged = {k for k, v in local["anomalies"].items() if v}
+    assert flagged == ({"aborted-read", "lso-violation"} if broken else set())

@@ -10,8 +10,12 @@ so one grouping pass serves five checks. Conventions (docs/history.md):
 * an `info` send may or may not have happened: it is never a lost write, but when a read
   shows its value, it happened at that offset;
 * `poll-skip` is flagged only for offsets proven to exist: returned by some read or
-  acknowledged by a send (compaction is off and the workload has no transactions, so
-  there are no legitimate gaps in the offsets).
+  acknowledged by a send (compaction is off, so the only legitimate gaps are transaction
+  markers, never proven to exist, and, for a read_committed reader, the records of
+  transactions not known to have committed);
+* a transactional send (its value names its `txn`) counts for `lost-write` only when its
+  transaction committed (a `txn-commit` or `txn-abort` completion lists the partitions it
+  wrote, and reaches this partition's group).
 
 The partition log must also be linearisable as an append-only log: a send called after
 another send was acknowledged must land at a higher offset. That is checked with the
@@ -27,7 +31,9 @@ from typing import Iterable
 
 from kipcheck.checks import linearize
 from kipcheck.checks.rules.base import UNKNOWN, Anomaly, BaseRule
+from kipcheck.reference_model.transactions import COMMITTED, READ_COMMITTED, transaction_outcome
 
+TXN_ENDS = ("txn-commit", "txn-abort")
 HISTORY_ANOMALIES = ("lost-write", "duplicate", "inconsistent-offset", "nonmonotonic-poll", "poll-skip")
 
 
@@ -75,6 +81,8 @@ class Digest:
         self.s_offset: list = []  # None unless an ok send acknowledged an offset >= 0
         self.s_call: list = []
         self.s_ret: list = []
+        self.s_txn: list = []  # the send's transaction (None: not transactional)
+        self._ends: dict = {}  # txn -> ([commit completion types], [abort completion types])
         self.s_producer: list = []  # the workload's producer that sent it (None in older histories)
         self._pending: dict = {}  # process -> its send invoke record
         # observations: offset -> first value (its class); encoded first index of that
@@ -132,6 +140,7 @@ class Digest:
             observe, first_read, read_values = self._observe_read, self._first_read, self.read_values
             prev = self._last.get(process)
             cont = self._cont
+            rc = v.get("isolation") == READ_COMMITTED
             for rec in v["records"]:
                 if rec[0] != topic or rec[1] != partition:
                     continue
@@ -143,7 +152,7 @@ class Digest:
                 if prev is not None:
                     p_off = prev[0]
                     if offset <= p_off or offset > p_off + 1:
-                        cont.append((process, p_off, prev[1], offset, index))
+                        cont.append((process, p_off, prev[1], offset, index, rc))
                 prev = (offset, index)
             if prev is not None:
                 self._last[process] = prev
@@ -163,6 +172,7 @@ class Digest:
             self.s_offset.append(offset)
             self.s_call.append(inv["time"] if inv else r["time"])
             self.s_ret.append(linearize.INF if t == "info" else r["time"])
+            self.s_txn.append(v.get("txn"))
             self.s_producer.append(v.get("producer"))
             if offset is not None:
                 if type(value) is not str or type(offset) is not int:
@@ -184,6 +194,9 @@ class Digest:
                 self._fetched(dict(fetched_records(r)).get(partition_key(self.topic, self.partition), ()), r["index"])
         elif f in ("assign", "seek"):
             self._last.pop(r["process"], None)
+        elif f in TXN_ENDS and t != "invoke":
+            ends = self._ends.setdefault(v.get("txn"), ([], []))
+            ends[f == "txn-abort"].append(t)
 
     def _fetched(self, records, index) -> None:
         """A raw-protocol fetch's [offset, value] records of this partition: observations
@@ -224,6 +237,7 @@ class Digest:
             self.s_offset.append(None)
             self.s_call.append(inv["time"])
             self.s_ret.append(linearize.INF)
+            self.s_txn.append(inv["value"].get("txn"))
             self.s_producer.append(inv["value"].get("producer"))
         self._pending = {}
         if self._odd:
@@ -279,6 +293,23 @@ class Digest:
                     self._vextra[value] = self._vextra.pop(value)
 
     # --- reading ------------------------------------------------------------------------
+
+    def uncommitted(self, k: int) -> bool:
+        """Send k belongs to a transaction not known to have committed."""
+        txn = self.s_txn[k]
+        if txn is None:
+            return False
+        commits, aborts = self._ends.get(txn, ((), ()))
+        return transaction_outcome(tuple(commits), tuple(aborts)) != COMMITTED
+
+    def hidden_offsets(self) -> set:
+        """Offsets holding records of transactions not known to have committed: a
+        read_committed reader may pass them by (KIP-98: aborted records are filtered)."""
+        out = set()
+        for k, offset in enumerate(self.s_offset):
+            if self.s_txn[k] is not None and self.uncommitted(k):
+                out.update([offset] if offset is not None else self.offsets_of(self.s_value[k]))
+        return out
 
     def values_at(self, offset) -> list[tuple[object, int]]:
         """[(value, first index)] observed at `offset`, first value first."""
@@ -384,7 +415,7 @@ def lost_writes(d: Digest) -> list[Anomaly]:
     top = read_offsets[-1]
     read_values = d.read_values
     for k, (offset, value) in enumerate(zip(d.s_offset, d.s_value)):
-        if offset is None or offset >= top or value in read_values:
+        if offset is None or offset >= top or value in read_values or d.uncommitted(k):
             continue
         # the proof that reads went past k: the read of the smallest offset above k
         j = bisect.bisect_right(read_offsets, offset)
@@ -401,8 +432,9 @@ def lost_writes(d: Digest) -> list[Anomaly]:
 def continuity(d: Digest) -> list[Anomaly]:
     """nonmonotonic-poll and poll-skip, per process; an assign/seek restarts it."""
     known, known_first = d.known_offsets, d.known_first
+    hidden = d.hidden_offsets() if d._ends or any(t is not None for t in d.s_txn) else set()
     out = []
-    for process, p_off, p_idx, offset, index in d._cont:
+    for process, p_off, p_idx, offset, index, rc in d._cont:
         idx = (p_idx, index) if p_idx != index else (index,)
         if offset <= p_off:
             out.append(Anomaly(
@@ -412,6 +444,9 @@ def continuity(d: Digest) -> list[Anomaly]:
                 details={**_where(d), "process": process, "from": p_off, "to": offset}))
         else:
             k = bisect.bisect_right(known, p_off)
+            if rc and hidden:  # a read_committed reader passes aborted records by
+                while k < len(known) and known[k] < offset and known[k] in hidden:
+                    k += 1
             if k < len(known) and known[k] < offset:
                 skipped, proof = known[k], known_first[k]
                 out.append(Anomaly(
@@ -521,6 +556,8 @@ class PartitionHistoryRule(BaseRule):
             return tuple(key for key, _ in fetched_records(record))
         if f == "assign":
             return {partition_key(t, p) for t, p in v.get("partitions", ())}
+        if f in TXN_ENDS and record["type"] != "invoke":
+            return {partition_key(t, p) for t, p in v.get("partitions", ())}
         return ()
 
     def split(self, record: dict) -> list[tuple[str, dict]]:
@@ -550,9 +587,11 @@ class PartitionHistoryRule(BaseRule):
                     topic, _, partition = key.rpartition("/")
                     partition = int(partition)
                     mine = [rec for rec in recs if rec[0] == topic and rec[1] == partition]
-                    out.append((key, {**record, "value": {"records": mine}}))
+                    out.append((key, {**record, "value": {**({"isolation": v["isolation"]} if "isolation" in v else {}),
+                                                          "records": mine}}))
                 return out
-            out = [(partition_key(t, p), {**record, "value": {"records": part}}) for (t, p), part in by.items()]
+            shown = {"isolation": v["isolation"]} if "isolation" in v else {}
+            out = [(partition_key(t, p), {**record, "value": {**shown, "records": part}}) for (t, p), part in by.items()]
             if len(out) > 1:
                 out.sort(key=lambda kv: kv[0])
             return out
@@ -564,6 +603,8 @@ class PartitionHistoryRule(BaseRule):
             return [(key, {**record, "value": {"partitions": [tp for tp in v.get("partitions", ())
                                                               if partition_key(tp[0], tp[1]) == key]}})
                     for key in sorted(set(self.group_keys(record)))]
+        if f in TXN_ENDS:
+            return [(key, {**record, "value": {"txn": v.get("txn")}}) for key in sorted(self.group_keys(record))]
         return []
 
     def start(self, key: str, profile: str) -> "_Judge":

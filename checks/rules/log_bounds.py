@@ -29,6 +29,10 @@ STATE_LOSING_FAULTS = {"kill", "wipe", "wipe-metadata", "truncate", "restart", "
 #: each appended at most once. An idempotent send is appended at most once per log (KIP-98: the
 #: leader drops a batch whose producer id, epoch and sequence it already has).
 MIN_RETRY_SPACING_NS = 80_000_000
+#: Transaction markers one transaction may leave in a partition: its commit or abort marker,
+#: and once more when the coordinator's WriteTxnMarkers is retried at a new leader after the
+#: first write was replicated but its answer lost (markers are not deduplicated like batches)
+MARKERS_PER_TXN = 2
 
 
 class Lives:
@@ -191,7 +195,8 @@ class SendBound:
     send counts the attempts its time in flight allows (`MIN_RETRY_SPACING_NS`) and is never
     taken off: a stale attempt may still be appended after another one was acknowledged.
     Without sends of the partition in the history there is no bound (another writer may exist).
-    Transaction markers take offsets too; the workloads that write them are not judged by it."""
+    Transaction markers take offsets too (KIP-98): each transaction that sent to the partition
+    may append `MARKERS_PER_TXN`, counted at its first send there and never taken off."""
 
     def __init__(self, records: Iterable[dict], topic, partition):
         invokes: dict[object, tuple[int, bool]] = {}  # process -> (invoke time, idempotent)
@@ -199,6 +204,7 @@ class SendBound:
         acknowledged: list[int] = []  # times idempotent sends were acknowledged with an offset
         proven: list[tuple[int, int]] = []  # (time, offset) shown to exist by then
         end = 0
+        txns: set = set()  # transactions seen sending to this partition
         for r in records:
             t = r.get("time", 0)
             end = max(end, t)
@@ -206,6 +212,10 @@ class SendBound:
             if r.get("f") == "send" and v.get("topic") == topic and as_int(v.get("partition")) == as_int(partition):
                 if r.get("type") == "invoke":
                     invokes[r.get("process")] = (t, bool(v.get("idempotent", False)))
+                    txn = v.get("txn")
+                    if txn is not None and txn not in txns:
+                        txns.add(txn)
+                        appends.append((t, MARKERS_PER_TXN))
                     continue
                 invoked, idempotent = invokes.pop(r.get("process"), (t, bool(v.get("idempotent", False))))
                 appends.append((invoked, 1 if idempotent else self._attempts(t - invoked)))

@@ -49,7 +49,7 @@ def _requested(inv: dict) -> tuple:
 
 def _response(e: dict) -> kip227.PartitionResponse:
     return kip227.PartitionResponse(e.get("error", NONE), as_int(e.get("high_watermark"), -1),
-                                    as_int(e.get("log_start_offset"), -1), bool(e.get("records")),
+                                    as_int(e.get("log_start_offset"), -1), bool(e.get("records") or e.get("markers")),
                                     as_int(e.get("preferred_read_replica"), -1))
 
 

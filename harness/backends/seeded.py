@@ -33,6 +33,7 @@ class SeededBug:
     tiered: bool = False  # its window needs a tiered topic (remote storage on)
     min_window: float = 0.0  # seconds its window needs at least (the probe that can see it comes late)
     clients: bool = True  # its window runs the producers and consumers (False: only the prober and observer)
+    workload: str = "default"  # its window's workload (WorkloadOptions.workload): "txn" for transaction slips
     expects: str = ""  # the anomaly the checker must flag, when it is not `name` (a second slip of one family)
 
     @property
@@ -74,6 +75,15 @@ BUGS: tuple[SeededBug, ...] = (
     SeededBug("preferred-replica-violation", "org.apache.kafka.common.replica.RackAwareReplicaSelector.select",
               "the rack comparison is inverted: a follower in another rack is preferred over the client's rack",
               "KIP-392: the preferred read replica is an in-sync replica in the client's rack when one exists"),
+    SeededBug("aborted-read", "org.apache.kafka.storage.internals.log.UnifiedLog.read",
+              "a read_committed read is bounded by the high watermark and collects no aborted transactions "
+              "(isolation TXN_COMMITTED read as HIGH_WATERMARK)",
+              "KIP-98: read_committed readers see only committed transactions (LSO bound, aborted-transaction list)",
+              workload="txn", min_window=20.0),  # transactional ids and __transaction_state come up first
+    SeededBug("lso-violation", "kafka.cluster.Partition.readRecords",
+              "every other consumer read reports a last stable offset one above its high watermark (the cap "
+              "of UnifiedLog.lastStableOffset at the HWM dropped)",
+              "KIP-98: the LSO is at most the high watermark"),
     SeededBug("fetch-session-violation", "org.apache.kafka.server.FetchSession.setEpoch",
               "a consumer session's epoch is advanced twice, so the client's correct next epoch is refused",
               "KIP-227: an incremental fetch carrying the session's epoch + 1 is accepted"),

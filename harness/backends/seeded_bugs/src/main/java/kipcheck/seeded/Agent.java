@@ -42,6 +42,8 @@ public final class Agent {
             new Target("wrong-fetch-error", "org.apache.kafka.storage.internals.log.UnifiedLog", "read", SLIPS + "ConsumerRead"),
             new Target("poll-skip", "org.apache.kafka.storage.internals.log.UnifiedLog", "read", SLIPS + "ConsumerRead"),
             new Target("hwm-regression", "kafka.cluster.Partition", "readRecords", SLIPS + "ReportedHighWatermark"),
+            new Target("aborted-read", "org.apache.kafka.storage.internals.log.UnifiedLog", "read", SLIPS + "ConsumerRead"),
+            new Target("lso-violation", "kafka.cluster.Partition", "readRecords", SLIPS + "ReportedHighWatermark"),
             new Target("fetch-session-violation", "org.apache.kafka.server.FetchSession", "setEpoch", SLIPS + "SessionEpoch"),
             new Target("duplicate", "kafka.cluster.Partition", "checkEnoughReplicasReachOffset", SLIPS + "ReplicaAck"),
             new Target("inconsistent-offset", "org.apache.kafka.server.LogAppendResult$LogAppendSummary", "firstOffset",

@@ -42,6 +42,9 @@ public final class Slips {
      * <li>poll-skip: the read starts one past the fetch offset (on one read in four), so the
      *     record at the fetch offset is never returned to that fetch. Breaks read continuity
      *     (Kafka's fetch contract: records from the fetch offset on).</li>
+     * <li>aborted-read: a read_committed read (TXN_COMMITTED) is bounded by the high watermark and
+     *     collects no aborted transactions, as a read_uncommitted one. Breaks KIP-98: read_committed
+     *     readers see only committed transactions (the LSO bound, the aborted-transaction list).</li>
      * </ul>
      */
     public static final class ConsumerRead {
@@ -72,6 +75,13 @@ public final class Slips {
                     Bugs.fired(bug);
                     throw new OffsetOutOfRangeException("seeded: offset " + startOffset + " >= high watermark");
                 }
+            } else if (bug.equals("aborted-read")) {
+                if (isolation == FetchIsolation.TXN_COMMITTED) {
+                    if (log.lastStableOffset() < log.highWatermark() || Bugs.every(bug, 8)) {
+                        Bugs.fired(bug);
+                    }
+                    isolation = FetchIsolation.HIGH_WATERMARK;
+                }
             } else if (bug.equals("poll-skip")) {
                 if (startOffset >= log.logStartOffset() && startOffset + 1 < log.highWatermark()
                         && Bugs.every(bug, 4)) {
@@ -91,7 +101,18 @@ public final class Slips {
         @Advice.OnMethodExit(onThrowable = Throwable.class)
         public static void exit(@Advice.Argument(5) FetchIsolation isolation,
                                 @Advice.Return(readOnly = false) LogReadInfo info) {
-            if (info == null || isolation == FetchIsolation.LOG_END || !Bugs.on("hwm-regression")) {
+            if (info == null || isolation == FetchIsolation.LOG_END) {
+                return;
+            }
+            if (Bugs.on("lso-violation")) {
+                if (Bugs.every("lso-violation", 2)) {
+                    info = new LogReadInfo(info.fetchedData(), info.divergingEpoch(), info.highWatermark(),
+                            info.logStartOffset(), info.logEndOffset(), info.highWatermark() + 1);
+                    Bugs.fired("lso-violation");
+                }
+                return;
+            }
+            if (!Bugs.on("hwm-regression")) {
                 return;
             }
             long lag = Math.min(3, info.highWatermark() - info.logStartOffset());
