@@ -1,0 +1,133 @@
+"""The ssh backend against real sshd hosts (network namespaces, tests/integration/sshd_support.py).
+
+The first test holds `SshHost`'s verbs to what the native runner does, over a real SSH
+connection, and its errors to one line naming the host; the second runs `kipcheck run
+--backend ssh` with partitions and kills and then finds nothing of kipcheck's on the hosts.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+from kipcheck.harness.backends import network, ssh
+from kipcheck.harness.backends.state import kill_recorded
+from kipcheck.harness.errors import HarnessError
+from tests.integration.sshd_support import sshd_hosts
+
+pytestmark = pytest.mark.cluster
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_ssh_host_verbs_errors_and_clean_host(tmp_path):
+    with sshd_hosts(2) as env:
+        hosts = ssh.load_hosts(env.cluster_file)
+        entry = hosts.nodes[0]
+        host = ssh.SshHost(entry.ssh, entry.address, "KIPCHECK-test0001")
+        # commands run in the host's own network namespace: its address is its own
+        assert host.address in host.run(["ip", "-4", "addr", "show", "eth0"]).stdout
+        client = ssh.connect(entry.ssh)
+        assert ssh.connect(entry.ssh) is client  # one connection, reused
+        # a command over its deadline is one line naming the host, and the connection survives
+        started = time.monotonic()
+        with pytest.raises(HarnessError, match=r"^host worker1: `sleep 30` did not finish within 1 s$"):
+            host.shell("sleep 30", timeout=1)
+        assert time.monotonic() - started < 5
+        assert host.shell("echo ok").stdout == "ok\n"
+
+        base = PurePosixPath(env.remote_dir) / "t"
+        # files
+        host.write_text(base / "a" / "f.log", "0123456789")
+        assert host.read_text(base / "a" / "f.log") == "0123456789" and host.exists(base / "a" / "f.log")
+        assert host.file_sizes(base / "a", ".log") == {"f.log": 10}
+        host.truncate(base / "a" / "f.log", 4)
+        assert host.read_text(base / "a" / "f.log") == "0123"
+        assert host.read_text(base / "none") is None
+        assert host.fetch(base / "a" / "f.log", tmp_path / "got.log") == tmp_path / "got.log"
+        assert (tmp_path / "got.log").read_text() == "0123"
+        assert host.fetch(base / "none", tmp_path / "none") is None
+
+        # processes: spawn, SIGSTOP shows as T, kill_recorded (the native code) over SSH
+        pid, start, _ = host.spawn(["sleep", "300"], base / "node-1" / "stdout.log")
+        assert host.alive(pid, start) and not host.alive(pid, start + 1)
+        assert str(pid) in " ".join(env.processes("sleep 300"))
+        host.signal(pid, signal.SIGSTOP)
+        assert host.process_state(pid) == "T"
+        kill_recorded(pid, start, host=host)
+        assert not host.alive(pid, start)
+        with pytest.raises(ProcessLookupError):
+            host.signal(pid, signal.SIGCONT)
+
+        # kipcheck's chain: made and removed by the native functions, seen in the namespace itself
+        network.install_chain(host)
+        host.iptables("-A", host.chain, "-s", env.hosts[1].address, "-j", "DROP")
+        assert any("-A KIPCHECK-test0001 -s" in l for l in env.chains(env.hosts[0]))
+        network.remove_chain(host)
+        assert env.chains(env.hosts[0]) == []
+
+        # the classpath is copied once: a second sync finds it complete and copies nothing
+        jars = [tmp_path / "a.jar", tmp_path / "b.jar"]
+        for j in jars:
+            j.write_bytes(os.urandom(2000))
+        lib = PurePosixPath(env.remote_dir) / "kafka" / "x"
+        assert ssh.sync_classpath(host, jars, lib) == [lib / "a.jar", lib / "b.jar"]
+        assert host.file_sizes(lib, ".jar") == {"a.jar": 2000, "b.jar": 2000}
+        host.shell(f"touch -d 2000-01-01 {lib}/a.jar", check=True)
+        ssh.sync_classpath(host, jars, lib)
+        assert host.shell(f"stat -c %Y {lib}/a.jar").stdout.strip() == "946684800"
+
+        # clean_host, from the host alone: the recorded process, every KIPCHECK chain, the directory
+        pid, start, _ = host.spawn(["sleep", "301"], PurePosixPath(env.remote_dir) / "c1" / "node-2" / "stdout.log")
+        network.install_chain(host)
+        removed = ssh.clean_host(entry.ssh, env.remote_dir)
+        assert f"process {pid}" in removed and "chain KIPCHECK-test0001" in removed and env.remote_dir in removed
+        assert not host.alive(pid, start) and env.chains(env.hosts[0]) == []
+        assert not Path(env.remote_dir).exists()  # the test hosts share this machine's filesystem
+
+        # errors: one line, naming the host
+        wrong_key = tmp_path / "wrong"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(wrong_key)], check=True)
+        with pytest.raises(HarnessError, match=r"^host worker1 \(root@198\.18\.\d+\.11:22\): key refused \(.*wrong\)$"):
+            ssh.connect(replace(entry.ssh, identityfile=str(wrong_key)))
+        with pytest.raises(HarnessError, match=r"^host worker1 \(root@198\.18\.\d+\.11:2222\) unreachable: "):
+            ssh.connect(replace(entry.ssh, port=2222))
+
+
+def _kipcheck(*args: str, timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def _assert_hosts_clean(env) -> None:
+    assert env.processes("kafka.Kafka") == []
+    for h in env.hosts:
+        assert env.chains(h) == [], h.name
+    assert not Path(env.remote_dir).exists()
+
+
+def test_run_on_ssh_hosts_partition_kill_is_valid_and_leaves_nothing(tmp_path):
+    with sshd_hosts(3) as env:
+        started = time.monotonic()
+        proc = _kipcheck("run", "--backend", "ssh", "--hosts", str(env.cluster_file), "--faults", "partition,kill",
+                         "--seed", "3", "--duration", "30", "--runs-dir", str(tmp_path), "--quiet", timeout=400)
+        took = time.monotonic() - started
+        print(proc.stdout[-3000:], proc.stderr[-3000:], f"run took {took:.0f} s", sep="\n")
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        [run_dir] = [p for p in tmp_path.iterdir() if p.is_dir()]
+        config = json.loads((run_dir / "config.json").read_text())
+        assert config["mode"] == "ssh"
+        records = [json.loads(l) for l in (run_dir / "history.jsonl").read_text().splitlines()]
+        injected = {r["value"]["fault"] for r in records if r["f"] == "fault" and r["type"] == "ok"
+                    and r["value"].get("phase") == "start"}
+        assert {"partition", "kill"} <= injected, injected
+        for n in (1, 2, 3):  # every node's logs and configuration were copied back from its host
+            node = run_dir / "cluster" / f"node-{n}"
+            assert (node / "server.log").stat().st_size > 0 and (node / "server.properties").exists()
+        _assert_hosts_clean(env)
