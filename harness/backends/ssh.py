@@ -135,6 +135,7 @@ def load_hosts(path: str | Path) -> HostsFile:
 
 _CONNECTIONS: dict[SshConfig, object] = {}
 _CONNECTIONS_LOCK = threading.Lock()
+_HOST_LOCKS: dict[SshConfig, threading.Lock] = {}
 
 
 def _describe(c: SshConfig) -> str:
@@ -144,7 +145,9 @@ def _describe(c: SshConfig) -> str:
 def connect(config: SshConfig):
     """The one paramiko SSHClient for this host in this process (opened on first use, reopened when dropped)."""
     import paramiko
-    with _CONNECTIONS_LOCK:
+    with _CONNECTIONS_LOCK:  # one lock per host: a slow host does not hold up the others
+        lock = _HOST_LOCKS.setdefault(config, threading.Lock())
+    with lock:
         client = _CONNECTIONS.get(config)
         if client is not None and client.get_transport() is not None and client.get_transport().is_active():
             return client
@@ -176,7 +179,7 @@ def _reason(e: BaseException) -> str:
 def close_all() -> None:
     """Close every connection of this process (end of a run; tests that stop their sshd)."""
     with _CONNECTIONS_LOCK:
-        for client in _CONNECTIONS.values():
+        for client in list(_CONNECTIONS.values()):
             client.close()
         _CONNECTIONS.clear()
 

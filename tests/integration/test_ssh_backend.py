@@ -131,3 +131,43 @@ def test_run_on_ssh_hosts_partition_kill_is_valid_and_leaves_nothing(tmp_path):
             node = run_dir / "cluster" / f"node-{n}"
             assert (node / "server.log").stat().st_size > 0 and (node / "server.properties").exists()
         _assert_hosts_clean(env)
+
+
+def test_sigkill_mid_partition_then_cluster_down_hosts_cleans_every_host(tmp_path):
+    """The harness and its watchdog SIGKILLed while a partition is in place, and this machine's
+    state lost too: `kipcheck cluster down --hosts` alone heals and cleans every host."""
+    from kipcheck.harness.backends.state import all_states
+    env_vars = dict(os.environ)  # one state directory: a run's stale sweep must see the hosts' namespaces as ours
+    with sshd_hosts(3) as env:
+        runs = tmp_path / "runs"
+        proc = subprocess.Popen([sys.executable, "-m", "kipcheck.harness.cli", "run", "--backend", "ssh",
+                                 "--hosts", str(env.cluster_file), "--faults", "partition", "--seed", "1",
+                                 "--duration", "120", "--runs-dir", str(runs), "--quiet"],
+                                cwd=ROOT, env=env_vars, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 240
+            partitioned = False
+            while time.monotonic() < deadline and not partitioned and proc.poll() is None:
+                time.sleep(0.5)
+                for h in runs.glob("*/history.jsonl"):
+                    records = [json.loads(l) for l in h.read_text().splitlines() if l.endswith("}")]
+                    partitioned = any(r["f"] == "fault" and r["type"] == "ok" and r["value"].get("phase") == "start"
+                                      for r in records)
+            assert partitioned, "no partition was injected"
+            [state] = [st for st in all_states() if st.data.get("mode") == "ssh"
+                       and st.data["hosts"]["path"] == str(env.cluster_file.resolve())]
+            os.kill(state.data["helpers"]["reaper"]["pid"], signal.SIGKILL)
+            proc.kill()
+            proc.wait()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert len(env.processes("kafka.Kafka")) == 3
+        assert any("-j DROP" in l for h in env.hosts for l in env.chains(h))
+        state.remove()  # the control host's record is gone too: only the hosts know
+        down = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", "cluster", "down", "--hosts",
+                               str(env.cluster_file)], cwd=ROOT, env=env_vars, capture_output=True, text=True,
+                              timeout=120)
+        assert down.returncode == 0, down.stderr
+        assert down.stdout.count(": process ") == 3 and down.stdout.count(": chain KIPCHECK-") == 3
+        _assert_hosts_clean(env)
