@@ -34,7 +34,7 @@ CONNECT_TIMEOUT = 10.0
 COMMAND_TIMEOUT = 60.0
 DEFAULT_DIR = "/tmp/kipcheck-hosts"  # kipcheck's own directory on every host: nothing of ours outside it
 CHAIN_PREFIX = "KIPCHECK-"  # + the cluster id: one chain per cluster on a host
-PIDFILE = "kipcheck.pid"  # beside a node's log: its /proc stat line, for `kipcheck cluster down --hosts`
+PIDFILE = "kipcheck.{host}.pid"  # beside a node's log: its /proc stat line, for `kipcheck cluster down --hosts`
 ROLES = {"broker", "controller", "client"}
 
 
@@ -266,8 +266,9 @@ class SshHost:
 
     def spawn(self, argv: list[str], log: Path) -> tuple[int, int, None]:
         """Start a long-running process in its own session, output appended to `log`; its /proc
-        stat line goes to `kipcheck.pid` beside the log, for `clean_host` after a lost harness."""
-        pidfile = shlex.quote(str(PurePosixPath(log).parent / PIDFILE))
+        stat line goes to `kipcheck.<host>.pid` beside the log, for `clean_host` after a lost harness
+        (named by host: hosts that share a filesystem, as the tests' do, each find only their own)."""
+        pidfile = shlex.quote(str(PurePosixPath(log).parent / PIDFILE.format(host=self.name)))
         line = self.shell(f"mkdir -p {shlex.quote(str(PurePosixPath(log).parent))} && "
                           f"{{ setsid {shlex.join(argv)} >>{shlex.quote(str(log))} 2>&1 </dev/null & p=$!; "
                           f"s=$(cat /proc/$p/stat); echo \"$s\" >{pidfile}; echo \"$s\"; }}", check=True).stdout
@@ -414,14 +415,15 @@ def sync_classpath(host: SshHost, classpath, remote: PurePosixPath) -> list[Pure
 
 def clean_host(config: SshConfig, directory: str) -> list[str]:
     """Leave a host as kipcheck found it, from what is on the host alone (after a harness and
-    its state were lost): kill every process a `kipcheck.pid` under `directory` records, delete
+    its state were lost): kill every process a `kipcheck.<host>.pid` under `directory` records, delete
     every KIPCHECK-* chain, delete `directory`. Returns what it removed."""
     from kipcheck.harness.backends.network import remove_chain
     from kipcheck.harness.backends.state import kill_recorded
     host = SshHost(config, config.hostname, "")
     done = []
     base = shlex.quote(directory.rstrip("/"))
-    for line in host.shell(f"cat {base}/*/node-*/{PIDFILE} 2>/dev/null").stdout.splitlines():
+    pidfiles = f"{base}/*/node-*/{shlex.quote(PIDFILE.format(host=config.host))}"
+    for line in host.shell(f"cat {pidfiles} 2>/dev/null").stdout.splitlines():
         try:
             pid, start = int(line.split()[0]), parse_stat(line)[1]
         except (ValueError, IndexError):
