@@ -170,3 +170,39 @@ def test_sigkill_mid_partition_then_cluster_down_hosts_cleans_every_host(tmp_pat
         assert down.returncode == 0, down.stderr
         assert down.stdout.count(": process ") == 3 and down.stdout.count(": chain KIPCHECK-") == 3
         _assert_hosts_clean(env)
+
+
+@pytest.mark.long
+def test_every_node_fault_kind_on_ssh_hosts_is_valid_and_leaves_nothing(tmp_path):
+    """The issue's run: partition, kill, pause, latency (Toxiproxy on this, the control host) and
+    wipe over SSH, VALID, and the hosts as found afterwards."""
+    with sshd_hosts(3) as env:
+        proc = _kipcheck("run", "--backend", "ssh", "--hosts", str(env.cluster_file), "--faults",
+                         "partition,kill,pause,latency,wipe", "--seed", "3", "--duration", "90",
+                         "--runs-dir", str(tmp_path), "--quiet", timeout=900)
+        print(proc.stdout[-3000:], proc.stderr[-3000:], sep="\n")
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        [run_dir] = [p for p in tmp_path.iterdir() if p.is_dir()]
+        config = json.loads((run_dir / "config.json").read_text())
+        records = [json.loads(l) for l in (run_dir / "history.jsonl").read_text().splitlines()]
+        injected = [r["value"]["fault"] for r in records if r["f"] == "fault" and r["type"] == "ok"
+                    and r["value"].get("phase") == "start"]
+        assert injected == [s["kind"] for s in config["schedule"]], injected
+        assert len(set(injected)) >= 3, injected
+        _assert_hosts_clean(env)
+
+
+@pytest.mark.long
+def test_a_two_seed_campaign_on_ssh_hosts_checks_in_one_spark_job(tmp_path):
+    with sshd_hosts(3) as env:
+        d = tmp_path / "night"
+        proc = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", "campaign", "--quiet", "--backend",
+                               "ssh", "--hosts", str(env.cluster_file), "--seeds", "1-2", "--faults",
+                               "partition,kill", "--duration", "30", "--engine", "spark", "--dir", str(d)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=1500)
+        print(proc.stdout[-3000:], proc.stderr[-3000:], sep="\n")
+        summary = json.loads((d / "summary.json").read_text())
+        assert [r["outcome"] for r in summary["runs"]] == ["VALID", "VALID"], proc.stderr[-2000:]
+        assert proc.returncode == 0
+        assert all("--backend ssh --hosts" in r["reproduce"] for r in summary["runs"])
+        _assert_hosts_clean(env)
