@@ -206,3 +206,22 @@ def test_a_two_seed_campaign_on_ssh_hosts_checks_in_one_spark_job(tmp_path):
         assert proc.returncode == 0
         assert all("--backend ssh --hosts" in r["reproduce"] for r in summary["runs"])
         _assert_hosts_clean(env)
+
+
+@pytest.mark.long
+def test_the_pytest_fixtures_run_on_the_hosts_of_kipcheck_hosts(tmp_path):
+    """`pytest --kipcheck-hosts FILE`: the example tests (a leader isolation, a fault plan with the
+    workload) pass with their cluster on the ssh hosts, and leave nothing there."""
+    with sshd_hosts(3) as env:
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                               f"--basetemp={tmp_path / 'inner'}", "--kipcheck-hosts", str(env.cluster_file),
+                               "examples/test_example_workload.py"],
+                              cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                              timeout=900)
+        out = proc.stdout + proc.stderr
+        print(out[-2000:])
+        assert proc.returncode == 0 and "2 passed in" in out, out[-3000:]
+        # the session's cluster ran on the hosts: its configuration, copied back, listens on their addresses
+        [props] = (tmp_path / "inner").rglob("node-1/server.properties")
+        assert f"CLIENT://{env.hosts[0].address}:" in props.read_text()
+        _assert_hosts_clean(env)
