@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,34 @@ def test_run_with_the_ssh_backend_needs_a_cluster_file_and_fails_in_one_line(tmp
     assert proc.returncode == 2
     assert proc.stderr.strip() == "kipcheck: the ssh backend needs --hosts CLUSTER_JSON (ducktape's cluster file)"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_native_runner_does_what_a_node_asks_on_this_machine(tmp_path):
+    """The verbs KafkaNode now calls on a native host (loopback: no namespace), as the ssh test
+    calls them on an SshHost: files, a spawned process, its stop state, and kill_recorded."""
+    import signal
+    from kipcheck.harness.backends.state import kill_recorded
+    host = network.Host("n1", "127.0.0.1", None)
+    assert not host.remote and host.chain == network.CHAIN
+    host.write_text(tmp_path / "d" / "s.log", "0123456789")
+    assert host.read_text(tmp_path / "d" / "s.log") == "0123456789" and host.exists(tmp_path / "d" / "s.log")
+    assert host.file_sizes(tmp_path / "d", ".log") == {"s.log": 10} and host.file_sizes(tmp_path / "none", ".log") == {}
+    host.truncate(tmp_path / "d" / "s.log", 3)
+    assert host.fetch(tmp_path / "d" / "s.log", tmp_path / "x") == tmp_path / "d" / "s.log"
+    assert host.read_text(tmp_path / "d" / "s.log") == "012" and host.read_text(tmp_path / "none") is None
+    pid, start, proc = host.spawn(["sleep", "300"], tmp_path / "d" / "out.log")
+    try:
+        assert host.alive(pid, start) and not host.alive(pid, start + 1)
+        host.signal(pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 5
+        while host.process_state(pid) != "T" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert host.process_state(pid) == "T"
+        kill_recorded(pid, start, host=host)
+        proc.wait(timeout=5)
+        assert not host.alive(pid, start)
+    finally:
+        proc.kill()
+    host.remove_tree(tmp_path / "d")
+    assert not host.exists(tmp_path / "d")
+    assert host.run(["echo", "ok"]).stdout == "ok\n"
