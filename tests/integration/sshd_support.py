@@ -5,7 +5,8 @@ recorded in a cluster state owned by the test process, so a killed pytest is cle
 next `reap_stale`), without kipcheck's chain: a host starts as a machine kipcheck has never
 touched. Each runs Debian's /usr/sbin/sshd with a host key and a client key made for this
 run, its own config and port 22 on its own address. Everything goes on exit: sshd, the
-namespaces, the bridge, the keys and /run/sshd when the fixture made it.
+namespaces, the bridge, the keys, /run/sshd when the fixture made it, and kipcheck's directory
+of the hosts (`kipcheck.dir`, on this shared filesystem) should a failed test have left it.
 """
 from __future__ import annotations
 
@@ -106,6 +107,7 @@ def sshd_hosts(count: int = 3, roles: list[list[str]] | None = None):
     state = ClusterState.create(cluster_id, os.getpid(), root=str(tmp), mode="sshd-hosts")
     privsep = Path("/run/sshd")  # sshd's privilege separation directory (Debian's service makes it)
     made_privsep = not privsep.exists()
+    remote_dir = f"/tmp/kipcheck-hosts-{cluster_id}"
     try:
         if made_privsep:
             privsep.mkdir(mode=0o755, parents=True)
@@ -115,7 +117,6 @@ def sshd_hosts(count: int = 3, roles: list[list[str]] | None = None):
         _keygen(tmp / "host_key")
         _keygen(tmp / "client_key")
         shutil.copy(tmp / "client_key.pub", tmp / "authorized_keys")
-        remote_dir = f"/tmp/kipcheck-hosts-{cluster_id}"
         hosts, entries = [], []
         for i in range(1, count + 1):
             host = net.add_host(f"h{i}", 10 + i, chain=False)
@@ -142,4 +143,7 @@ def sshd_hosts(count: int = 3, roles: list[list[str]] | None = None):
         teardown(state)  # the sshd helpers, the namespaces (every rule in them) and the bridge
         if made_privsep:
             shutil.rmtree(privsep, ignore_errors=True)
+        # the hosts share this filesystem: what a failed test left in kipcheck's directory goes too
+        # (a passing test has already asserted that kipcheck itself left nothing there)
+        shutil.rmtree(remote_dir, ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)
