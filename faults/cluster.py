@@ -1,7 +1,7 @@
 """What a fault may touch: the typed `Cluster` and `Node` protocols both backends implement.
 
-harness.backends.cluster.NativeCluster (with harness.backends.node.KafkaNode) and harness.backends.external.ExternalCluster
-satisfy these; faults see nothing else of the harness, so the import runs one way
+harness.backends.cluster.NativeCluster (with harness.backends.node.KafkaNode, whose host runs its commands
+here or over SSH: harness.backends.ssh) and harness.backends.external.ExternalCluster satisfy these; faults see nothing else of the harness, so the import runs one way
 (harness -> faults). A node is a ducktape-style service (start_node, stop_node, clean_node,
 logs) plus the packet verbs partitions need; the cluster hands out client proxies for link
 faults. A backend that cannot do a verb raises `faults.errors.FaultError` in one line
@@ -45,8 +45,14 @@ class Node(Protocol):
 
     def alive(self) -> bool: ...
 
+    def paused(self) -> bool:
+        """Stopped by `pause()` (SIGSTOP, or a container's freezer) and not yet resumed."""
+
     def format(self) -> None:
         """Format storage with the cluster's id (a wiped node rejoins the same cluster)."""
+
+    def formatted(self) -> bool:
+        """Its log directory and metadata log are formatted (false after a wipe)."""
 
     def start_node(self) -> None: ...
 
@@ -62,7 +68,12 @@ class Node(Protocol):
     def clean_node(self, metadata: bool = False) -> None:
         """Wipe the stopped node's log directory (and its metadata log) and reformat it."""
 
-    def logs(self) -> list[Path]: ...
+    def truncate_segment(self, topic: str, partition: int, cut: int) -> dict:
+        """Cut `cut` bytes off the stopped node's last segment of the partition (a torn write);
+        returns {"segment", "size_before", "size_after"}. The file is on the node's host, which
+        may be another machine: faults never touch a node's files themselves."""
+
+    def logs(self) -> list[Path]: ...  # readable on this machine (copied from a remote host)
 
     def drop_packets_from(self, peer: Node) -> None:
         """Drop every packet arriving from `peer` (its inter-node traffic; clients are never cut)."""

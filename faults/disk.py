@@ -8,8 +8,6 @@ caused by the harness, not by Kafka.
 """
 from __future__ import annotations
 
-import os
-
 from kipcheck.faults.base import FaultContext, FaultSpec
 from kipcheck.faults.errors import FaultError
 from kipcheck.faults.process import heal_processes, start_stopped
@@ -67,14 +65,7 @@ class Truncate(_DiskFault):
 
     def damage(self, ctx, node, spec):
         topic, partition = partition_of(spec, ctx)
-        segments = sorted((node.data_dir / f"{topic}-{partition}").glob("*.log"))
-        if not segments:
-            raise FaultError(f"node {node.spec.node_id} has no segment of {topic}-{partition}")
-        last = segments[-1]
-        size = last.stat().st_size
-        cut = min(size, int(spec.params.get("bytes", 4096)))
-        os.truncate(last, size - cut)
-        return {"segment": last.name, "size_before": size, "size_after": size - cut}
+        return node.truncate_segment(topic, partition, int(spec.params.get("bytes", 4096)))
 
 
 DISK_KINDS = (Wipe(), Truncate(), WipeMetadata())

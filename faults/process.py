@@ -6,8 +6,6 @@ then waits until the brokers are registered and the workload topic has a full IS
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from kipcheck.faults.base import FaultContext, FaultSpec
 from kipcheck.errors import KipcheckError
 from kipcheck.faults.targets import resolve_node, wait_full_isr
@@ -15,21 +13,9 @@ from kipcheck.faults.targets import resolve_node, wait_full_isr
 START_TIMEOUT = 120.0  # two cores shared by several clusters: a JVM start can be slow
 
 
-def is_paused(node) -> bool:
-    if hasattr(node, "paused"):  # a node that knows (a container frozen by its cgroup is not in state T)
-        return node.paused()
-    pid = node.pid
-    if pid is None:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
-    except OSError:
-        return False
-
-
 def start(node) -> None:
     """Start a stopped node (formatting first if its log directory was wiped) and wait until it listens."""
-    if not (node.data_dir / "meta.properties").exists() or not (node.metadata_dir / "meta.properties").exists():
+    if not node.formatted():
         node.format()
     node.start_node()
     node.wait_listening(START_TIMEOUT)
@@ -52,7 +38,7 @@ def heal_processes(ctx: FaultContext) -> None:
     changed = False
     for node in ctx.cluster.nodes:
         if node.alive():
-            if is_paused(node):
+            if node.paused():
                 node.resume()
                 changed = True
         else:

@@ -25,7 +25,7 @@ from kipcheck.rundir.records import JSONL_NAME
 
 DONE, ERROR, RUNNING = "done", "error", "running"
 #: what a campaign keeps in campaign.json to resume exactly as it began
-SETTINGS = ("duration", "backend", "bootstrap", "brokers", "tiered", "allow_uncovered", "engine", "master",
+SETTINGS = ("duration", "backend", "bootstrap", "hosts", "brokers", "tiered", "allow_uncovered", "engine", "master",
             "workload")
 
 
@@ -166,6 +166,8 @@ def add_campaign_arguments(c) -> None:
     c.add_argument("--backend", choices=BACKENDS, default="native",
                    help="where each run's cluster comes from, as for `kipcheck run` (default native)")
     c.add_argument("--bootstrap", default=None, help="bootstrap servers (external backend)")
+    c.add_argument("--hosts", default=None, metavar="CLUSTER_JSON",
+                   help="the ssh backend's cluster file (docs/backends.md), used by every run")
     c.add_argument("--brokers", type=int, default=3)
     c.add_argument("--tiered", action="store_true")
     c.add_argument("--workload", choices=("default", "txn"), default="default",

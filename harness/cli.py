@@ -70,6 +70,7 @@ def cmd_run(args) -> int:
         except ValueError as e:
             raise HarnessError(str(e)) from None
     opts = RunOptions(duration=args.duration, seed=args.seed, backend=args.backend, bootstrap=args.bootstrap,
+                      hosts=args.hosts,
                       kafka_version=args.kafka_version,
                       kafka_home=args.kafka_home, brokers=args.brokers, controllers=args.controllers,
                       faults=faults, intensity=args.intensity, runs_dir=args.runs_dir, engine=args.engine,
@@ -130,6 +131,14 @@ def cmd_cluster(args) -> int:
             print(json.dumps({"cluster_id": d["cluster_id"], "kafka_version": d.get("kafka_version"),
                               "mode": d.get("mode"), "bootstrap": d.get("bootstrap"), "nodes": nodes,
                               "owner_pid": d.get("owner_pid"), "dir": d.get("root")}))
+        return 0
+    if args.action == "down" and args.hosts:  # from the hosts alone: after a lost harness and its state
+        from kipcheck.harness.backends.ssh_cluster import down_hosts
+        reaped = reap_stale()  # this machine's side (a Toxiproxy, the watchdog) of a SIGKILLed run first
+        done = down_hosts(args.hosts)
+        for line in done:
+            print(f"removed {line}")
+        print(f"cleaned the hosts of {args.hosts}" + (f", and {len(reaped)} stale cluster(s) here" if reaped else ""))
         return 0
     if args.action == "down":
         reaped = reap_stale()
@@ -262,8 +271,11 @@ def build_parser() -> argparse.ArgumentParser:
                         f"(default {w.consumers})")
     r.add_argument("--backend", choices=BACKENDS, default="native",
                    help="native: start an embedded cluster (default); external: use --bootstrap; testcontainers: "
-                        "a cluster of Docker containers (DOCKER_HOST), node and election faults only")
+                        "a cluster of Docker containers (DOCKER_HOST), node and election faults only; ssh: a cluster "
+                        "on the remote hosts of --hosts (docs/backends.md)")
     r.add_argument("--bootstrap", default=None, help="bootstrap servers of an existing cluster (external backend)")
+    r.add_argument("--hosts", default=None, metavar="CLUSTER_JSON",
+                   help="the ssh backend's hosts: a ducktape cluster.json (docs/backends.md)")
     r.add_argument("--upgrade-from", default=None, metavar="VERSION",
                    help="rolling upgrade under fire: start on this Kafka release, roll every node to "
                         "--upgrade-to during the workload, then raise metadata.version (an older --upgrade-to: "
@@ -282,6 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("cluster", help="keep a cluster running to poke at it")
     c.add_argument("action", choices=("up", "status", "down"))
     c.add_argument("--id", default=None, help="with down: only this cluster")
+    c.add_argument("--hosts", default=None, metavar="CLUSTER_JSON",
+                   help="with down: clean every host of this ssh cluster file (processes, chains, kipcheck's directory)")
     c.add_argument("--dir", default=None, help="with up: node directories (default ./runs/cluster)")
     c.add_argument("--tiered", action="store_true", help="with up: tiered storage on every broker")
     _kafka_args(c)

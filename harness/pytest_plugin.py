@@ -8,6 +8,8 @@ Fixtures
 - `cluster` (session): one native KRaft cluster shared by the session's tests; a test
   that breaks it must heal it (the `nemesis` fixture does that for faults).
 - `fresh_cluster` (function): a private cluster for tests that are destructive.
+- With `--kipcheck-hosts CLUSTER_JSON` both run on the remote hosts of a ducktape cluster file
+  (harness.backends.ssh_cluster) instead of this machine, one cluster at a time.
 - `topic` (function): a new RF=3 topic with a full ISR on `cluster`.
 - `history` (function): a History in the test's own directory.
 - `nemesis` (function): injects FaultSpecs on `cluster`; heals everything afterwards.
@@ -45,6 +47,9 @@ def pytest_addoption(parser):
                      "harness.backends.releases.DEFAULT_VERSION)")
     g.addoption("--kafka-home", default=None, help="unpacked Kafka distribution for cluster tests")
     g.addoption("--kipcheck-brokers", type=int, default=3, help="brokers in the shared test cluster")
+    g.addoption("--kipcheck-hosts", default=os.environ.get("KIPCHECK_HOSTS"), metavar="CLUSTER_JSON",
+                help="run the cluster fixtures on the remote hosts of this ducktape cluster file "
+                     "(the ssh backend, docs/backends.md) instead of natively")
     g.addoption("--kafka-matrix", default=os.environ.get("KIPCHECK_KAFKA_MATRIX"),
                 help="comma-separated Kafka versions: every cluster test runs once per version "
                      "(release qualification), e.g. 4.2.1,4.3.1; `all-kraft`: the newest patch of "
@@ -104,11 +109,16 @@ def kafka_dist(kafka_version, pytestconfig):
     return resolve(kafka_version, pytestconfig.getoption("--kafka-home"))
 
 
-def _start(dist, root: Path, brokers: int):
+def _start(dist, root: Path, brokers: int, hosts: str | None = None):
     from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster
-    # tiered storage on (harness.backends.tiered): topics without remote.storage.enable are unaffected,
-    # and KIP-1023 tests get tiered offsets on the shared cluster
-    cluster = NativeCluster(dist, root, ClusterOptions(brokers=brokers, tiered=True), owner_pid=os.getpid())
+    if hosts:  # the ssh backend: the file's Kafka nodes, no tiered storage (it needs a directory all brokers share)
+        from kipcheck.harness.backends.ssh import load_hosts
+        from kipcheck.harness.backends.ssh_cluster import SshCluster
+        cluster = SshCluster(dist, root, load_hosts(hosts), ClusterOptions(), owner_pid=os.getpid())
+    else:
+        # tiered storage on (harness.backends.tiered): topics without remote.storage.enable are unaffected,
+        # and KIP-1023 tests get tiered offsets on the shared cluster
+        cluster = NativeCluster(dist, root, ClusterOptions(brokers=brokers, tiered=True), owner_pid=os.getpid())
     try:
         cluster.up()
     except BaseException:
@@ -119,14 +129,15 @@ def _start(dist, root: Path, brokers: int):
 
 @pytest.fixture(scope="session")
 def cluster(kafka_dist, tmp_path_factory, pytestconfig):
-    c = _start(kafka_dist, tmp_path_factory.mktemp("cluster"), pytestconfig.getoption("--kipcheck-brokers"))
+    c = _start(kafka_dist, tmp_path_factory.mktemp("cluster"), pytestconfig.getoption("--kipcheck-brokers"),
+               pytestconfig.getoption("--kipcheck-hosts"))
     yield c
     c.down()
 
 
 @pytest.fixture
-def fresh_cluster(kafka_dist, tmp_path):
-    c = _start(kafka_dist, tmp_path / "cluster", 3)
+def fresh_cluster(kafka_dist, tmp_path, pytestconfig):
+    c = _start(kafka_dist, tmp_path / "cluster", 3, pytestconfig.getoption("--kipcheck-hosts"))
     yield c
     c.down()
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 
 #: RunOptions field -> its `kipcheck run` flag (a True boolean is the bare flag)
-_FLAGS = {"duration": "--duration", "backend": "--backend", "bootstrap": "--bootstrap",
+_FLAGS = {"duration": "--duration", "backend": "--backend", "bootstrap": "--bootstrap", "hosts": "--hosts",
           "kafka_home": "--kafka-home", "brokers": "--brokers",
           "controllers": "--controllers", "intensity": "--intensity", "engine": "--engine",
           "profile": "--profile", "tiered": "--tiered", "require_coverage": "--require-coverage",

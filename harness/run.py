@@ -38,8 +38,9 @@ from kipcheck.rundir.records import JSONL_NAME, PARQUET_NAME
 
 
 #: where a run's cluster comes from: "native" starts one here; "external", an existing cluster at
-#: `bootstrap`; "testcontainers", one of Docker containers (harness.backends.containers)
-BACKENDS = ("native", "external", "testcontainers")
+#: `bootstrap`; "testcontainers", one of Docker containers (harness.backends.containers); "ssh", one on
+#: the remote hosts of a ducktape cluster file, `hosts` (harness.backends.ssh_cluster)
+BACKENDS = ("native", "external", "testcontainers", "ssh")
 
 
 @dataclass
@@ -48,6 +49,7 @@ class RunOptions:
     seed: int = 0
     backend: str = "native"  # one of BACKENDS
     bootstrap: str | None = None
+    hosts: str | None = None  # the ssh backend's cluster file (harness.backends.ssh.load_hosts)
     kafka_version: str | None = None
     kafka_home: str | None = None
     brokers: int = 3
@@ -109,6 +111,9 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
     fault_skips: list[capabilities.Skipped] = []
     if options.backend == "testcontainers":
         options, fault_skips = _container_faults(options, ui)
+    hosts = None
+    if options.backend == "ssh":  # first: a bad cluster file leaves nothing behind
+        hosts, options = _ssh_hosts(options)
     if options.backend == "external":
         from kipcheck.harness.backends.external import ExternalCluster
         if not options.bootstrap:
@@ -147,7 +152,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
     ui.note(f"run directory {run_dir}")
     with harness_log(run_dir):
         try:
-            return _run_in(run_dir, options, version, external, dist, ui, fault_skips)
+            return _run_in(run_dir, options, version, external, dist, ui, fault_skips, hosts)
         except KipcheckError:  # a HarnessError or a fault's own: already one line
             raise
         except Exception as e:  # before the history existed (e.g. a bad schedule): nothing to judge
@@ -181,8 +186,25 @@ def _upgrade_config(options: RunOptions) -> dict:
             "format_release": upgrade.format_release(a, b), "finalize": upgrade.direction(a, b) == "upgrade"}
 
 
+def _ssh_hosts(options: RunOptions):
+    """The ssh backend's cluster file, read, and the options with its broker and controller counts."""
+    from kipcheck.harness.backends.ssh import load_hosts
+    if not options.hosts:
+        raise HarnessError("the ssh backend needs --hosts CLUSTER_JSON (ducktape's cluster file)")
+    if options.tiered or options.upgrade_from or options.upgrade_to:
+        raise HarnessError("--tiered and rolling upgrades run on the native backend only")
+    hosts = load_hosts(options.hosts)
+    nodes = hosts.kafka_nodes
+    if all(n.roles for n in nodes):
+        brokers = sum("broker" in n.roles for n in nodes)
+        controllers = sum(n.roles == ("controller",) for n in nodes)
+    else:
+        brokers, controllers = len(nodes) - options.controllers, options.controllers
+    return hosts, replace(options, brokers=brokers, controllers=controllers)
+
+
 def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui,
-            fault_skips: list[capabilities.Skipped] = ()) -> tuple[Path, dict | None]:
+            fault_skips: list[capabilities.Skipped] = (), hosts=None) -> tuple[Path, dict | None]:
     """The run inside its directory: on `external` (an ExternalCluster) or a native or container
     cluster of `dist`. `fault_skips`: the requested fault kinds this backend cannot inject."""
     w = options.workload
@@ -217,6 +239,9 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
         if options.backend == "testcontainers":
             from kipcheck.harness.backends.containers import ContainerCluster
             cluster = ContainerCluster(dist, run_dir / "cluster", cluster_options, owner_pid=os.getpid())
+        elif options.backend == "ssh":
+            from kipcheck.harness.backends.ssh_cluster import SshCluster
+            cluster = SshCluster(dist, run_dir / "cluster", hosts, cluster_options, owner_pid=os.getpid())
         else:
             cluster = NativeCluster(dist, run_dir / "cluster", cluster_options, owner_pid=os.getpid())
     history = History(run_dir / JSONL_NAME)

@@ -5,7 +5,9 @@
 # ~/.cache/kipcheck), the seeded-bug agent (by Maven, same cache) and the pinned
 # Toxiproxy server (by `go install`).
 # With --test (scripts/test.sh) also what only the tests use: Debian's docker.io, for the
-# test that runs kipcheck beside dockerd (installed without starting its service).
+# test that runs kipcheck beside dockerd, and Debian's openssh-server, whose sshd the ssh
+# backend's tests start in network namespaces as remote hosts (both installed without starting
+# their service).
 # With --allure (implied by --test) the Allure command line (npm allure-commandline, into
 # ~/.cache/kipcheck/allure, on PATH as `allure` if none is) and Debian's chromium, which
 # render and show the Allure results of `pytest --alluredir` and `kipcheck run` (docs/pytest.md);
@@ -39,6 +41,7 @@ command -v go >/dev/null || missing+=(golang-go)
 command -v pgrep >/dev/null || missing+=(procps)
 missing_for_tests=()
 [ $for_tests = 1 ] && ! command -v dockerd >/dev/null && missing_for_tests+=(docker.io)
+[ $for_tests = 1 ] && [ ! -x /usr/sbin/sshd ] && missing_for_tests+=(openssh-server)
 [ $for_allure = 1 ] && ! command -v chromium >/dev/null && missing+=(chromium)
 [ $for_allure = 1 ] && ! command -v npm >/dev/null && missing+=(npm)
 

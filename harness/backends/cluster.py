@@ -169,6 +169,11 @@ class NativeCluster:
         specs = self._plan()
         if self.net:
             self.net.check_paths([s.host for s in specs])
+        self._launch(specs, timeout, step)
+
+    def _launch(self, specs: list[NodeSpec], timeout: float, step) -> None:
+        """From the planned nodes to a ready cluster, whatever runs them (this machine, remote hosts):
+        client proxies, nodes, formatting, starts, readiness."""
         if self.options.proxied_clients:
             from kipcheck.harness.backends import toxiproxy
             step("starting toxiproxy")
@@ -176,8 +181,7 @@ class NativeCluster:
             specs = [toxiproxy.front_client_listener(self.toxiproxy, s) if s.is_broker else s for s in specs]
         voters = ",".join(f"{s.node_id}@{s.host.address}:{s.controller_port}" for s in specs if s.is_controller)
         uuid_ = kafka_uuid()
-        self.nodes = [KafkaNode(s, self.root, self.dist, self.state, uuid_, voters, self.options.heap,
-                                self.options.broker_jvm_args if s.is_broker else ()) for s in specs]
+        self.nodes = [self._node(s, uuid_, voters) for s in specs]
         for n in self.nodes:
             n.release_version = self.options.release_version
         self.state.update(cluster_uuid=uuid_, bootstrap=self.bootstrap_servers(),
@@ -188,6 +192,10 @@ class NativeCluster:
         for n in self.nodes:
             n.start_node()
         self._wait_ready(timeout, step)
+
+    def _node(self, spec: NodeSpec, cluster_uuid: str, voters: str) -> KafkaNode:
+        return KafkaNode(spec, self.root, self.dist, self.state, cluster_uuid, voters, self.options.heap,
+                         self.options.broker_jvm_args if spec.is_broker else ())
 
     def _wait_ready(self, timeout: float, step) -> None:
         """Every node listening, every broker registered, a probe topic with a full ISR."""
@@ -244,7 +252,8 @@ class NativeCluster:
 
 
 def _spec_json(s: NodeSpec) -> dict:
-    return {"node_id": s.node_id, "roles": list(s.roles), "rack": s.rack, "host": [s.host.name, s.host.address, s.host.netns],
+    return {"node_id": s.node_id, "roles": list(s.roles), "rack": s.rack,
+            "host": [s.host.name, s.host.address, s.host.netns], "remote": s.host.remote,
             "ports": [s.internal_port, s.controller_port, s.client_port], "advertised_client": s.advertised_client,
             "extra_config": s.extra_config}
 
@@ -273,15 +282,23 @@ def teardown(state: ClusterState) -> None:
             remove_cluster(state.data["cluster_id"], state.data.get("docker_host"))
         except HarnessError as e:  # the rest still goes; the state stays, so `cluster down --id` can try again
             docker_error = e
-    for rec in state.data.get("nodes", {}).values():
-        kill_recorded(rec.get("pid"), rec.get("start"))
+    remote_error = None
+    if state.data.get("mode") == "ssh":
+        from kipcheck.harness.backends.ssh_cluster import clean_recorded  # node processes, chains, files on the hosts
+        try:
+            clean_recorded(state)
+        except HarnessError as e:  # an unreachable host: the rest still goes; the state stays for a later try
+            remote_error = e
+    else:
+        for rec in state.data.get("nodes", {}).values():
+            kill_recorded(rec.get("pid"), rec.get("start"))
     for name, rec in state.data.get("helpers", {}).items():
         if rec.get("pid") != os.getpid():
             kill_recorded(rec.get("pid"), rec.get("start"))
     network.delete_network(state.data.get("namespaces", []), state.data.get("links", []))
     firewall.delete_rules(state.data.get("forward_rules", []))
-    if docker_error is not None:
-        raise docker_error
+    if docker_error is not None or remote_error is not None:
+        raise docker_error or remote_error
     state.remove()
 
 

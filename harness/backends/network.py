@@ -10,11 +10,15 @@ that filters bridged traffic (Docker), the bridge gets one ACCEPT rule (harness.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
 from kipcheck.harness.backends import firewall
 from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.backends.state import process_start_time, process_state, same_process_alive
 
 NS_PREFIX = "kipcheck-"
 CHAIN = "KIPCHECK"
@@ -55,25 +59,139 @@ def namespace_pids(ns: str) -> list[int]:
     return [int(x) for x in out.split()]
 
 
+class Runner(Protocol):
+    """What a `KafkaNode` asks of the machine it runs on: `Host` here, `harness.backends.ssh.SshHost`
+    over SSH (tests/test_ssh_hosts_file.py holds both to it)."""
+
+    name: str
+    address: str
+    netns: str | None
+    remote: bool
+
+    @property
+    def chain(self) -> str: ...
+
+    def run(self, argv: list[str], timeout: float = 60.0) -> subprocess.CompletedProcess: ...
+
+    def iptables(self, *args: str, check: bool = True) -> subprocess.CompletedProcess: ...
+
+    def spawn(self, argv: list[str], log: Path) -> tuple: ...
+
+    def alive(self, pid: int | None, start: int | None) -> bool: ...
+
+    def signal(self, pid: int, sig: int) -> None: ...
+
+    def process_state(self, pid: int) -> str | None: ...
+
+    def write_text(self, path: Path, text: str) -> None: ...
+
+    def read_text(self, path: Path) -> str | None: ...
+
+    def exists(self, path: Path) -> bool: ...
+
+    def remove_tree(self, path: Path) -> None: ...
+
+    def file_sizes(self, directory: Path, suffix: str) -> dict[str, int]: ...
+
+    def truncate(self, path: Path, size: int) -> None: ...
+
+    def fetch(self, path: Path, local: Path) -> Path | None: ...
+
+
 @dataclass(frozen=True)
 class Host:
-    """A node's place on the network."""
+    """A node's place on the network, and the command runner of a node on this machine.
+
+    `KafkaNode` does everything through these verbs (run, spawn, signal, files, iptables),
+    so a node on a remote host is the same code with `harness.backends.ssh.SshHost`, which
+    implements them over SSH. Paths are the host's own; here they are this machine's."""
 
     name: str
     address: str
     netns: str | None  # None: the root namespace (loopback mode)
+    remote = False  # commands run on this machine
+
+    @property
+    def chain(self) -> str:
+        """The iptables chain of kipcheck's drop rules (the namespace is the cluster's own)."""
+        return CHAIN
 
     def wrap(self, argv: list[str]) -> list[str]:
         """The command line that runs argv on this host."""
         return ["ip", "netns", "exec", self.netns, *argv] if self.netns else argv
 
+    def run(self, argv: list[str], timeout: float = 60.0) -> subprocess.CompletedProcess:
+        """Run a command to its end (text output); the caller judges the exit code."""
+        return subprocess.run(self.wrap(argv), capture_output=True, text=True, timeout=timeout)
+
     def iptables(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         if not self.netns:
             raise HarnessError("packet-level faults need network namespaces (run as root)")
-        proc = subprocess.run(self.wrap(["iptables", "-w", *args]), capture_output=True, text=True)
+        proc = self.run(["iptables", "-w", *args])
         if check and proc.returncode != 0:
             raise HarnessError(f"iptables {' '.join(args)} on {self.name} failed: {proc.stderr.strip()}")
         return proc
+
+    def spawn(self, argv: list[str], log: Path) -> tuple[int, int | None, subprocess.Popen]:
+        """Start a long-running process in its own session, output appended to `log`:
+        (pid, start time, a handle the caller may wait on)."""
+        with open(log, "ab") as out:
+            # own session: a Ctrl-C in the terminal reaches the harness, which stops nodes in order
+            proc = subprocess.Popen(self.wrap(argv), stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        return proc.pid, process_start_time(proc.pid), proc
+
+    def alive(self, pid: int | None, start: int | None) -> bool:
+        return same_process_alive(pid, start)
+
+    def signal(self, pid: int, sig: int) -> None:
+        os.kill(pid, sig)
+
+    def process_state(self, pid: int) -> str | None:
+        return process_state(pid)
+
+    # -- files (the node's directory) ------------------------------------------------------
+    def write_text(self, path: Path, text: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+    def read_text(self, path: Path) -> str | None:
+        try:
+            return path.read_text(errors="replace")
+        except OSError:
+            return None
+
+    def exists(self, path: Path) -> bool:
+        return path.exists()
+
+    def remove_tree(self, path: Path) -> None:
+        shutil.rmtree(path, ignore_errors=True)
+
+    def file_sizes(self, directory: Path, suffix: str) -> dict[str, int]:
+        """name -> size of the files in `directory` ending in `suffix` (none: {})."""
+        return {p.name: p.stat().st_size for p in directory.glob(f"*{suffix}")} if directory.is_dir() else {}
+
+    def truncate(self, path: Path, size: int) -> None:
+        os.truncate(path, size)
+
+    def fetch(self, path: Path, local: Path) -> Path | None:
+        """The file where the harness can read it: here, the file itself (None when absent)."""
+        return path if path.exists() else None
+
+
+def install_chain(host) -> None:
+    """Create the host's kipcheck chain and jump to it from INPUT and OUTPUT (a native node's
+    namespace, or a remote host: harness.backends.ssh)."""
+    host.iptables("-N", host.chain)
+    host.iptables("-I", "INPUT", "-j", host.chain)
+    host.iptables("-I", "OUTPUT", "-j", host.chain)
+
+
+def remove_chain(host) -> None:
+    """Undo `install_chain` (a remote host is left as found; a namespace just goes). Parts already gone are fine."""
+    for args in (("-D", "INPUT", "-j", host.chain), ("-D", "OUTPUT", "-j", host.chain),
+                 ("-F", host.chain), ("-X", host.chain)):
+        host.iptables(*args, check=False)
 
 
 class BridgeNetwork:
@@ -101,7 +219,8 @@ class BridgeNetwork:
         _ip("link", "set", self.bridge, "up")
         self.rule_error = firewall.accept_bridge(self.state, self.bridge, self.cluster_id)
 
-    def add_host(self, name: str, octet: int) -> Host:
+    def add_host(self, name: str, octet: int, chain: bool = True) -> Host:
+        """A namespace on the bridge; with `chain`, kipcheck's KIPCHECK chain in it (a node's)."""
         ns = f"{NS_PREFIX}{self.cluster_id}-{name}"
         veth = f"kcv{self.cluster_id[:6]}{octet:03d}"
         self.state.append("namespaces", ns)
@@ -115,10 +234,8 @@ class BridgeNetwork:
         _ip("-n", ns, "link", "set", "lo", "up")
         _ip("-n", ns, "route", "add", "default", "via", self.gateway)
         host = Host(name, address, ns)
-        if iptables_available():
-            host.iptables("-N", CHAIN)
-            host.iptables("-I", "INPUT", "-j", CHAIN)
-            host.iptables("-I", "OUTPUT", "-j", CHAIN)
+        if chain and iptables_available():
+            install_chain(host)
         return host
 
     def check_paths(self, hosts: list[Host]) -> None:

@@ -6,8 +6,6 @@ is recorded in the cluster state at once, so a crashed harness leaves no orphan.
 """
 from __future__ import annotations
 
-import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -18,8 +16,8 @@ from pathlib import Path
 
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.backends.kafka_dist import KafkaDistribution
-from kipcheck.harness.backends.network import CHAIN, Host
-from kipcheck.harness.backends.state import ClusterState, kill_recorded, process_start_time, same_process_alive
+from kipcheck.harness.backends.network import Host
+from kipcheck.harness.backends.state import ClusterState, kill_recorded
 
 #: How long a KRaft FETCH may be parked: KafkaRaftClient.MAX_FETCH_WAIT_MS, a constant
 #: (not a config) in Kafka 4.0.1, 4.1.2 and 4.3.1, sent as the FETCH's MaxWaitMs.
@@ -87,9 +85,13 @@ class NodeSpec:
 
 class KafkaNode:
     def __init__(self, spec: NodeSpec, root: Path, dist: KafkaDistribution, state: ClusterState,
-                 cluster_uuid: str, quorum_voters: str, heap: str = "512m", jvm_args: tuple[str, ...] = ()):
+                 cluster_uuid: str, quorum_voters: str, heap: str = "512m", jvm_args: tuple[str, ...] = (),
+                 local_root: Path | None = None):
         self.spec = spec
+        # on the node's host (spec.host runs every command and file verb there); `local_dir`
+        # is where its logs are read on this machine: the same directory unless the host is remote
         self.dir = root / f"node-{spec.node_id}"
+        self.local_dir = (local_root or root) / f"node-{spec.node_id}"
         self.data_dir = self.dir / "data"
         self.metadata_dir = self.dir / "metadata"
         self.dist = dist
@@ -149,10 +151,9 @@ class KafkaNode:
         return props
 
     def write_config(self) -> Path:
-        self.dir.mkdir(parents=True, exist_ok=True)
         path = self.dir / "server.properties"
-        path.write_text("".join(f"{k}={v}\n" for k, v in self.server_properties().items()))
-        (self.dir / "log4j2.properties").write_text(LOG4J2.format(logfile=self.dir / "server.log"))
+        self.spec.host.write_text(path, "".join(f"{k}={v}\n" for k, v in self.server_properties().items()))
+        self.spec.host.write_text(self.dir / "log4j2.properties", LOG4J2.format(logfile=self.dir / "server.log"))
         return path
 
     def _jvm_opts(self) -> tuple[str, ...]:
@@ -167,13 +168,17 @@ class KafkaNode:
         `--release-version`, KIP-778) instead of this distribution's newest."""
         config = self.write_config()
         release = ("--release-version", self.release_version) if self.release_version else ()
-        argv = self.spec.host.wrap(self.dist.java_command(
+        argv = self.dist.java_command(
             "kafka.tools.StorageTool", "format", "-t", self.cluster_uuid, "-c", str(config), "--ignore-formatted",
             *release,
-            jvm_opts=("-Xmx256m", f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}")))
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+            jvm_opts=("-Xmx256m", f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}"))
+        proc = self.spec.host.run(argv, timeout=120)
         if proc.returncode != 0:
             raise HarnessError(f"formatting node {self.spec.node_id} failed: {_first_error(proc.stderr + proc.stdout)}")
+
+    def formatted(self) -> bool:
+        """Both the log directory and the metadata log hold a meta.properties (a wiped one does not)."""
+        return all(self.spec.host.exists(d / "meta.properties") for d in (self.data_dir, self.metadata_dir))
 
     def start_node(self) -> None:
         """Start the JVM of the node's own distribution (`dist`: after a rolling upgrade step,
@@ -182,19 +187,15 @@ class KafkaNode:
             if self.alive():
                 return
             config = self.write_config()
-            out = open(self.dir / "stdout.log", "ab")
-            argv = self.spec.host.wrap(self.dist.java_command("kafka.Kafka", str(config), jvm_opts=self._jvm_opts()))
-            # own session: a Ctrl-C in the terminal reaches the harness, which stops nodes in order
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True)
-            out.close()
-            self._record(self.proc.pid)
+            argv = self.dist.java_command("kafka.Kafka", str(config), jvm_opts=self._jvm_opts())
+            pid, start, self.proc = self.spec.host.spawn(argv, self.dir / "stdout.log")
+            self._record(pid, start)
 
-    def _record(self, pid: int | None) -> None:
+    def _record(self, pid: int | None, start: int | None = None) -> None:
         self.state.set_entry("nodes", str(self.spec.node_id), {
-            "pid": pid, "start": process_start_time(pid) if pid else None,
-            "netns": self.spec.host.netns, "address": self.spec.host.address, "dir": str(self.dir),
-            "kafka_version": self.dist.version,
+            "pid": pid, "start": start,
+            "netns": self.spec.host.netns, "address": self.spec.host.address, "host": self.spec.host.name,
+            "dir": str(self.dir), "kafka_version": self.dist.version,
         })
 
     @property
@@ -204,15 +205,21 @@ class KafkaNode:
 
     def alive(self) -> bool:
         rec = self.state.data["nodes"].get(str(self.spec.node_id))
-        return bool(rec) and same_process_alive(rec.get("pid"), rec.get("start"))
+        return bool(rec) and bool(rec.get("pid")) and self.spec.host.alive(rec.get("pid"), rec.get("start"))
+
+    def paused(self) -> bool:
+        """Stopped by SIGSTOP (its state letter is T)."""
+        pid = self.pid
+        return pid is not None and self.spec.host.process_state(pid) == "T"
 
     def stop_node(self, clean_shutdown: bool = True, timeout: float = 30.0) -> None:
         """SIGTERM (a controlled shutdown) and wait; SIGKILL after `timeout` or when not clean."""
         with self.lock:
             rec = self.state.data["nodes"].get(str(self.spec.node_id))
             if rec:
-                kill_recorded(rec.get("pid"), rec.get("start"), grace=timeout if clean_shutdown else 0.0)
-            if self.proc is not None:
+                kill_recorded(rec.get("pid"), rec.get("start"), grace=timeout if clean_shutdown else 0.0,
+                              host=self.spec.host)
+            if self.proc is not None:  # a local child: reap it
                 try:
                     self.proc.wait(timeout=5)
                 except subprocess.TimeoutExpired:
@@ -224,7 +231,7 @@ class KafkaNode:
         pid = self.pid
         if pid is None:
             raise HarnessError(f"node {self.spec.node_id} is not running")
-        os.kill(pid, sig)
+        self.spec.host.signal(pid, sig)
 
     def pause(self) -> None:
         self.signal(signal.SIGSTOP)
@@ -236,26 +243,40 @@ class KafkaNode:
         """Wipe the log directory (and with `metadata`, the metadata log), then reformat."""
         if self.alive():
             raise HarnessError(f"node {self.spec.node_id} must be stopped before its disk is wiped")
-        shutil.rmtree(self.data_dir, ignore_errors=True)
+        self.spec.host.remove_tree(self.data_dir)
         if metadata:
-            shutil.rmtree(self.metadata_dir, ignore_errors=True)
+            self.spec.host.remove_tree(self.metadata_dir)
         self.format()
 
+    def truncate_segment(self, topic: str, partition: int, cut: int) -> dict:
+        """Cut `cut` bytes off the partition's last log segment (a torn write): what was cut."""
+        where = self.data_dir / f"{topic}-{partition}"
+        sizes = self.spec.host.file_sizes(where, ".log")
+        if not sizes:
+            raise HarnessError(f"node {self.spec.node_id} has no segment of {topic}-{partition}")
+        last = max(sizes)  # segment names are zero-padded base offsets: the greatest is the last
+        size = sizes[last]
+        cut = min(size, cut)
+        self.spec.host.truncate(where / last, size - cut)
+        return {"segment": last, "size_before": size, "size_after": size - cut}
+
     def logs(self) -> list[Path]:
-        return [p for p in (self.dir / "server.log", self.dir / "stdout.log") if p.exists()]
+        """The node's logs, readable here (copied from a remote host into `local_dir`)."""
+        found = (self.spec.host.fetch(self.dir / name, self.local_dir / name) for name in ("server.log", "stdout.log"))
+        return [p for p in found if p is not None]
 
     # -- packet filter (partitions: faults.partition) ---------------------------------------
     def drop_packets_from(self, peer: KafkaNode) -> None:
         """Drop, in this node's namespace, every packet from the peer's address (its KIPCHECK chain)."""
-        self.spec.host.iptables("-A", CHAIN, "-s", peer.spec.host.address, "-j", "DROP")
+        self.spec.host.iptables("-A", self.spec.host.chain, "-s", peer.spec.host.address, "-j", "DROP")
 
     def allow_packets_from(self, peer: KafkaNode) -> None:
-        self.spec.host.iptables("-D", CHAIN, "-s", peer.spec.host.address, "-j", "DROP", check=False)
+        self.spec.host.iptables("-D", self.spec.host.chain, "-s", peer.spec.host.address, "-j", "DROP", check=False)
 
     def allow_all_packets(self) -> None:
-        """Flush the KIPCHECK chain; a node in the root namespace (loopback mode) has none."""
-        if self.spec.host.netns:
-            self.spec.host.iptables("-F", CHAIN, check=False)
+        """Flush the kipcheck chain; a node in the root namespace (loopback mode) has none."""
+        if self.spec.host.netns or self.spec.host.remote:
+            self.spec.host.iptables("-F", self.spec.host.chain, check=False)
 
     def wait_listening(self, timeout: float) -> None:
         """Wait until the node accepts TCP connections on its main port."""
@@ -263,7 +284,8 @@ class KafkaNode:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self.alive():
-                tail = _tail(self.dir / "stdout.log") or _tail(self.dir / "server.log")
+                tail = _tail(self.spec.host.read_text(self.dir / "stdout.log")) or \
+                    _tail(self.spec.host.read_text(self.dir / "server.log"))
                 raise HarnessError(f"node {self.spec.node_id} exited during start: {tail}")
             try:
                 with socket.create_connection((self.spec.host.address, port), timeout=1):
@@ -273,11 +295,11 @@ class KafkaNode:
         raise HarnessError(f"node {self.spec.node_id} did not listen on port {port} within {timeout:.0f} s")
 
 
-def _tail(path: Path, lines: int = 3) -> str:
-    try:
-        text = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
+def _tail(text: str | None, lines: int = 3) -> str:
+    """The error lines at the end of a log's text (None: no log)."""
+    if not text:
         return ""
+    text = text.strip().splitlines()
     errs = [l for l in text if "ERROR" in l or "Exception" in l]
     return " | ".join((errs or text)[-lines:])[-400:]
 

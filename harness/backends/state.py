@@ -19,14 +19,27 @@ def state_root() -> Path:
     return Path(os.environ.get("KIPCHECK_STATE_DIR", "/tmp/kipcheck-state"))
 
 
+def parse_stat(stat: str) -> tuple[str, int]:
+    """(state letter, kernel start time in clock ticks since boot) from a /proc/PID/stat line;
+    one parser for local pids and those a remote host reports (harness.backends.ssh)."""
+    fields = stat.rsplit(")", 1)[1].split()  # the command name may hold spaces; fields resume after the last ')'
+    return fields[0], int(fields[19])
+
+
 def process_start_time(pid: int) -> int | None:
     """Kernel start time of a pid (clock ticks since boot), to tell a reused pid apart."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        return parse_stat(Path(f"/proc/{pid}/stat").read_text())[1]
     except OSError:
         return None
-    # the command name may hold spaces; fields resume after the last ')'
-    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter of a local pid (R, S, T for stopped, Z), None when there is none."""
+    try:
+        return parse_stat(Path(f"/proc/{pid}/stat").read_text())[0]
+    except OSError:
+        return None
 
 
 def same_process_alive(pid: int | None, start_time: int | None) -> bool:
@@ -34,31 +47,40 @@ def same_process_alive(pid: int | None, start_time: int | None) -> bool:
     if not pid:
         return False
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        state, start = parse_stat(Path(f"/proc/{pid}/stat").read_text())
     except OSError:
         return False
-    if fields[0] == "Z":
-        return False
-    return start_time is None or int(fields[19]) == start_time
+    return state != "Z" and (start_time is None or start == start_time)
 
 
-def kill_recorded(pid: int | None, start_time: int | None, grace: float = 0.0) -> None:
-    """Kill a recorded process only if it is still the same process (pid reuse safe)."""
-    if not same_process_alive(pid, start_time):
+class _Local:
+    """This machine's processes, as `kill_recorded` asks a host (harness.backends.network.Host, ssh.SshHost)."""
+
+    alive = staticmethod(same_process_alive)
+
+    @staticmethod
+    def signal(pid: int, sig: int) -> None:
+        os.kill(pid, sig)
+
+
+def kill_recorded(pid: int | None, start_time: int | None, grace: float = 0.0, host=_Local) -> None:
+    """Kill a recorded process only if it is still the same process (pid reuse safe); on
+    `host` (its `alive(pid, start)` and `signal(pid, sig)`), this machine by default."""
+    if not host.alive(pid, start_time):
         return
     try:
-        os.kill(pid, signal.SIGCONT)  # a paused JVM cannot handle SIGTERM
+        host.signal(pid, signal.SIGCONT)  # a paused JVM cannot handle SIGTERM
         if grace > 0:
-            os.kill(pid, signal.SIGTERM)
+            host.signal(pid, signal.SIGTERM)
             deadline = time.monotonic() + grace
-            while time.monotonic() < deadline and same_process_alive(pid, start_time):
+            while time.monotonic() < deadline and host.alive(pid, start_time):
                 time.sleep(0.1)
-        if same_process_alive(pid, start_time):
-            os.kill(pid, signal.SIGKILL)
+        if host.alive(pid, start_time):
+            host.signal(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and same_process_alive(pid, start_time):
+    while time.monotonic() < deadline and host.alive(pid, start_time):
         time.sleep(0.05)
 
 

@@ -1,0 +1,149 @@
+"""Remote hosts for the ssh backend's tests: network namespaces, each running its own sshd.
+
+The namespaces are made the native backend's way (harness.backends.network.BridgeNetwork,
+recorded in a cluster state owned by the test process, so a killed pytest is cleaned by the
+next `reap_stale`), without kipcheck's chain: a host starts as a machine kipcheck has never
+touched. Each runs Debian's /usr/sbin/sshd with a host key and a client key made for this
+run, its own config and port 22 on its own address. Everything goes on exit: sshd, the
+namespaces, the bridge, the keys, /run/sshd when the fixture made it, and kipcheck's directory
+of the hosts (`kipcheck.dir`, on this shared filesystem) should a failed test have left it.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from kipcheck.harness.backends import network, ssh
+from kipcheck.harness.backends.cluster import teardown
+from kipcheck.harness.backends.state import ClusterState, all_states, process_start_time
+
+SSHD = Path("/usr/sbin/sshd")
+
+SSHD_CONFIG = """Port 22
+ListenAddress {address}
+HostKey {dir}/host_key
+PidFile none
+AuthorizedKeysFile {dir}/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+Subsystem sftp internal-sftp
+MaxSessions 200
+MaxStartups 200
+LogLevel ERROR
+"""
+
+
+def require_sshd() -> None:
+    if not SSHD.exists():
+        pytest.skip("Debian's openssh-server is not installed (scripts/install.sh --test)")
+    if not network.namespaces_available():
+        pytest.skip("sshd hosts need network namespaces (root)")
+
+
+@dataclass
+class SshdHosts:
+    cluster_file: Path
+    hosts: list[network.Host]  # the namespaces, as the test inspects them (iptables, processes)
+    remote_dir: str  # kipcheck's directory on the hosts (the cluster file's kipcheck.dir)
+    client_key: Path
+    tmp: Path
+    entries: list[dict] = field(default_factory=list)  # the cluster file's nodes
+
+    def chains(self, host: network.Host) -> list[str]:
+        out = subprocess.run(host.wrap(["iptables", "-w", "-S"]), capture_output=True, text=True).stdout
+        return [l for l in out.splitlines() if "KIPCHECK" in l]
+
+    def processes(self, pattern: str) -> list[str]:
+        """Command lines of processes in the hosts' namespaces that contain `pattern`."""
+        found = []
+        for h in self.hosts:
+            for pid in network.namespace_pids(h.netns):
+                try:
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                except OSError:
+                    continue
+                if pattern in cmd:
+                    found.append(f"{h.name}:{pid}:{cmd[:120]}")
+        return found
+
+
+def _keygen(path: Path) -> None:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "kipcheck-test", "-f", str(path)],
+                   check=True, capture_output=True)
+
+
+def _wait_banner(address: str, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((address, 22), timeout=1) as s:
+                if s.recv(64).startswith(b"SSH-"):
+                    return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"sshd on {address} did not answer within {timeout:.0f} s")
+
+
+@contextlib.contextmanager
+def sshd_hosts(count: int = 3, roles: list[list[str]] | None = None):
+    """`count` sshd hosts and a ducktape cluster file naming them; gone on exit."""
+    require_sshd()
+    tmp = Path(tempfile.mkdtemp(prefix="kipcheck-sshd-"))
+    cluster_id = "h" + uuid.uuid4().hex[:7]
+    state = ClusterState.create(cluster_id, os.getpid(), root=str(tmp), mode="sshd-hosts")
+    privsep = Path("/run/sshd")  # sshd's privilege separation directory (Debian's service makes it)
+    made_privsep = not privsep.exists()
+    remote_dir = f"/tmp/kipcheck-hosts-{cluster_id}"
+    try:
+        if made_privsep:
+            privsep.mkdir(mode=0o755, parents=True)
+        used = network.used_subnet_indices(all_states())
+        net = network.BridgeNetwork(cluster_id, next(i for i in range(16, 250) if i not in used), state)
+        net.create_bridge()
+        _keygen(tmp / "host_key")
+        _keygen(tmp / "client_key")
+        shutil.copy(tmp / "client_key.pub", tmp / "authorized_keys")
+        hosts, entries = [], []
+        for i in range(1, count + 1):
+            host = net.add_host(f"h{i}", 10 + i, chain=False)
+            config = tmp / f"sshd_config.{i}"
+            config.write_text(SSHD_CONFIG.format(address=host.address, dir=tmp))
+            with open(tmp / f"sshd.{i}.log", "ab") as log:
+                proc = subprocess.Popen(host.wrap([str(SSHD), "-D", "-e", "-f", str(config)]), stdout=log,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            state.set_entry("helpers", f"sshd-{i}", {"pid": proc.pid, "start": process_start_time(proc.pid)})
+            hosts.append(host)
+            entry = {"externally_routable_ip": host.address,
+                     "ssh_config": {"host": f"worker{i}", "hostname": host.address, "user": "root", "port": 22,
+                                    "password": None, "identityfile": str(tmp / "client_key")}}
+            if roles:
+                entry["kipcheck"] = {"roles": roles[i - 1]}
+            entries.append(entry)
+        for h in hosts:
+            _wait_banner(h.address)
+        cluster_file = tmp / "cluster.json"
+        cluster_file.write_text(json.dumps({"nodes": entries, "kipcheck": {"dir": remote_dir}}, indent=1))
+        yield SshdHosts(cluster_file, hosts, remote_dir, tmp / "client_key", tmp, entries)
+    finally:
+        ssh.close_all()
+        teardown(state)  # the sshd helpers, the namespaces (every rule in them) and the bridge
+        if made_privsep:
+            shutil.rmtree(privsep, ignore_errors=True)
+        # the hosts share this filesystem: what a failed test left in kipcheck's directory goes too
+        # (a passing test has already asserted that kipcheck itself left nothing there)
+        shutil.rmtree(remote_dir, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
