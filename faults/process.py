@@ -29,7 +29,7 @@ def is_paused(node) -> bool:
 
 def start(node) -> None:
     """Start a stopped node (formatting first if its log directory was wiped) and wait until it listens."""
-    if not (node.data_dir / "meta.properties").exists() or not (node.metadata_dir / "meta.properties").exists():
+    if not all((d / "meta.properties").exists() for d in (*node.data_dirs, node.metadata_dir)):
         node.format()
     node.start_node()
     node.wait_listening(START_TIMEOUT)

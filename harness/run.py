@@ -209,9 +209,8 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
     if options.backend == "external":
         cluster = external
     else:
-        from kipcheck.faults.registry import needs_proxies  # link faults need clients to go through Toxiproxy
-        proxied = bool(options.faults) and needs_proxies(options.faults)
-        cluster_options = ClusterOptions(options.brokers, options.controllers, proxied_clients=proxied,
+        from kipcheck.faults.registry import cluster_options as fault_needs  # proxies, JBOD, libfaketime
+        cluster_options = ClusterOptions(options.brokers, options.controllers, **fault_needs(options.faults or []),
                                          tiered=options.tiered, broker_jvm_args=tuple(options.broker_jvm_args),
                                          release_version=config.get("upgrade", {}).get("format_release"))
         if options.backend == "testcontainers":

@@ -46,6 +46,8 @@ class ClusterOptions:
     # format at this release's metadata.version ("3.9"), not the distribution's newest: a
     # cluster a rolling downgrade can leave (harness.upgrade); None: the distribution's newest
     release_version: str | None = None
+    log_dirs: int = 1  # log directories per broker (JBOD; the log-dir-failure fault needs 2)
+    fake_clocks: bool = False  # every node's JVM preloads libfaketime (clock faults: harness.backends.node.faketime_env)
 
 
 def kafka_uuid() -> str:
@@ -177,7 +179,9 @@ class NativeCluster:
         voters = ",".join(f"{s.node_id}@{s.host.address}:{s.controller_port}" for s in specs if s.is_controller)
         uuid_ = kafka_uuid()
         self.nodes = [KafkaNode(s, self.root, self.dist, self.state, uuid_, voters, self.options.heap,
-                                self.options.broker_jvm_args if s.is_broker else ()) for s in specs]
+                                self.options.broker_jvm_args if s.is_broker else (),
+                                log_dirs=self.options.log_dirs if s.is_broker else 1,
+                                fake_clock=self.options.fake_clocks) for s in specs]
         for n in self.nodes:
             n.release_version = self.options.release_version
         self.state.update(cluster_uuid=uuid_, bootstrap=self.bootstrap_servers(),

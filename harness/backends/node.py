@@ -40,6 +40,24 @@ def kraft_settings(properties: dict, controllers: list[int] | None) -> dict:
     return out
 
 
+#: Debian's libfaketime (package libfaketime, scripts/install.sh), preloaded into nodes that take clock faults
+LIBFAKETIME = next(iter(sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.1"))),
+                   Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"))
+
+
+def faketime_env(clock_file: Path) -> dict:
+    """The environment that preloads libfaketime into a node's JVM, driven by `clock_file`.
+
+    The file holds libfaketime's offset ("+60", "-300"); while it is absent the clock is real.
+    libfaketime re-reads it at most once a second (FAKETIME_CACHE_DURATION), so a fault can
+    move a running JVM's wall clock; the monotonic clock (System.nanoTime) stays real."""
+    if not LIBFAKETIME.exists():
+        raise HarnessError(f"clock faults need libfaketime ({LIBFAKETIME}): apt-get install libfaketime "
+                           "(scripts/install.sh does)")
+    return {"LD_PRELOAD": str(LIBFAKETIME), "FAKETIME_TIMESTAMP_FILE": str(clock_file),
+            "FAKETIME_CACHE_DURATION": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+
+
 LOG4J2 = """status = warn
 appender.file.type = File
 appender.file.name = FILE
@@ -87,10 +105,15 @@ class NodeSpec:
 
 class KafkaNode:
     def __init__(self, spec: NodeSpec, root: Path, dist: KafkaDistribution, state: ClusterState,
-                 cluster_uuid: str, quorum_voters: str, heap: str = "512m", jvm_args: tuple[str, ...] = ()):
+                 cluster_uuid: str, quorum_voters: str, heap: str = "512m", jvm_args: tuple[str, ...] = (),
+                 log_dirs: int = 1, fake_clock: bool = False):
         self.spec = spec
         self.dir = root / f"node-{spec.node_id}"
         self.data_dir = self.dir / "data"
+        # JBOD (ClusterOptions.log_dirs): data, data-2, ...; the metadata log stays apart
+        self.data_dirs = [self.data_dir, *(self.dir / f"data-{i}" for i in range(2, log_dirs + 1))]
+        # libfaketime's offset file (ClusterOptions.fake_clocks); None: the JVM runs without the preload
+        self.clock_file = self.dir / "faketime" if fake_clock else None
         self.metadata_dir = self.dir / "metadata"
         self.dist = dist
         self.state = state
@@ -120,7 +143,7 @@ class KafkaNode:
             "controller.listener.names": "CONTROLLER",
             "listeners": ",".join(listeners),
             "listener.security.protocol.map": ",".join(protocol_map),
-            "log.dirs": str(self.data_dir),
+            "log.dirs": ",".join(str(d) for d in self.data_dirs),
             "metadata.log.dir": str(self.metadata_dir),
         }
         if s.is_broker:
@@ -184,9 +207,10 @@ class KafkaNode:
             config = self.write_config()
             out = open(self.dir / "stdout.log", "ab")
             argv = self.spec.host.wrap(self.dist.java_command("kafka.Kafka", str(config), jvm_opts=self._jvm_opts()))
+            env = {**os.environ, **faketime_env(self.clock_file)} if self.clock_file else None
             # own session: a Ctrl-C in the terminal reaches the harness, which stops nodes in order
             self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True)
+                                         start_new_session=True, env=env)
             out.close()
             self._record(self.proc.pid)
 
@@ -236,10 +260,26 @@ class KafkaNode:
         """Wipe the log directory (and with `metadata`, the metadata log), then reformat."""
         if self.alive():
             raise HarnessError(f"node {self.spec.node_id} must be stopped before its disk is wiped")
-        shutil.rmtree(self.data_dir, ignore_errors=True)
+        for d in self.data_dirs:
+            shutil.rmtree(d, ignore_errors=True)
         if metadata:
             shutil.rmtree(self.metadata_dir, ignore_errors=True)
         self.format()
+
+    def set_clock(self, offset: str | None) -> None:
+        """Move the JVM's wall clock by a libfaketime offset ("+60", "-300"); None: the real clock again
+        (nothing to do on a node without the preload)."""
+        if self.clock_file is None and offset is None:
+            return
+        if self.clock_file is None:
+            raise HarnessError(f"node {self.spec.node_id} runs without libfaketime: clock faults need a cluster "
+                               "started with ClusterOptions(fake_clocks=True)")
+        if offset is None:
+            self.clock_file.unlink(missing_ok=True)
+        else:
+            tmp = self.clock_file.with_suffix(".tmp")
+            tmp.write_text(offset + "\n")
+            tmp.replace(self.clock_file)  # libfaketime never reads half a line
 
     def logs(self) -> list[Path]:
         return [p for p in (self.dir / "server.log", self.dir / "stdout.log") if p.exists()]

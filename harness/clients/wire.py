@@ -19,6 +19,7 @@ import kafka.errors
 from kafka.protocol.api_header import ResponseClassRegistry
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.record import MemoryRecords
+from kipcheck.harness.clients import values
 
 
 class WireError(OSError):
@@ -41,7 +42,7 @@ def error_name(code: int) -> str:
 
 
 def decode_records(data) -> list[list]:
-    """[[offset, value], ...] of a fetched record set (values as text, None kept as None)."""
+    """[[offset, value], ...] of a fetched record set (values as `values.text` writes them)."""
     if not data:
         return []
     raw = bytes(data) if not isinstance(data, (bytes, bytearray)) else data
@@ -52,8 +53,7 @@ def decode_records(data) -> list[list]:
         if batch is None:
             break
         for r in batch:
-            v = r.value
-            out.append([r.offset, v.decode("utf-8", "replace") if v is not None else None])
+            out.append([r.offset, values.text(r.value)])
     return out
 
 
