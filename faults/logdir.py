@@ -40,13 +40,14 @@ def _restore(node) -> bool:
 
 
 def heal_log_dirs(ctx: FaultContext) -> None:
-    """Restore and restart every node with a failed log directory, then wait for a healthy cluster."""
+    """Restore and restart every node with a failed log directory, then wait for a healthy cluster
+    (unless another node is still down: the process healer, which runs next, starts it and waits)."""
     changed = False
     for node in ctx.cluster.nodes:
         if _restore(node):
             start(node)
             changed = True
-    if changed:
+    if changed and all(n.alive() for n in ctx.cluster.nodes):
         wait_healthy(ctx)
 
 

@@ -13,7 +13,9 @@ from kipcheck.faults.process import PROCESS_KINDS
 from kipcheck.faults.toxics import TOXIC_KINDS
 
 # Order matters for heal-all: network first (restarted nodes must reach their peers), processes before admin calls.
-KINDS = {k.name: k for k in (*PARTITION_KINDS, *TOXIC_KINDS, *CLOCK_KINDS, *PROCESS_KINDS, *DISK_KINDS, *LOGDIR_KINDS,
+# Failed log directories are restored before stopped nodes start (a node must not start, or be
+# reformatted, with a file where its directory belongs).
+KINDS = {k.name: k for k in (*PARTITION_KINDS, *TOXIC_KINDS, *CLOCK_KINDS, *LOGDIR_KINDS, *PROCESS_KINDS, *DISK_KINDS,
                              *ELECTION_KINDS)}
 OPT_IN = frozenset({"wipe-metadata"})  # never in `all`: it tests KRaft's tolerance of a forgotten vote
 DEFAULT_MIX = tuple(n for n in KINDS if n not in OPT_IN)

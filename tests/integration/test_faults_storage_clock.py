@@ -172,6 +172,7 @@ def test_clock_strobe_jumps_back_and_forth(cluster, topic, stamped, workload, ne
 
 def test_failed_log_dir_moves_leadership_and_loses_nothing(cluster, topic, workload, nemesis):
     workload.start().wait(6)
+    mark = _log_mark(cluster.node(Admin(cluster.bootstrap_servers()).leader(topic, 0)))
     spec = FaultSpec("log-dir-failure", 0, 0, {"topic": topic, "partition": 0, "target": "leader"})
     injected = nemesis.inject(spec)
     victim = injected["targets"][0]
@@ -182,7 +183,8 @@ def test_failed_log_dir_moves_leadership_and_loses_nothing(cluster, topic, workl
     wait_partition(cluster, topic, lambda p: p.leader not in (-1, victim) and victim not in p.isr, 60,
                    f"partition 0 led by another broker, {victim} out of its ISR")
     assert node.alive()
-    assert "offline" in _log_since(node, 0).lower()
+    assert re.search(r"log directory has failed|Stopping serving logs in dir", _log_since(node, mark)), \
+        "server.log does not say the directory failed"
     workload.wait(4)
     nemesis.heal(spec, injected)
     wait_for(lambda: full_isr(cluster, topic), 120, f"node {victim} back in the ISR")
