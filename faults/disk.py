@@ -46,7 +46,7 @@ class Wipe(_DiskFault):
 
     def damage(self, ctx, node, spec):
         node.clean_node(metadata=False)
-        return {"wiped": str(node.data_dir)}
+        return {"wiped": [str(d) for d in node.data_dirs] if len(node.data_dirs) > 1 else str(node.data_dir)}
 
 
 class WipeMetadata(_DiskFault):
@@ -65,13 +65,19 @@ BATCH_HEADER = 12  # baseOffset (8) + length (4): a batch is 12 + length bytes
 CRC_COVERED_FROM = 21  # the batch CRC-32C covers attributes (byte 21) to the batch's end
 
 
-def recovery_point(node, topic: str, partition: int) -> int:
-    """The partition's offset in the node's `recovery-point-offset-checkpoint` (0: none).
+def partition_dir(node, topic: str, partition: int) -> Path:
+    """The log directory holding the node's replica of the partition (JBOD: any of `data_dirs`)."""
+    name = f"{topic}-{partition}"
+    return next((d for d in node.data_dirs if (d / name).is_dir()), node.data_dirs[0])
+
+
+def recovery_point(log_dir: Path, topic: str, partition: int) -> int:
+    """The partition's offset in the log directory's `recovery-point-offset-checkpoint` (0: none).
 
     After an unclean shutdown Kafka's log recovery re-reads (CRC, offsets, and rebuilds the
     indexes of) every segment from the one holding this offset on; data below it is trusted."""
     try:
-        lines = (node.data_dir / "recovery-point-offset-checkpoint").read_text().splitlines()[2:]
+        lines = (log_dir / "recovery-point-offset-checkpoint").read_text().splitlines()[2:]
     except OSError:
         return 0
     for line in lines:
@@ -83,10 +89,11 @@ def recovery_point(node, topic: str, partition: int) -> int:
 
 def recovered_segments(node, topic: str, partition: int) -> tuple[list[Path], int]:
     """The partition's segments log recovery will re-read after a kill (oldest first), and the recovery point."""
-    segments = sorted((node.data_dir / f"{topic}-{partition}").glob("*.log"))
+    log_dir = partition_dir(node, topic, partition)
+    segments = sorted((log_dir / f"{topic}-{partition}").glob("*.log"))
     if not segments:
         raise FaultError(f"node {node.spec.node_id} has no segment of {topic}-{partition}")
-    point = recovery_point(node, topic, partition)
+    point = recovery_point(log_dir, topic, partition)
     floor = max((i for i, s in enumerate(segments) if int(s.stem) <= point), default=0)
     return segments[floor:], point
 

@@ -40,7 +40,7 @@ def _partition(tmp_path: Path, segments: dict[int, int], recovery_point: int | N
         (data / "t-0" / f"{base:020d}.index").write_bytes(bytes(80))
     if recovery_point is not None:
         (data / "recovery-point-offset-checkpoint").write_text(f"0\n2\nother 0 5\nt 0 {recovery_point}\n")
-    return SimpleNamespace(data_dir=data, spec=SimpleNamespace(node_id=1))
+    return SimpleNamespace(data_dir=data, data_dirs=[data], spec=SimpleNamespace(node_id=1))
 
 
 def _crc_ok(path: Path) -> list[bool]:
@@ -86,6 +86,14 @@ def test_only_segments_above_the_recovery_point_are_touched(tmp_path):
     assert all(_crc_ok(node.data_dir / "t-0" / "00000000000000000000.log"))
 
 
+def test_the_partition_is_found_in_any_log_directory(tmp_path):
+    node = _partition(tmp_path, {0: 10}, recovery_point=0)
+    node.data_dirs = [tmp_path / "empty", node.data_dir]
+    node.data_dir = node.data_dirs[0]
+    out = disk.Truncate().damage(CTX, node, FaultSpec("truncate", 0, 0, {"topic": "t", "bytes": 10}))
+    assert out["size_before"] - out["size_after"] == 10
+
+
 def test_closed_falls_back_to_the_active_segment_when_none_is_recovered(tmp_path):
     node = _partition(tmp_path, {0: 10, 10: 10}, recovery_point=12)
     spec = FaultSpec("truncate", 0, 0, {"topic": "t", "segment": "closed", "bytes": 30})
@@ -103,7 +111,7 @@ def test_index_flips_change_the_index_only(tmp_path):
 
 
 def test_no_segment_is_a_fault_error(tmp_path):
-    node = SimpleNamespace(data_dir=tmp_path, spec=SimpleNamespace(node_id=1))
+    node = SimpleNamespace(data_dir=tmp_path, data_dirs=[tmp_path], spec=SimpleNamespace(node_id=1))
     with pytest.raises(FaultError, match="no segment"):
         disk.BitFlip().damage(CTX, node, FaultSpec("bitflip", 0, 0, {"topic": "t"}))
 
