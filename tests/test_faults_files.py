@@ -123,6 +123,28 @@ def test_a_corrupted_value_is_recorded_as_a_different_value():
     assert text(None) is None
 
 
+def test_a_record_served_with_a_flipped_bit_is_an_inconsistent_offset():
+    """End to end on the bytes: a batch whose value byte flipped (the client checks no CRC), decoded as
+    the prober decodes fetches, read at the offset a send was acknowledged at: the checker flags it."""
+    from kipcheck.checks.engine_local import check_records
+    from kipcheck.harness.clients.wire import decode_records
+    batch = bytearray(_batch(0, [b"0-1", b"0-2"]))
+    batch[batch.rindex(b"0-2") + 2] ^= 0x80  # "2" (0x32) becomes 0xb2: not UTF-8 on its own
+    (o1, v1), (o2, v2) = decode_records(bytes(batch))
+    assert (o1, v1) == (0, "0-1") and o2 == 1 and v2 not in ("0-2", None)
+
+    def rec(i, proc, type_, f, value):
+        return {"index": i, "time": i * 10, "process": proc, "type": type_, "f": f, "value": value}
+    sends = [rec(2 * i + k, 0, t, "send", {"topic": "t", "partition": 0, "value": v, **({"offset": i} if k else {})})
+             for i, v in enumerate(["0-1", "0-2"]) for k, t in enumerate(["invoke", "ok"])]
+    poll = [rec(4, 9, "invoke", "poll", {"topic": "t"}),
+            rec(5, 9, "ok", "poll", {"records": [["t", 0, o1, v1], ["t", 0, o2, v2]]})]
+    found = check_records(sends + poll)["anomalies"]["inconsistent-offset"]
+    assert len(found) == 1 and found[0]["offset"] == 1
+    assert check_records(sends + [poll[0], rec(5, 9, "ok", "poll", {"records": [["t", 0, 0, "0-1"], ["t", 0, 1, "0-2"]]})]
+                         )["valid"] is True
+
+
 def test_offset_text_is_libfaketimes_relative_offset():
     assert offset_text(60) == "+60" and offset_text(-300) == "-300" and offset_text(0) == "+0"
 
