@@ -170,7 +170,8 @@ class BitFlip(_DiskFault):
             data[pos] ^= 1 << rng.randrange(8)
             positions.append(pos)
         target.write_bytes(bytes(data))
-        return {"file": target.name, "segment_role": role, "recovery_point": point, "positions": sorted(positions)}
+        # not "file": the history merges this into the spec's params, whose `file` says log or index
+        return {"damaged": target.name, "segment_role": role, "recovery_point": point, "positions": sorted(positions)}
 
 
 DISK_KINDS = (Wipe(), Truncate(), BitFlip(), WipeMetadata())

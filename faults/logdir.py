@@ -31,7 +31,7 @@ def _restore(node) -> bool:
     if not failed:
         return False
     if node.alive():
-        node.stop_node(clean_shutdown=True, timeout=30)
+        node.stop_node(clean_shutdown=True, timeout=10)  # a broker with a failed directory may not finish one
     for d in failed:
         if d.is_file() or d.is_symlink():
             d.unlink()

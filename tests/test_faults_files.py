@@ -60,7 +60,7 @@ def test_bitflips_land_where_the_batch_crc_catches_them(tmp_path, segment):
     spec = FaultSpec("bitflip", 0, 0, {"topic": "t", "partition": 0, "segment": segment, "flips": 5, "seed": 1})
     out = disk.BitFlip().damage(CTX, node, spec)
     assert out["segment_role"] == segment and out["recovery_point"] == 0
-    damaged = node.data_dir / "t-0" / out["file"]
+    damaged = node.data_dir / "t-0" / out["damaged"]
     assert damaged.name == ("00000000000000000020.log" if segment == "active" else "00000000000000000000.log")
     assert not all(_crc_ok(damaged))
     assert len(_crc_ok(damaged)) == 20  # batch boundaries (baseOffset, length) untouched
@@ -82,7 +82,7 @@ def test_only_segments_above_the_recovery_point_are_touched(tmp_path):
     assert [p.name for p in disk.recovered_segments(node, "t", 0)[0]] == \
         ["00000000000000000010.log", "00000000000000000020.log"]
     spec = FaultSpec("bitflip", 0, 0, {"topic": "t", "segment": "closed", "index": 5, "seed": 3})
-    assert disk.BitFlip().damage(CTX, node, spec)["file"] == "00000000000000000010.log"
+    assert disk.BitFlip().damage(CTX, node, spec)["damaged"] == "00000000000000000010.log"
     assert all(_crc_ok(node.data_dir / "t-0" / "00000000000000000000.log"))
 
 
@@ -105,7 +105,7 @@ def test_index_flips_change_the_index_only(tmp_path):
     node = _partition(tmp_path, {0: 10})
     log = (node.data_dir / "t-0" / "00000000000000000000.log").read_bytes()
     out = disk.BitFlip().damage(CTX, node, FaultSpec("bitflip", 0, 0, {"topic": "t", "file": "index", "flips": 3}))
-    assert out["file"].endswith(".index")
+    assert out["damaged"].endswith(".index")
     assert (node.data_dir / "t-0" / "00000000000000000000.index").read_bytes() != bytes(80)
     assert (node.data_dir / "t-0" / "00000000000000000000.log").read_bytes() == log
 

@@ -91,7 +91,7 @@ def test_bitflip_in_an_offset_index_is_rebuilt(cluster, topic, workload, nemesis
     spec = FaultSpec("bitflip", 0, 0, {"topic": topic, "partition": 0, "target": follower, "file": "index",
                                        "flips": 64, "seed": 3})
     injected = nemesis.inject(spec)
-    assert injected["file"].endswith(".index")
+    assert injected["damaged"].endswith(".index")
     nemesis.heal(spec, injected)
     wait_for(lambda: full_isr(cluster, topic), 120, f"node {follower} back in the ISR")
     workload.wait(6)
