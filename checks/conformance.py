@@ -60,8 +60,12 @@ def run_context(path: str | Path) -> dict | None:
 
 
 def kip_of(rule: str) -> str:
-    """"kip1023.offset_order" -> "KIP-1023"."""
-    return "KIP-" + rule.split(".", 1)[0][len("kip"):]
+    """"kip1023.offset_order" -> "KIP-1023"; a rule of another module (transactions) -> the
+    first KIP its docstring names ("KIP-98")."""
+    module = rule.split(".", 1)[0]
+    if module.startswith("kip"):
+        return "KIP-" + module[len("kip"):]
+    return model_rules()[rule]["kip"].split(" / ")[0]
 
 
 def conformance_table(verdict: dict, context: dict | None = None) -> dict[str, dict[str, dict]]:

@@ -21,7 +21,7 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from kipcheck.reference_model import kip227, kip392, kip1023, kip1166
+from kipcheck.reference_model import kip227, kip392, kip1023, kip1166, transactions
 
 from kipcheck.checks.rules.base import Anomaly, BaseRule
 from kipcheck.checks.rules.kip1166_rules import counted_probes
@@ -58,6 +58,13 @@ OBSERVED: dict[str, str] = {
                             "(their order against the other answers over time)",
     "kip1166.propagation_statistic": "metadata changes measured without a fault on a node they depend on "
                                       "(from 20 on: fewer decide nothing)",
+    "transactions.lso_within_hwm": "fetch answers that carried a last stable offset",
+    "transactions.lso_may_follow": "fetch answers that carried a last stable offset for a known leader epoch",
+    "transactions.read_committed_offsets_allowed": "read_committed fetch answers that returned records",
+    "transactions.aborted_record_covered": "read_committed fetch answers that returned records (with their batches)",
+    "transactions.visible_all_or_nothing": "read_committed fetch answers that returned records",
+    "transactions.read_committed_verdict": "read_committed polls that returned records",
+    "transactions.torn_offsets": "read_committed polls that returned records",
 }
 
 
@@ -82,13 +89,22 @@ REACHED_BY: dict[str, tuple[str, ...]] = {
     "kip227.top_level_error_view": _SESSIONS,
     "kip1023.offset_order": ("probes", "prober.list_offsets@-4"),
     "kip1166.propagation_statistic": ("probes", "observer.metadata_propagation"),
+    # KIP-98: every fetch answer carries an LSO; the prober's read_committed round returns records;
+    # read_committed consumers poll (the default consumers cycle read_committed in)
+    "transactions.lso_within_hwm": ("probes", "prober.kip392_cases"),
+    "transactions.lso_may_follow": ("probes", "prober.kip392_cases"),
+    "transactions.read_committed_offsets_allowed": ("probes", "prober.read_committed"),
+    "transactions.aborted_record_covered": ("probes", "prober.read_committed"),
+    "transactions.visible_all_or_nothing": ("probes", "prober.read_committed"),
+    "transactions.read_committed_verdict": ("probes", "read_committed_polls"),
+    "transactions.torn_offsets": ("probes", "read_committed_polls"),
 }
 
 
 def model_rules() -> dict[str, dict]:
     """Every KIP rule of the model: `module.function` -> {"kip", "section"}, in source order."""
     rules = {}
-    for module in (kip392, kip227, kip1023, kip1166):
+    for module in (kip392, kip227, kip1023, kip1166, transactions):
         short = module.__name__.rsplit(".", 1)[1]
         functions = [f for name, f in vars(module).items()
                      if inspect.isfunction(f) and not name.startswith("_") and f.__module__ == module.__name__]
@@ -127,6 +143,7 @@ def _fetch(v: dict) -> Iterable[str]:
         return
     incremental = session_id > 0 and epoch > 0
     entries = _entries(v)
+    committed = v.get("isolation_level") == "read_committed"
     if "session_id" in v and not incremental and entries:
         yield "kip227.full_response_partitions"
     for e in entries:
@@ -137,6 +154,15 @@ def _fetch(v: dict) -> Iterable[str]:
         err = e.get("error", _NONE)
         if err == _NONE and _int(e.get("high_watermark")) >= 0:
             yield "kip392.hwm_may_go_back"
+        if err == _NONE and _int(e.get("last_stable_offset")) >= 0:
+            yield "transactions.lso_within_hwm"
+            if _int(v.get("current_leader_epoch")) >= 0:
+                yield "transactions.lso_may_follow"
+            if committed and e.get("records"):
+                yield "transactions.read_committed_offsets_allowed"
+                yield "transactions.visible_all_or_nothing"
+                if e.get("batches") is not None:
+                    yield "transactions.aborted_record_covered"
         if not consumer:
             continue
         if err == _NONE and e.get("records"):
@@ -163,6 +189,8 @@ def opportunities(record: dict) -> tuple[str, ...]:
         return ("kip392.epoch_end_offset_possible",)
     if f == "metadata_propagation" and v.get("seen_by"):
         return ("kip1166.propagation_statistic",)
+    if f == "poll" and v.get("isolation") == "read_committed" and v.get("records"):
+        return ("transactions.read_committed_verdict", "transactions.torn_offsets")
     return ()
 
 
@@ -285,7 +313,10 @@ def _undecided(verdict: dict, message: str) -> None:
 def reachable(config: dict) -> list[str]:
     """The judged rules a run's set-up made reachable (`REACHED_BY`), from its config.json."""
     options = config.get("options") or {}
-    have = {"probes": options.get("probes", True)}
+    workload = config.get("workload") or {}
+    have = {"probes": options.get("probes", True),
+            "read_committed_polls": workload.get("consumers", 1) > 0
+            and "read_committed" in (workload.get("consumer_isolation") or ("read_committed",))}
     skipped = {s.get("key") for s in config.get("skipped") or []}
     return [rid for rid, needs in REACHED_BY.items()
             if all(have.get(n, n not in skipped) for n in needs)]

@@ -24,8 +24,10 @@ ANOMALY_NAMES = (
     "lost-write", "duplicate", "inconsistent-offset", "nonmonotonic-poll", "poll-skip",
     "uncommitted-read", "hwm-regression", "wrong-fetch-error", "preferred-replica-violation",
     "fetch-session-violation", "tiered-offset-violation", "hwm-propagation-delay",
+    # transactions (checks/rules/txn_rules.py)
+    "aborted-read", "precommitted-read", "torn-transaction", "lso-violation",
     # liveness (checks/rules/liveness_rules.py)
-    "slow-recovery", "client-crash-loop",
+    "slow-recovery", "client-crash-loop", "hanging-transaction",
 )
 
 #: examples kept per name (the smallest proofs first); counts always hold the total
@@ -40,8 +42,10 @@ def default_rules(liveness=None) -> list:
     from kipcheck.checks.recovery import liveness_rule
     from kipcheck.checks.rules.history_rules import HISTORY_RULES
     from kipcheck.checks.rules.model_rules import MODEL_RULES
+    from kipcheck.checks.rules.txn_rules import TransactionRule
 
-    return [*HISTORY_RULES, liveness or liveness_rule(), *MODEL_RULES, CoverageRule()]
+    liveness = liveness or liveness_rule()
+    return [*HISTORY_RULES, liveness, *MODEL_RULES, TransactionRule(liveness.bound), CoverageRule()]
 
 
 @contextlib.contextmanager

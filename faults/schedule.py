@@ -73,11 +73,29 @@ def single_partition(duration: float, topic: str) -> list[FaultSpec]:
                       params={"target": "leader", "topic": topic, "partition": 0})]
 
 
+#: node faults that may hit a transaction coordinator instead of a partition's leader or follower
+COORDINATOR_KINDS = {"partition", "partition-oneway", "kill", "pause", "restart"}
+
+
 def generate(seed: int, kinds: list[str], duration: float, topic: str, intensity: float = 1.0,
-             partitions: int = 3) -> list[FaultSpec]:
+             partitions: int = 3, transactional_ids: tuple[str, ...] = ()) -> list[FaultSpec]:
     """Alternate fault windows and quiet gaps over the first 80% of the run, kinds drawn from `kinds`.
 
-    `intensity` stretches windows and shortens gaps (2.0: twice as long, half the rest)."""
+    `intensity` stretches windows and shortens gaps (2.0: twice as long, half the rest). With
+    `transactional_ids` (the txn workload) half the node faults of `COORDINATOR_KINDS` hit the
+    coordinator of one of them instead, drawn from a second generator so that the times and
+    kinds stay those of the seed's schedule without transactions."""
+    specs = _generate(seed, kinds, duration, topic, intensity, partitions)
+    if not transactional_ids:
+        return specs
+    rng = random.Random(f"{seed}/coordinator")
+    return [FaultSpec(s.kind, s.start, s.duration, {**s.params, "target": "coordinator",
+                                                    "transactional_id": rng.choice(transactional_ids)})
+            if s.kind in COORDINATOR_KINDS and rng.random() < 0.5 else s for s in specs]
+
+
+def _generate(seed: int, kinds: list[str], duration: float, topic: str, intensity: float,
+              partitions: int) -> list[FaultSpec]:
     rng = random.Random(seed)
     intensity = max(intensity, 0.1)
     pool = sorted(set(kinds))

@@ -42,11 +42,29 @@ def view(ctx: FaultContext, topic: str, partition: int, timeout: float = 30.0):
     return next(p for p in describe(ctx, topic, timeout, led) if p.partition == partition)
 
 
+#: Kafka's transaction.state.log.num.partitions default (TransactionLogConfig)
+TRANSACTION_STATE_PARTITIONS = 50
+
+
+def transaction_state_partition(transactional_id: str, partitions: int = TRANSACTION_STATE_PARTITIONS) -> int:
+    """The `__transaction_state` partition whose leader coordinates `transactional_id`:
+    Kafka's TransactionStateManager.partitionFor, Utils.abs(id.hashCode) % partitions."""
+    h = 0
+    for unit in transactional_id.encode("utf-16-be").hex(" ", 2).split():  # Java String.hashCode over UTF-16
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    h = h - (1 << 32) if h >= 1 << 31 else h
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
 def resolve_node(ctx: FaultContext, spec: FaultSpec, default: str = "leader") -> int:
-    """One node id: a number, "leader" or "follower" (the `index`-th in-sync follower) of the spec's partition."""
+    """One node id: a number, "leader" or "follower" (the `index`-th in-sync follower) of the spec's
+    partition, or "coordinator": the transaction coordinator of the spec's `transactional_id` (the
+    leader of its `__transaction_state` partition)."""
     target = spec.params.get("target", default)
     if isinstance(target, int) or str(target).isdigit():
         return int(target)
+    if target == "coordinator":
+        return view(ctx, "__transaction_state", transaction_state_partition(spec.params["transactional_id"])).leader
     p = view(ctx, *partition_of(spec, ctx))
     if target == "leader":
         return p.leader
@@ -55,7 +73,7 @@ def resolve_node(ctx: FaultContext, spec: FaultSpec, default: str = "leader") ->
         if not followers:
             raise FaultError(f"{p.topic}-{p.partition} has no follower")
         return followers[int(spec.params.get("index", 0)) % len(followers)]
-    raise FaultError(f"unknown fault target {target!r} (a node id, 'leader' or 'follower')")
+    raise FaultError(f"unknown fault target {target!r} (a node id, 'leader', 'follower' or 'coordinator')")
 
 
 def all_node_ids(ctx: FaultContext) -> list[int]:

@@ -25,7 +25,8 @@ from kipcheck.rundir.records import JSONL_NAME
 
 DONE, ERROR, RUNNING = "done", "error", "running"
 #: what a campaign keeps in campaign.json to resume exactly as it began
-SETTINGS = ("duration", "backend", "bootstrap", "brokers", "tiered", "engine", "master")
+SETTINGS = ("duration", "backend", "bootstrap", "brokers", "tiered", "allow_uncovered", "engine", "master",
+            "workload")
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,7 @@ def check_campaign(directory: Path, planned: list[PlannedRun], state: CampaignSt
                    engine: str, master: str | None) -> dict:
     """One check over every finished run; verdicts back into each run directory; summary files."""
     from kipcheck.checks.api import check_many, write_verdict
+    from kipcheck.harness.run import gate_uncovered
     from kipcheck.reports.summary import write_summary
     done = [p for p in planned if state.status(p) == DONE
             and (Path(state.runs[p.key]["run_dir"]) / JSONL_NAME).exists()]
@@ -134,6 +136,7 @@ def check_campaign(directory: Path, planned: list[PlannedRun], state: CampaignSt
     if run_dirs:
         with ui.step(f"checking {len(run_dirs)} histories in one {engine} job"):
             for p, d, v in zip(done, run_dirs, check_many(run_dirs, engine=engine, master=master)):
+                v = gate_uncovered(v, d, base)  # as each run judged itself
                 write_verdict(v, d / "verdict.json")
                 verdicts[p.key] = v
     rows = []
@@ -165,6 +168,10 @@ def add_campaign_arguments(c) -> None:
     c.add_argument("--bootstrap", default=None, help="bootstrap servers (external backend)")
     c.add_argument("--brokers", type=int, default=3)
     c.add_argument("--tiered", action="store_true")
+    c.add_argument("--workload", choices=("default", "txn"), default="default",
+                   help="every run's workload (kipcheck run --workload)")
+    c.add_argument("--allow-uncovered", action="store_true",
+                   help="a run whose reachable rule decided nothing is VALID, not unknown (as for kipcheck run)")
     c.add_argument("--quiet", action="store_true")
 
 
@@ -204,7 +211,10 @@ def cmd_campaign(args) -> int:
         settings = {k: getattr(args, k) for k in SETTINGS}
     if settings["duration"] <= 0:
         raise HarnessError("--duration must be positive")
-    base = RunOptions(**{k: settings[k] for k in SETTINGS if k not in ("engine", "master")})
+    # a campaign saved by an older kipcheck lacks the newer settings: their defaults
+    from kipcheck.harness.clients.workload import WorkloadOptions
+    base = RunOptions(**{k: settings[k] for k in SETTINGS if k in settings and k not in ("engine", "master", "workload")},
+                      workload=WorkloadOptions(workload=settings.get("workload", "default")))
     summary = run_campaign(directory, planned, base, settings, ProgressUI(quiet=args.quiet))
     totals = summary["totals"]
     print(f"campaign {directory}: " + ", ".join(f"{k.lower()} {n}" for k, n in sorted(totals.items())))

@@ -79,7 +79,7 @@ def cmd_run(args) -> int:
                       broker_jvm_args=tuple(args.broker_jvm_args),
                       upgrade_from=args.upgrade_from, upgrade_to=args.upgrade_to,
                       workload=WorkloadOptions(producers=args.producers, in_flight=args.in_flight, rate=args.rate,
-                                               consumers=args.consumers))
+                                               consumers=args.consumers, workload=args.workload))
     ui = ProgressUI(quiet=args.quiet)
     run_dir, verdict = run(opts, ui)
     if verdict is not None:
@@ -146,11 +146,11 @@ def cmd_cluster(args) -> int:
 
 def cmd_selftest(args) -> int:
     from kipcheck.harness.progress import ProgressUI
-    from kipcheck.harness.selftest import format_markdown, format_text, matrix_passes, run_matrix
+    from kipcheck.harness.selftest import format_markdown, format_text, matrix_passes, restatus, run_matrix
     if args.from_matrix:
         try:
-            matrix = json.loads(Path(args.from_matrix).read_text())
-        except (OSError, ValueError) as e:
+            matrix = restatus(json.loads(Path(args.from_matrix).read_text()))
+        except (OSError, ValueError, KeyError) as e:
             raise HarnessError(f"cannot read {args.from_matrix}: {e}") from None
     else:
         bugs = [b.strip() for b in args.bugs.split(",") if b.strip()] if args.bugs else None
@@ -227,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="cluster up, workload + faults, check, report")
     r.add_argument("--duration", type=_positive(float), default=60.0, help="seconds of workload (default 60)")
+    r.add_argument("--workload", choices=("default", "txn"), default="default",
+                   help="default: idempotent producers; txn: transactional producers, a consume-transform-produce "
+                        "copier and read_committed beside read_uncommitted consumers (docs/history.md, 'Transactions')")
     r.add_argument("--seed", type=int, default=0, help="seed of the fault schedule")
     r.add_argument("--faults", default=None,
                    help="comma-separated fault kinds for a seeded schedule, or 'none' "

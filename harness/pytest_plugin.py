@@ -290,6 +290,9 @@ class Workload:
         if self.service is not None and not self.service.stopped:
             raise HarnessError("the workload is already running")
         self.options = replace(self.options, **options)
+        for extra in self.options.topics[1:]:  # the txn workload's second topic and its copier's output
+            self.ctx.admin().create_topic(extra, self.options.partitions, min(3, len(self.cluster.brokers)))
+            self.ctx.admin().wait_full_isr(extra, 60)
         parts = self.ctx.admin().wait_full_isr(self.topic, 60)
         rack = self.options.consumer_rack or follower_rack(self.cluster, parts)
         self.service = WorkloadService(self.cluster, self.ctx, self.options, self.history, rack,

@@ -16,7 +16,7 @@ _FLAGS = {"duration": "--duration", "backend": "--backend", "bootstrap": "--boot
           "upgrade_from": "--upgrade-from", "upgrade_to": "--upgrade-to"}
 #: WorkloadOptions field -> its flag (the workload options `kipcheck run` takes)
 _WORKLOAD_FLAGS = {"producers": "--producers", "in_flight": "--in-flight", "rate": "--rate",
-                   "consumers": "--consumers"}
+                   "consumers": "--consumers", "workload": "--workload"}
 
 
 def _changed(options, flags: dict[str, str]) -> list[str]:

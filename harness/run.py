@@ -190,7 +190,7 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
         plan = schedules.single_partition(options.duration, w.topic)
     else:
         plan = schedules.generate(options.seed, options.faults, options.duration, w.topic, options.intensity,
-                                  partitions=w.partitions)
+                                  partitions=w.partitions, transactional_ids=w.transactional_ids)
     config = run_config.RunConfig(seed=options.seed, duration=options.duration, backend=options.backend,
                                   options=_options_json(options),
                                   workload=asdict(w), schedule=[s.as_json() for s in plan],
@@ -235,6 +235,8 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
         with ui.step("creating the workload topic"):
             parts = create_topic(ctx, w.topic, w.partitions, min(3, len(cluster.racks()) or options.brokers),
                                  options.tiered)
+            for extra in w.topics[1:]:  # the txn workload's second topic and its copier's output
+                create_topic(ctx, extra, w.partitions, min(3, len(cluster.racks()) or options.brokers), options.tiered)
         rack = w.consumer_rack or follower_rack(cluster, parts)
         skipped = [*fault_skips, *_skipped(cluster, parts, rack, options)]
         for s in skipped:
@@ -335,11 +337,17 @@ def _older_release(options: RunOptions) -> str:
     return older(options.upgrade_from, options.upgrade_to)
 
 
+def gate_uncovered(verdict: dict, run_dir: Path, options: RunOptions) -> dict:
+    """A run's verdict is unknown where a rule its set-up reached decided nothing, unless
+    `--allow-uncovered` (checks.coverage.require_reachable); the campaign's check too."""
+    from kipcheck.checks.coverage import require_reachable
+    from kipcheck.rundir.config import load as load_config
+    return verdict if options.allow_uncovered else require_reachable(verdict, load_config(run_dir))
+
+
 def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:
     """Parquet, verdict, report: each step independent, so a crash in one keeps the others."""
     from kipcheck.checks.api import check, write_verdict
-    from kipcheck.checks.coverage import require_reachable
-    from kipcheck.rundir.config import load as load_config
     from kipcheck.rundir.history import HistoryError, to_parquet
     verdict = None
     try:
@@ -349,8 +357,7 @@ def _check_and_report(run_dir: Path, options: RunOptions, ui) -> dict | None:
             verdict = check(run_dir, engine=options.engine, profile=options.profile,
                             require_coverage=options.require_coverage,
                             recovery_bound=options.recovery_bound, crash_loop=options.crash_loop)
-            if not options.allow_uncovered:
-                verdict = require_reachable(verdict, load_config(run_dir))
+            verdict = gate_uncovered(verdict, run_dir, options)
             write_verdict(verdict, run_dir / "verdict.json")
     except HistoryError as e:
         ui.note(f"error: {e}")

@@ -63,6 +63,7 @@ def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, 
                 seconds = window if name == CONTROL else max(window, seeded.bug(name).min_window)
                 row = _window(cluster, control, root / name, None if name == CONTROL else name, seconds, profiles,
                               dist.version, tiered, ui)
+            row["status"] = status(row, profiles, _control(matrix))
             matrix["rows"].append(row)
             (root / "matrix.json").write_text(json.dumps(matrix, indent=2))
     finally:
@@ -83,9 +84,12 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
     topic = f"seed-{name or CONTROL}"
     no_clients = name is not None and not seeded.bug(name).clients
     w = WorkloadOptions(topic=topic, producer_modes=PRODUCER_MODES,
-                        **({"producers": 0, "consumers": 0} if no_clients else {}))
+                        **({"producers": 0, "consumers": 0} if no_clients else {}),
+                        workload=seeded.bug(name).workload if name else "default")
     ctx = RunContext(cluster, topic)
     parts = create_topic(ctx, topic, w.partitions, 3, tiered)
+    for extra in w.topics[1:]:  # a transaction slip's window runs the txn workload (its topics)
+        create_topic(ctx, extra, w.partitions, 3, tiered)
     rack = follower_rack(cluster, parts)
     run_config.write(wdir, run_config.RunConfig(kafka_version=version, seeded_bug=name, window=window,
                                                 workload={"topic": topic}, consumer_rack=rack, racks=cluster.racks()))
@@ -123,10 +127,11 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
         write_verdict(verdict, wdir / f"verdict-{p}.json")
         row["valid"][p] = verdict["valid"]
         row["flagged"][p] = sorted(k for k, v in verdict["anomalies"].items() if v)
+        row.setdefault("counts", {})[p] = {k: n for k, n in verdict["counts"]["anomalies"].items() if n}
         row.setdefault("known", {})[p] = sorted(k for k, v in verdict["known"].items() if v)
         if name:
-            row["seconds_to_detection"][p] = _detection_seconds(wdir, verdict["anomalies"].get(name) or [], t_on)
-    row["status"] = status(row, profiles)
+            row["seconds_to_detection"][p] = _detection_seconds(wdir, verdict["anomalies"].get(row["anomaly"]) or [],
+                                                                t_on)
     return row
 
 
@@ -144,8 +149,36 @@ def _detection_seconds(wdir: Path, examples: list[dict], bug_on_ns: int) -> floa
     return round(max(0, min(times.values()) - bug_on_ns) / 1e9, 2) if times else None
 
 
-def status(row: dict, profiles) -> str:
-    """caught / missed / not exercised / not installable for a bug row; valid / invalid for the control."""
+def _control(matrix: dict) -> dict | None:
+    return next((r for r in matrix["rows"] if r["bug"] == CONTROL), None)
+
+
+def kip_evidence(row: dict, profiles, control: dict | None) -> bool | None:
+    """Whether the `kip` column counts as evidence of the bug's own anomaly (issue 21 §4).
+
+    Under `kip` a healthy Kafka already shows some names (its release's deviations: the
+    control row). For such a name the bug's window is evidence only when it flagged more of
+    it than the control did (scaled to the window's length); None when the control does not
+    show the name under `kip` (then flagged or not is the evidence, as for every other name)."""
+    kip = profiles[0]
+    name = row.get("anomaly")
+    if control is None or name not in control.get("flagged", {}).get(kip, []):
+        return None
+    baseline = control.get("counts", {}).get(kip, {}).get(name)
+    mine = row.get("counts", {}).get(kip, {}).get(name, 0)
+    if baseline is None:  # a matrix measured before the counts were kept
+        return False
+    scale = row.get("window", 1) / (control.get("window") or row.get("window", 1))
+    return mine > baseline * scale
+
+
+def status(row: dict, profiles, control: dict | None = None) -> str:
+    """caught / missed / not exercised / not installable for a bug row; valid / invalid for the control.
+
+    A bug is caught when its own anomaly is flagged under the version's profile and under
+    `kip`; for a name the control (`control`, the no-bug window) already shows under `kip`,
+    the `kip` column is evidence only when its count exceeds the control's
+    (`kip_evidence`), and otherwise the version's profile alone decides."""
     if row["bug"] == CONTROL:
         # valid under the version's profile; under `kip` only that profile's known deviations
         # (a healthy Kafka is not the KIP text: docs/checker.md, reference_model/profiles.py)
@@ -158,6 +191,8 @@ def status(row: dict, profiles) -> str:
     if row["fires"] <= 0:
         return "not exercised"
     caught = [p for p in profiles if row["anomaly"] in row["flagged"][p]]
+    if kip_evidence(row, profiles, control) is not None and profiles[-1] in caught:
+        return "caught"  # under kip the control shows the name too: the version's profile decides
     if len(caught) == len(profiles):
         return "caught"
     return f"caught under {caught[0]} only" if caught else "MISSED"
@@ -167,13 +202,29 @@ COLUMNS = ("bug", "Kafka method", "rule broken", "anomaly expected", "flagged (k
            "fires", "s to detection", "status")
 
 
+def _kip_cell(r: dict, profiles, control: dict | None) -> str:
+    """The `kip` column: the names flagged, the bug's own one with its count against the
+    control's when the control shows it too (`kip_evidence`)."""
+    kip = profiles[0]
+    names = list(r["flagged"].get(kip, []))
+    evidence = None if r["bug"] == CONTROL else kip_evidence(r, profiles, control)
+    if evidence is not None and r["anomaly"] in names:
+        mine = r.get("counts", {}).get(kip, {}).get(r["anomaly"], 0)
+        base = (control or {}).get("counts", {}).get(kip, {}).get(r["anomaly"], "?")
+        names[names.index(r["anomaly"])] = (f"{r['anomaly']} ({mine} {'>' if evidence else '<='} control's {base}"
+                                            + ("" if evidence else ": not evidence") + ")")
+    return ", ".join(names) or "-"
+
+
 def table_rows(matrix: dict) -> list[list[str]]:
-    kip, prof = matrix["profiles"][0], matrix["profiles"][-1]
+    profiles = matrix["profiles"]
+    kip, prof = profiles[0], profiles[-1]
+    control = _control(matrix)
     out = []
     for r in matrix["rows"]:
         det = r.get("seconds_to_detection", {})
         out.append([r["bug"], r.get("kafka_method", "-"), r.get("rule", "-"), r.get("anomaly", "(none: control)"),
-                    ", ".join(r["flagged"].get(kip, [])) or "-", ", ".join(r["flagged"].get(prof, [])) or "-",
+                    _kip_cell(r, profiles, control), ", ".join(r["flagged"].get(prof, [])) or "-",
                     str(r["fires"]), "/".join("-" if det.get(p) is None else f"{det[p]:g}" for p in (kip, prof))
                     if r["bug"] != CONTROL else "-", r["status"]])
     return out
@@ -208,12 +259,26 @@ def format_markdown(matrix: dict) -> str:
     lines += ["", "Under `kip` a healthy Kafka already shows its release's known deviations (the control row); "
               "the control is valid when it is valid under the version's profile and its `kip` anomalies are all "
               "known deviations of that profile. A bug is \"caught\" when it fired and its own anomaly name is "
-              "flagged under both profiles; \"not exercised\" when it never fired.", "",
+              "flagged under both profiles; \"not exercised\" when it never fired. For a name the control already "
+              "shows under `kip` (a healthy Kafka's deviation, e.g. `uncommitted-read`, `wrong-fetch-error`), the "
+              "`kip` column is evidence only when the bug's window flagged it more often than the control (scaled "
+              "to the window's length: shown as \"n > control's m\"); otherwise it says \"not evidence\" and "
+              "the version's profile alone decides \"caught\". A bug whose name is `<anomaly>-<variant>` is a "
+              "second slip of that family (e.g. the original slip a widened one grew from): it expects the "
+              "family's anomaly.", "",
               "Slips (what each bug changes):", ""]
     for r in matrix["rows"]:
         if r.get("slip"):
             lines.append(f"- `{r['bug']}`: `{r['kafka_method']}`: {r['slip']}.")
     return "\n".join(lines) + "\n"
+
+
+def restatus(matrix: dict) -> dict:
+    """A measured matrix (`--from`) with each row's status decided by today's `status`."""
+    control = _control(matrix)
+    for r in matrix["rows"]:
+        r["status"] = status(r, matrix["profiles"], control)
+    return matrix
 
 
 def matrix_passes(matrix: dict) -> bool:

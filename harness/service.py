@@ -23,14 +23,21 @@ class WorkloadService:
         """`skip`: Skipped keys (harness.clients.capabilities) of probes the cluster cannot answer."""
         self.stop_event = threading.Event()
         bootstrap = cluster.bootstrap_servers()
-        self.producers = [ProducerWorker(bootstrap, options, history, self.stop_event, i)
-                          for i in range(options.producers)]
+        if options.workload == "txn":  # transactional producers and copiers (harness.clients.txn_workload)
+            from kipcheck.harness.clients.txn_workload import CopierWorker, TxnProducerWorker
+            self.producers = [*(TxnProducerWorker(bootstrap, options, history, self.stop_event, i, seed)
+                                for i in range(options.producers)),
+                              *(CopierWorker(bootstrap, options, history, self.stop_event, i)
+                                for i in range(options.copiers))]
+        else:
+            self.producers = [ProducerWorker(bootstrap, options, history, self.stop_event, i)
+                              for i in range(options.producers)]
         self.consumers = [ConsumerWorker(bootstrap, options, history, self.stop_event, i, rack)
                           for i in range(options.consumers)]
         self.nemesis = Nemesis(ctx, list(plan), history, self.stop_event)
         prober_skip = frozenset(k.removeprefix("prober.") for k in skip if k.startswith("prober."))
         no_propagation = {"propagation_every": 0} if "observer.metadata_propagation" in skip else {}
-        self.probes = [Prober(bootstrap, [options.topic], history, self.stop_event, seed=seed, skip=prober_skip),
+        self.probes = [Prober(bootstrap, list(options.topics), history, self.stop_event, seed=seed, skip=prober_skip),
                        Observer(bootstrap, [options.topic], history, self.stop_event, kraft=cluster.kraft_settings(),
                                 seed=seed, **no_propagation)] if probes else []
         self.threads = [*self.producers, *self.consumers, *self.probes, self.nemesis]
@@ -52,7 +59,9 @@ class WorkloadService:
 
     def progress(self) -> dict:
         crashes = sum(w.crashes for w in [*self.producers, *self.consumers])
+        txns = self.transactions()
         return {"sent": sum(p.sent for p in self.producers), "read": sum(c.read for c in self.consumers),
+                **({"txns": "/".join(str(txns[k]) for k in ("committed", "aborted", "unknown"))} if txns else {}),
                 "faults": len(self.nemesis.windows), **({"client crashes": crashes} if crashes else {})}
 
     def stop(self, timeout: float = 30) -> None:
@@ -62,6 +71,14 @@ class WorkloadService:
             for t in [self.nemesis, *self.threads[:-1]]:
                 t.join(timeout=timeout)
         self.stopped = True
+
+    def transactions(self) -> dict:
+        """Transactions committed, aborted and unknown so far (empty: not the txn workload)."""
+        out: dict = {}
+        for p in self.producers:
+            for k, n in getattr(p, "counts", {}).items():
+                out[k] = out.get(k, 0) + n
+        return out
 
     def prober_skipped(self) -> dict:
         """Probes the prober left out because the broker's ApiVersions lack them: {what: why}."""

@@ -97,6 +97,8 @@ def drive(cluster, ctx: RunContext, options: RunOptions, plan, history: History,
                 upgrader.join(timeout=60)
             _record_upgrade(upgrader, cluster, config, save_config, ui)
         service.stop()
+        if save_config and service.transactions():
+            save_config(transactions=service.transactions())
     service.raise_errors()  # one that died in the last moments counts too
     for spec, why in service.nemesis.failed:
         ui.note(f"fault {spec.kind} at {spec.start:.0f} s not injected (recorded as `info`): {why.splitlines()[0][:150]}")

@@ -318,14 +318,29 @@ def full_response_partitions(req: FetchRequest) -> frozenset:
 
 
 def may_omit(cached: CachedPartition, response_may_be_full: bool, records_seen_at_offset: bool,
-             profile: Profile | str = "kip") -> bool:
+             profile: Profile | str = "kip", hwm_floor: int | None = None) -> bool:
     """KIP-227 "Incremental Fetch Responses": a partition with new data must be in the
     response. Committed data at the fetch offset (below the HWM the session last sent)
     is new data unless the response may have hit its size limit ("Handling Partition
     Size Limits") or the replica may not hold it: under the KIP a follower's HWM may
     exceed its LEO (KIP-392 case 2), unless records at that offset were already seen;
-    with `hwm-capped-at-leo` (Kafka) the HWM never exceeds the LEO, so it holds them."""
+    with `hwm-capped-at-leo` (Kafka) the HWM never exceeds the LEO, so it holds them.
+    See `hwm_changed_since_sent` for the other reason, which no size limit excuses."""
     profile = profiles.get(profile)
+    if hwm_changed_since_sent(cached, hwm_floor):
+        return False
     if response_may_be_full or cached.hwm < 0 or cached.fetch_offset >= cached.hwm:
         return True
     return not (records_seen_at_offset or profile.allows(profiles.HWM_CAPPED_AT_LEO))
+
+
+def hwm_changed_since_sent(cached: CachedPartition, hwm_floor: int | None) -> bool:
+    """KIP-227 "Incremental Fetch Responses": a partition whose highWatermark changed
+    since the session last sent it is in the response. `hwm_floor`: the least HWM the
+    broker can have had while it answered, proven before the request was sent (an HWM it
+    reported, or past a record it served, in the same leader epoch and life, where the
+    HWM cannot go back: KIP-392 "High watermark propagation"; None: nothing proven). The
+    HWM travels with every partition whether or not the response's size limit left room
+    for its records, so "Handling Partition Size Limits" does not excuse leaving it out.
+    An unknown cached HWM (-1 after an error) proves nothing."""
+    return hwm_floor is not None and cached.hwm >= 0 and hwm_floor > cached.hwm

@@ -86,7 +86,8 @@ def read_value_committed(value, committed_values) -> bool:
 
 
 def hwm_may_go_back(is_leader: bool | None, profile: Profile, *, after_epoch_change: bool = False,
-                    rose_in_epoch: bool = False, back_in_epoch: bool = False) -> bool:
+                    rose_in_epoch: bool = False, back_in_epoch: bool = False, to: int | None = None,
+                    leader_floor: int | None = None) -> bool:
     """KIP-392 "High watermark propagation" (with KIP-207): the HWM a replica exposes
     never goes back within one leader epoch.
 
@@ -97,9 +98,14 @@ def hwm_may_go_back(is_leader: bool | None, profile: Profile, *, after_epoch_cha
     only on a known follower (`is_leader` False), after a leader-epoch change in the same
     process life (`after_epoch_change`: the replica was seen in an earlier epoch), while
     its HWM had not yet risen in this epoch (`rose_in_epoch`) and had not gone back in
-    it before (`back_in_epoch`)."""
+    it before (`back_in_epoch`). And only as deep as the new leader's HWM could have been
+    when the follower copied it: `to` (the HWM it went back to) is not below
+    `leader_floor`, the least HWM the new leader had by then (its HWM never goes back
+    while it leads, and it carries the HWM it had as a follower into its epoch; None:
+    nothing known, any depth)."""
     return (is_leader is False and profile.allows(profiles.FOLLOWER_HWM_FOLLOWS_LEADER)
-            and after_epoch_change and not rose_in_epoch and not back_in_epoch)
+            and after_epoch_change and not rose_in_epoch and not back_in_epoch
+            and (to is None or leader_floor is None or to >= leader_floor))
 
 
 def classify_fetch_offset(offset: int, log_start: int, leo: int, hwm: int) -> str:
@@ -122,22 +128,38 @@ def classify_fetch_offset(offset: int, log_start: int, leo: int, hwm: int) -> st
 
 def fetch_case_outcomes(case: str, offset: int, log_start: int, hwm: int, profile: Profile) -> frozenset[FetchOutcome]:
     """KIP-392 "Out of range handling", cases 1-4, and "Follower Fetching" (only
-    committed data): the answers allowed for one case.
+    committed data): the answers allowed for one case: the KIP's answer
+    (`kip_case_outcomes`) and whatever the profile's deviations add
+    (`deviation_case_outcomes`). A profile only widens: it never forbids the KIP's answer."""
+    return kip_case_outcomes(case, offset, log_start, hwm) | deviation_case_outcomes(case, offset, log_start, hwm, profile)
 
-    Out-of-range answers carry the replica's log start and HWM ("Case 3"), except
-    where the profile accepts -1 for both."""
+
+def kip_case_outcomes(case: str, offset: int, log_start: int, hwm: int) -> frozenset[FetchOutcome]:
+    """KIP-392 "Out of range handling" (cases 1-4) and "Follower Fetching": the KIP's own
+    answer for one case. Committed local data is returned up to the HWM; case 1 (offset
+    in [HWM, LEO]) and case 2 ([LEO, HWM)) are OFFSET_NOT_AVAILABLE; cases 3 and 4 are
+    OFFSET_OUT_OF_RANGE carrying the replica's log start and HWM ("Case 3")."""
     none_beyond = offset  # records_below == offset: no records
     if case == READABLE:
         return frozenset({FetchOutcome(NONE, hwm, hwm, log_start)})
     if case == AT_END:
         return frozenset({FetchOutcome(NONE, none_beyond, hwm, log_start)})
     if case in (CASE1, CASE2):
-        if case == CASE1 and profile.allows(profiles.FETCH_ABOVE_HWM_EMPTY):
-            return frozenset({FetchOutcome(NONE, none_beyond, hwm, log_start)})
         return frozenset({FetchOutcome(OFFSET_NOT_AVAILABLE, none_beyond)})
-    if profile.allows(profiles.OUT_OF_RANGE_WITHOUT_OFFSETS):
-        return frozenset({FetchOutcome(OFFSET_OUT_OF_RANGE, none_beyond, UNKNOWN_OFFSET, UNKNOWN_OFFSET)})
     return frozenset({FetchOutcome(OFFSET_OUT_OF_RANGE, none_beyond, hwm, log_start)})
+
+
+def deviation_case_outcomes(case: str, offset: int, log_start: int, hwm: int,
+                            profile: Profile) -> frozenset[FetchOutcome]:
+    """KIP-392 "Out of range handling" as a release answers it, beside the KIP's answer:
+    `fetch-above-hwm-empty` answers case 1 with NONE, no records, its HWM and log start;
+    `out-of-range-without-offsets` answers cases 3 and 4 with log start and HWM -1."""
+    out: set[FetchOutcome] = set()
+    if case == CASE1 and profile.allows(profiles.FETCH_ABOVE_HWM_EMPTY):
+        out.add(FetchOutcome(NONE, offset, hwm, log_start))
+    if case in (CASE3, CASE4) and profile.allows(profiles.OUT_OF_RANGE_WITHOUT_OFFSETS):
+        out.add(FetchOutcome(OFFSET_OUT_OF_RANGE, offset, UNKNOWN_OFFSET, UNKNOWN_OFFSET))
+    return frozenset(out)
 
 
 @dataclass(frozen=True)
@@ -148,13 +170,32 @@ class LogBounds:
     leo_min: int | None = None  # the LEO is at least this
     leo_max: int | None = None  # the LEO is at most this
     log_start_max: int | None = None  # the log start is at most this
+    hwm_max: int | None = None  # the HWM is at most this (`partition_log_bounds`)
 
-    def admits(self, log_start: int, leo: int) -> bool:
+    def admits(self, log_start: int, leo: int, hwm: int | None = None) -> bool:
         return ((self.leo_min is None or leo >= self.leo_min) and (self.leo_max is None or leo <= self.leo_max)
-                and (self.log_start_max is None or log_start <= self.log_start_max))
+                and (self.log_start_max is None or log_start <= self.log_start_max)
+                and (hwm is None or self.hwm_max is None or hwm <= self.hwm_max))
 
     def points(self) -> list[int]:
-        return [v for v in (self.leo_min, self.leo_max, self.log_start_max) if v is not None]
+        return [v for v in (self.leo_min, self.leo_max, self.log_start_max, self.hwm_max) if v is not None]
+
+
+def partition_log_bounds(leo_max: int | None) -> LogBounds:
+    """KIP-392 "High watermark propagation": an upper bound on the LEO of every replica of
+    a partition (what its writes allow) bounds every replica's HWM too: a follower's HWM is
+    one the leader sent it, and the leader's HWM is an offset its own log reached. (Case 2
+    lets a follower's HWM exceed its *own* LEO, never the leader's.)"""
+    return LogBounds(leo_max=leo_max, hwm_max=leo_max)
+
+
+def leo_reached_leader_hwm(leader_hwm: int | None, in_isr: bool) -> int | None:
+    """KIP-392 "High watermark propagation" (case 1 vs case 2): the leader advances its
+    HWM only to an offset every ISR member's log has reached, so while a follower is in
+    the ISR of a leader epoch its LEO is at least every HWM that epoch's leader reported
+    before (an offset in [its own HWM, the leader's HWM) is case 1, never case 2 or 4).
+    None: nothing proven (not in the ISR, or no leader HWM known)."""
+    return leader_hwm if in_isr and leader_hwm is not None and leader_hwm >= 0 else None
 
 
 NO_BOUNDS = LogBounds()
@@ -171,15 +212,15 @@ def consistent_replicas(replica: Replica, offset: int, profile: Profile, bounds:
 
     Invariants used: log start <= LEO and log start <= HWM (a HWM below the log
     start is raised to it). KIP-392 "Follower Fetching" lets an out-of-sync follower's
-    HWM exceed its LEO (case 2); with `hwm-capped-at-leo` (Kafka) it is capped at the LEO.
-    `bounds` restricts the unknown LEO and log start to what other answers prove."""
+    HWM exceed its LEO (case 2). `hwm-capped-at-leo` (Kafka never does) only removes
+    states, and a profile never forbids what the KIP allows, so it changes nothing here.
+    `bounds` restricts the unknown LEO, log start and HWM to what other answers prove."""
     known = [v for v in (replica.log_start, replica.leo, replica.hwm) if v is not None] + bounds.points()
     cands = _candidates(offset, known)
     choices = [[v] if v is not None else [c for c in cands if c >= 0] for v in (replica.log_start, replica.leo, replica.hwm)]
-    capped = profile.allows(profiles.HWM_CAPPED_AT_LEO)
     for s, e, h in product(*choices):
-        if s <= e and s <= h and bounds.admits(s, e):
-            yield s, e, (min(h, e) if capped else h)
+        if s <= e and s <= h and bounds.admits(s, e, h):
+            yield s, e, h
 
 
 def consumer_fetch_outcomes(replica: Replica, offset: int, profile: Profile | str = "kip",

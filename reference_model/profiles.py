@@ -24,7 +24,8 @@ FETCH_ABOVE_HWM_EMPTY = "fetch-above-hwm-empty"
 #: the replica's current values.
 OUT_OF_RANGE_WITHOUT_OFFSETS = "out-of-range-without-offsets"
 #: A replica's HWM never exceeds its LEO, so KIP-392 case 2 never arises: a fetch
-#: above LEO is OFFSET_OUT_OF_RANGE (case 4 handling). This *narrows* the KIP.
+#: above LEO is OFFSET_OUT_OF_RANGE (case 4 handling). It says what Kafka never does; a profile
+#: never forbids the KIP's answer, so consumer fetches keep case 2's OFFSET_NOT_AVAILABLE.
 HWM_CAPPED_AT_LEO = "hwm-capped-at-leo"
 #: OffsetsForLeaderEpoch answers consumers with the epoch's end offset up to LEO,
 #: not capped at the HWM, and never OFFSET_NOT_AVAILABLE for a lagging new leader.
@@ -37,6 +38,11 @@ RESPONSE_HWM_SAMPLED_BEFORE_READ = "response-hwm-sampled-before-read"
 #: election the new leader's HWM can lag the one the follower already had, so within
 #: the new epoch a follower's HWM (and what it serves consumers) goes back once.
 FOLLOWER_HWM_FOLLOWS_LEADER = "follower-hwm-follows-leader"
+# --- KIP-98 --------------------------------------------------------------------
+#: A fetch response's last stable offset is sampled before the log read, and a
+#: read_committed read is bounded by the LSO at read time; when a transaction ends in
+#: between, a read_committed answer carries records at or above the LSO it reports.
+RESPONSE_LSO_SAMPLED_BEFORE_READ = "response-lso-sampled-before-read"
 # --- KIP-227 -------------------------------------------------------------------
 #: An incremental request that forgets the session's last partition closes the
 #: session; the response carries session id 0.
@@ -77,6 +83,10 @@ SESSION_CACHE_SHARDS = 8
 KRAFT_FETCH_PARKS_WITHOUT_HWM = "kraft-fetch-parks-without-hwm"
 
 EVIDENCE: dict[str, str] = {
+    RESPONSE_LSO_SAMPLED_BEFORE_READ: "Kafka 4.3.1 (same in 4.2.1 and 4.1.2): kafka.cluster.Partition.readRecords "
+    "takes initialLastStableOffset = localLog.lastStableOffset before calling localLog.read and returns it in "
+    "LogReadInfo; UnifiedLog.read bounds a TXN_COMMITTED read by fetchLastStableOffsetMetadata() at read time. "
+    "Seen live (txn workload, seed 1, 2026-11-25): a read_committed fetch answered offset 407 with LSO 407.",
     FETCH_ABOVE_HWM_EMPTY: "Kafka 4.3.1: org.apache.kafka.storage.internals.log.UnifiedLog.read bounds a "
     "FetchIsolation.HIGH_WATERMARK read by fetchHighWatermarkMetadata(); LocalLog.read throws "
     "OffsetOutOfRangeException only when startOffset > the log end offset and returns emptyFetchDataInfo when "
@@ -139,14 +149,19 @@ EVIDENCE: dict[str, str] = {
 #: How far each deviation reaches: beyond its bound an answer is an anomaly under every
 #: profile (docs/model.md, "bound"). The rules gather the observations each bound names.
 BOUNDS: dict[str, str] = {
+    RESPONSE_LSO_SAMPLED_BEFORE_READ: "Only records stable when read: every record at or above the reported LSO "
+    "belongs to a transaction whose commit or abort was called before the fetch completed "
+    "(transactions.lso_sampled_before_read); anything else is an lso-violation under every profile.",
     FETCH_ABOVE_HWM_EMPTY: "Only up to the LEO (LocalLog.read throws OffsetOutOfRangeException above it): the fetch "
     "offset is at most an upper bound of the LEO while the broker answered: the highest offset proven by the answer's "
     "completion + 1 + the appends of the sends invoked by then, less the idempotent sends acknowledged before the "
     "request (kip392.LogBounds.leo_max, checks.rules.log_bounds.SendBound).",
     OUT_OF_RANGE_WITHOUT_OFFSETS: "Only outside [log start, LEO]: not below a LEO the broker proved earlier in the "
     "same epoch and life (an HWM it reported, a record it returned) while at or above every log start it reported "
-    "later in that life (kip392.LogBounds.leo_min / log_start_max).",
-    HWM_CAPPED_AT_LEO: "Narrows the KIP: case 2 (OFFSET_NOT_AVAILABLE below the HWM) is wrong under the profile.",
+    "later in that life, nor — on a follower in the ISR of that epoch — at or below the HWM the epoch's leader "
+    "reported before (kip392.LogBounds.leo_min / log_start_max, kip392.leo_reached_leader_hwm).",
+    HWM_CAPPED_AT_LEO: "Allows nothing new: the KIP's case-2 OFFSET_NOT_AVAILABLE stays allowed (a profile never "
+    "forbids the KIP's answer); it shapes only the model's follower_learns_hwm and kip227.may_omit.",
     OFFSETS_FOR_LEADER_EPOCH_UNCAPPED: "Only up to the LEO at answer time (UnifiedLog.endOffsetForEpoch answers the "
     "LEO for the latest epoch): never above the partition's LEO upper bound (kip392.epoch_end_offset_possible).",
     RESPONSE_HWM_SAMPLED_BEFORE_READ: "Only records committed when read: the read is bounded by the HWM at read time "
@@ -156,7 +171,9 @@ BOUNDS: dict[str, str] = {
     "an acks=all send shows (kip392.read_value_committed).",
     FOLLOWER_HWM_FOLLOWS_LEADER: "Only on a known follower, after a leader-epoch change in the same life, once per "
     "epoch (after the first drop the follower follows the new leader, whose HWM does not go back), and only from the "
-    "HWM it carried into the epoch (not after it rose in it) (kip392.hwm_may_go_back).",
+    "HWM it carried into the epoch (not after it rose in it), and no deeper than the new leader's HWM could have been "
+    "when the follower copied it: its answers of the epoch before the follower's last answer above the drop, and those "
+    "of the epoch before it still held, in its life (kip392.hwm_may_go_back's leader_floor).",
     EMPTY_SESSION_CLOSED: "Only when the request left the session without partitions.",
     INCREMENTAL_EXTRA_PARTITIONS: "Only partitions of the session.",
     EVICT_SMALLEST: "The one victim kip227 computes.",
@@ -245,12 +262,12 @@ _KIP392_227 = frozenset({
     RESPONSE_HWM_SAMPLED_BEFORE_READ, FOLLOWER_HWM_FOLLOWS_LEADER,
     EMPTY_SESSION_CLOSED, INCREMENTAL_EXTRA_PARTITIONS, EVICT_SMALLEST, SHARDED_SESSION_CACHE,
 })
-_BY_MINOR = {
+_BY_MINOR = {  # the LSO deviation read in 4.1.2, 4.2.1 and 4.3.1 (4.0.1's source jar was not at hand)
     0: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT, KRAFT_FETCH_PARKS_WITHOUT_HWM},
-    1: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT},
-    2: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT, PENDING_UPLOAD_RESOLVED_BY_LEADER},
-    3: _KIP392_227 | {PENDING_UPLOAD_RESOLVED_BY_LEADER},
-    4: _KIP392_227 | {PENDING_UPLOAD_RESOLVED_BY_LEADER},
+    1: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT, RESPONSE_LSO_SAMPLED_BEFORE_READ},
+    2: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT, PENDING_UPLOAD_RESOLVED_BY_LEADER, RESPONSE_LSO_SAMPLED_BEFORE_READ},
+    3: _KIP392_227 | {PENDING_UPLOAD_RESOLVED_BY_LEADER, RESPONSE_LSO_SAMPLED_BEFORE_READ},
+    4: _KIP392_227 | {PENDING_UPLOAD_RESOLVED_BY_LEADER, RESPONSE_LSO_SAMPLED_BEFORE_READ},
 }
 PROFILES: dict[str, Profile] = {"kip": KIP}
 for _minor, _devs in _BY_MINOR.items():

@@ -141,6 +141,7 @@ def _upgrade(config: dict, mixed) -> str:
 
 
 def write_report(run_dir: Path) -> Path:
+    from kipcheck.reports.transactions import transactions_html
     run_dir = Path(run_dir)
     out = run_dir / "report"
     out.mkdir(exist_ok=True)
@@ -188,6 +189,7 @@ profile {html.escape(str((verdict or {}).get('profile', '?')))} · consumer rack
 {_skipped(config)}
 {_upgrade(config, mixed)}
 {views}
+{transactions_html(records, end)}
 <h2>Anomalies</h2>{proofs_html(verdict, records, windows)}
 <h2>Known deviations (accepted by the profile)</h2>{proofs_html(verdict, records, windows, known=True)}
 <h2>Liveness: recovery after each heal</h2>{_liveness(verdict)}

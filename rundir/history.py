@@ -53,6 +53,7 @@ def loads(text):
 KNOWN_F = frozenset({
     "send", "poll", "fetch", "list_offsets", "offsets_for_leader_epoch", "metadata",
     "metadata_propagation", "assign", "fault", "upgrade",
+    "txn-begin", "txn-commit", "txn-abort",  # transactions (docs/history.md)
     # sane extras: consumer positioning and bookkeeping, admin probes, run markers
     "seek", "subscribe", "commit", "create_topics", "describe_cluster", "log",
 })
@@ -118,9 +119,24 @@ def validate(record, where: str, previous_index: int | None = None) -> dict:
             elif f == "assign":
                 if "partitions" in value:
                     return record
+            elif f in TXN_F:
+                if _txn_well_formed(value):
+                    return record
             else:
                 return record
     return _validate_slow(record, where, previous_index)
+
+
+TXN_F = ("txn-begin", "txn-commit", "txn-abort")
+
+
+def _txn_well_formed(value: dict) -> bool:
+    """A transaction record names its txn; the partitions it lists are [topic, partition] pairs."""
+    if "txn" not in value:
+        return False
+    parts = value.get("partitions", [])
+    return type(parts) is list and all(type(p) is list and len(p) == 2 and type(p[0]) is str
+                                       and type(p[1]) is int for p in parts)
 
 
 def _validate_slow(record, where: str, previous_index: int | None = None) -> dict:
@@ -151,6 +167,8 @@ def _validate_slow(record, where: str, previous_index: int | None = None) -> dic
             raise _problem(where, f"{f} record is missing value field {name!r}")
     if f in ("send", "seek") and not _is_int(value["partition"]):
         raise _problem(where, f"partition must be an integer, got {value['partition']!r}")
+    if f in TXN_F and not _txn_well_formed(value):
+        raise _problem(where, f"{f} needs value.txn and, if given, value.partitions as [[topic, partition], ...]")
     if f == "poll" and record["type"] == "ok":
         recs = value.get("records")
         well_formed = isinstance(recs, list)

@@ -195,3 +195,28 @@ def test_profile_from_config_and_api(tmp_path):
     assert choose_profile(tmp_path, "kip") == "kip"
     v = check(tmp_path)
     assert v["valid"] is True and v["profile"] == expected
+
+
+def _written_twice_around_timeouts(timed_out_by: str) -> H:
+    """"x" (producer-1) acknowledged after two sends of `timed_out_by` timed out, and read twice."""
+    h = base()
+    for proc, value, producer in ((3, "x", "producer-1"), (4, "t1", timed_out_by), (5, "t2", timed_out_by)):
+        h._add(proc, "invoke", "send", {"topic": "t", "partition": 0, "value": value, "producer": producer})
+    for proc, value in ((4, "t1"), (5, "t2")):
+        h._add(proc, "info", "send", {"topic": "t", "partition": 0, "value": value, "producer": timed_out_by})
+    h._add(3, "ok", "send", {"topic": "t", "partition": 0, "value": "x", "offset": 4, "producer": "producer-1"})
+    return h.poll(9, (0, 0, "a"), (0, 1, "b"), (0, 2, "c"), (0, 3, "x"), (0, 4, "x"))
+
+
+def test_a_duplicate_names_its_producer_and_the_timeouts_that_point_at_an_epoch_bump():
+    """The 3.3.2 finding (docs/releases.md): a value written twice after the same producer's
+    other sends to the partition timed out is attributed to that producer, with the count."""
+    (dup,) = flagged(_written_twice_around_timeouts("producer-1"))["duplicate"]
+    assert dup["sender"] == {"producer": "producer-1", "send_index": 6, "in_flight_s": 0.0,
+                             "timed_out_meanwhile": 2}
+    assert "sent by producer-1" in dup["message"] and "2 of its sends" in dup["message"]
+    # another producer's timeouts point at nothing; a history without `producer` names nobody
+    (other,) = flagged(_written_twice_around_timeouts("producer-0"))["duplicate"]
+    assert other["sender"]["timed_out_meanwhile"] == 0 and "timed out" not in other["message"]
+    unnamed = flagged(base().poll(9, (0, 0, "a"), (0, 1, "b"), (0, 2, "c"), (0, 3, "a")))["duplicate"][0]
+    assert "sender" not in unnamed and "sent by" not in unnamed["message"]

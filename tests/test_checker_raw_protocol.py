@@ -14,7 +14,7 @@ import pytest
 from kipcheck.checks.engine_local import check_records
 from kipcheck.rundir.history import write_jsonl
 from kipcheck.checks.rules.history_rules import PartitionHistoryRule
-from tests.support.raw_protocol import H, S, every_gap, offsets, opened, part, prr, sess, written
+from tests.support.raw_protocol import H, S, every_gap, killed, offsets, omitted_after, opened, part, prr, sess, written
 
 PROFILES = ("kip", "kafka-4.3")
 
@@ -113,6 +113,41 @@ def test_an_isr_of_the_leaders_epoch_shown_by_another_broker_may_be_the_leaders(
 
 
 @pytest.mark.parametrize("profile", PROFILES)
+def test_a_replica_every_broker_shows_out_of_the_isr_is_not_in_sync(profile):
+    """Issue 21 section 3: broker 3 is killed; broker 2's metadata shows it out of the ISR
+    (and offline) under leader 1 in epoch 5 every second around the fetch, the leader's own
+    answers say nothing around it. The leader naming 3 was accepted: only its own answers
+    within 6 s counted as proof."""
+    bad = killed()
+    assert set(found(bad, profile)) == {"preferred-replica-violation"}
+    [example] = found(bad, profile)["preferred-replica-violation"]
+    assert "every broker's metadata shows 3 out of the ISR or offline in epoch 5" in example["message"]
+    assert set(found(killed(offline=()), profile)) == {"preferred-replica-violation"}  # out of the ISR, still listed
+    # the leader's own answers span 14 s around the fetch (too long for its own proof): the others' decide
+    sparse = killed()
+    sparse.meta(3 * S, broker=1, isr=(1, 2)).meta(17 * S, broker=1, isr=(1, 2))
+    sparse.records.sort(key=lambda r: r["time"])
+    sparse.records[:] = [dict(r, index=i) for i, r in enumerate(sparse.records)]
+    assert set(found(sparse, profile)) == {"preferred-replica-violation"}
+    # near misses, each accepted: a gap of 6 s in the answers (it may have rejoined and left),
+    assert found(killed(times=[*range(0, 8), *range(14, 21)]), profile) == {}
+    # the chain starting less than a second before the fetch (the leader may not have replayed it yet),
+    assert found(killed(times=range(10, 21), at=10 * S + S // 2), profile) == {}
+    # nothing 1 s after it, an answer showing 3 in the ISR before the fetch (even of another broker),
+    assert found(killed(times=range(0, 11)), profile) == {}
+    assert found(killed(shows={4: (1, 2, 3)}), profile) == {}
+    # a fault in the chain, another epoch or leader named by the answers, or a request epoch not accepted
+    assert found(killed(fault=9), profile) == {}
+    # a fault running on another node (the leader may be cut off from the controller, its image frozen)
+    assert found(killed(running=("partition", 1)), profile) == {}
+    assert set(found(killed(running=None), profile)) == {"preferred-replica-violation"}
+    assert found(killed(epoch=4), profile) == {}
+    assert found(killed(broker=2).meta(10 * S + S // 3, broker=3, leader=2, isr=(2,)), profile) == {}
+    # once 3 shows back in the ISR after the fetch (a restarted broker rejoined), the fetch is still judged
+    assert set(found(killed(shows={15: (1, 2, 3), 16: (1, 2, 3)}), profile)) == {"preferred-replica-violation"}
+
+
+@pytest.mark.parametrize("profile", PROFILES)
 def test_preferred_replica_racks(profile):
     assert set(found(prr(rack=""), profile)) == {"preferred-replica-violation"}  # rackless client
     assert set(found(prr(pref=3), profile)) == {"preferred-replica-violation"}  # another rack
@@ -131,6 +166,46 @@ def test_incremental_response_with_nothing_new_is_flagged(profile):
     assert found(moved, profile) == {}
     omitted = sess(opened(), S, 42, 1, 42, [part(10, omitted=True)], sent=[])
     assert found(omitted, profile) == {}
+
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_an_incremental_response_leaving_out_a_partition_whose_hwm_the_broker_had_moved_is_flagged(profile):
+    """Issue 21 section 3 (KIP-227 "Incremental Fetch Responses"): the session last sent HWM
+    10 with nothing at offset 10, so leaving t/0 out looked fine; but broker 1 had answered
+    HWM 12 (or served offset 11) in epoch 5 before the request was sent, and its HWM does not
+    go back in an epoch: the HWM changed, so the partition had to be in the response."""
+    bad = omitted_after()
+    assert set(found(bad, profile)) == {"fetch-session-violation"}
+    [example] = found(bad, profile)["fetch-session-violation"]
+    assert "its HWM had changed since the session last sent it (10)" in example["message"]
+    assert example["rule"] == "kip227.may_omit"
+    # records served past the session's HWM, under an HWM sampled before the read (10)
+    assert "fetch-session-violation" in found(omitted_after(hwm=10, recs=[(10, "a"), (11, "b")]), profile)
+    # across the session's own requests: its full response served offsets 10 and 11 with an HWM
+    # of 10 sampled before the read, so the HWM had passed 11 before the next request
+    own = sess(H().meta(0), S // 2, 0, 0, 42, [part(10, hwm=10, recs=(10, 11))])
+    own = sess(own, 2 * S, 42, 1, 42, [part(10, omitted=True)], sent=[]).meta(3 * S)
+    assert "fetch-session-violation" in found(own, profile)
+    # near misses, each accepted: the same HWM as the session's, an answer made after the request
+    # was sent, in another epoch, across a kill, or with the request's epoch not proven
+    assert found(omitted_after(hwm=10), profile) == {}
+    assert found(omitted_after(when=2 * S + S // 2), profile) == {}
+    assert found(omitted_after(epoch=4), profile) == {}
+    assert found(omitted_after(fault="kill"), profile) == {}
+    assert found(omitted_after(meta_after=2 * S - S // 10), profile) == {}
+
+
+def test_a_follower_after_an_epoch_change_may_still_go_back_under_kafka():
+    """`follower-hwm-follows-leader`: broker 1 is a follower (leader 2) that saw epoch 4 and
+    whose HWM had not risen in epoch 5: it may still drop to a new leader's HWM, which may be
+    the session's, so under kafka-4.3 the floor proves nothing (known); under `kip` it does."""
+    h = omitted_after(earlier_epoch=True, leader=2)
+    assert set(found(h, "kip")) == {"fetch-session-violation"}
+    assert found(h, "kafka-4.3") == {}
+    assert set(found(h, "kafka-4.3", known=True)) == {"fetch-session-violation"}
+    # a known leader may not go back: flagged under both
+    assert set(found(omitted_after(earlier_epoch=True), "kafka-4.3")) == {"fetch-session-violation"}
 
 
 def test_incremental_response_with_a_preferred_replica_only_is_known_under_kafka():

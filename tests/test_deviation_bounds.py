@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from kipcheck.checks.rules.base import DEVIATIONS
 from kipcheck.checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
 from kipcheck.reference_model import profiles
-from tests.support.histories import fetch, follower_history, history, meta, names, run
+from tests.support.histories import fetch, follower_history, follower_with_leader, history, leader_answers, meta, names, run
 
 
 def carrying(deviation):
@@ -103,6 +103,25 @@ def test_a_follower_going_back_outside_the_fetcher_bound_is_a_regression(hwms, o
     outside(follower_history(*hwms, old_epoch=old_epoch), "hwm-regression", F)
 
 
+def test_a_follower_going_back_no_deeper_than_its_new_leaders_hwm_is_known():
+    inside(follower_with_leader(leader_answers(9, epoch=4)), "hwm-regression", F)  # as deep as the leader's
+    inside(follower_with_leader(leader_answers(9)), "hwm-regression", F)
+    # the leader's answers after the follower's last uncopied one: the copy may have come first
+    inside(follower_with_leader(between=leader_answers(10)), "hwm-regression", F)
+    # the leader's answers from an older epoch (it may have gone back in between), or before its kill
+    inside(follower_with_leader(leader_answers(10, epoch=3)), "hwm-regression", F)
+    inside(follower_with_leader(leader_answers(10, epoch=4, kill=True)), "hwm-regression", F)
+
+
+@pytest.mark.parametrize("leader", [leader_answers(10, epoch=4), leader_answers(10), leader_answers(8, 10)])
+def test_a_follower_going_back_below_its_new_leaders_hwm_is_a_regression(leader):
+    """Issue 21 section 1: the drop was once per epoch, of any depth. Leader 1 had HWM 10 in
+    epoch 4 (carried into its epoch 5) or in epoch 5 before the follower copied: 9 is deeper."""
+    outside(follower_with_leader(leader), "hwm-regression", F)
+    assert "below the HWM 10 its new leader 1 had proven by then" in " ".join(
+        a.message for a in both(follower_with_leader(leader), "kafka-4.3"))
+
+
 def test_a_leader_going_back_is_a_regression_whatever_the_profile():
     outside(history(meta(4, 3), fetch(0, hwm=8, current_leader_epoch=4), meta(5, 2),
                     fetch(0, hwm=10, current_leader_epoch=5), fetch(0, hwm=9, current_leader_epoch=5), meta(5, 2)),
@@ -176,6 +195,53 @@ def test_out_of_range_needs_the_log_start_bound_too():
     assert names(run(ConsumerFetchRule(), h, "kafka-4.3")) == []
 
 
+# --- an in-sync follower's LEO reaches the leader's HWM (issue 21 §3-4) ---------------------
+def isr_meta(isr=(1, 2, 3), broker=3, epoch=3, leader=1):
+    return (9, "metadata", {"broker": broker, "topic": "t", "partition": 0},
+            {"leader": leader, "leader_epoch": epoch, "isr": list(isr), "replicas": [1, 2, 3]})
+
+
+def in_sync_follower(offset, after=None, leader_hwm=20, between=()):
+    """Leader 1 of epoch 3 answered HWM `leader_hwm`; then follower 2, in the ISR by every
+    metadata answer around it (the last one 2 s after), answered OFFSET_OUT_OF_RANGE (-1/-1)
+    at `offset`, and later showed log start 0. `after`: the metadata answer 2 s later."""
+    records = history(isr_meta(), fetch(0, hwm=leader_hwm, broker=1, current_leader_epoch=3),
+                      fetch(0, hwm=12, current_leader_epoch=3), *between, oor(offset),
+                      fetch(0, hwm=12, current_leader_epoch=3), after or isr_meta())
+    for r in records[-2:]:
+        r["time"] += 2_000_000_000  # the closing answer, asked after the metadata images caught up
+    return records
+
+
+def test_out_of_range_below_the_leaders_hwm_on_an_in_sync_follower_is_a_wrong_fetch_error():
+    """The seeded `wrong-fetch-error-case1` slip on a follower: OFFSET_OUT_OF_RANGE (Kafka: -1/-1) at
+    an offset in [its HWM, the leader's HWM] is case 1 (its LEO reached the leader's HWM), under
+    every profile; above the leader's HWM it may be past the follower's LEO (known)."""
+    for p in ["kip", *carrying(O)]:
+        assert "wrong-fetch-error" in names(run(ConsumerFetchRule(), in_sync_follower(15), p)), p
+        assert "wrong-fetch-error" in names(run(ConsumerFetchRule(), in_sync_follower(20), p)), p
+    inside(in_sync_follower(21), "wrong-fetch-error", O)
+
+
+@pytest.mark.parametrize("after,between", [
+    (isr_meta(isr=(1, 3)), ()),  # the closing answer shows the follower out of the ISR
+    (isr_meta(epoch=4), ()),  # another epoch by then
+    (None, [("nemesis", "fault", {"fault": "pause", "targets": [2], "phase": "start"}, None)]),  # a fault in the span
+])
+def test_without_the_isr_proof_the_follower_may_lag_the_leader(after, between):
+    inside(in_sync_follower(15, after=after, between=between), "wrong-fetch-error", O)
+
+
+def test_a_follower_in_the_isr_answering_none_and_empty_below_the_leaders_hwm_is_case1():
+    """KIP-392 case 1 on an in-sync follower: NONE and no records at its own HWM while the leader's
+    HWM is above it is not the end of its log: OFFSET_NOT_AVAILABLE under `kip`, known under Kafka."""
+    records = history(isr_meta(), fetch(0, hwm=20, broker=1, current_leader_epoch=3),
+                      fetch(12, hwm=12, current_leader_epoch=3), isr_meta())
+    records[-2]["time"] += 2_000_000_000
+    records[-1]["time"] += 2_000_000_000
+    inside(records, "wrong-fetch-error", profiles.FETCH_ABOVE_HWM_EMPTY)
+
+
 # --- offsets-for-leader-epoch-uncapped ------------------------------------------------
 U = profiles.OFFSETS_FOR_LEADER_EPOCH_UNCAPPED
 
@@ -194,18 +260,21 @@ def test_end_offset_above_any_possible_leo_is_a_wrong_fetch_error():
     outside(history(*sends(20), ofle(21), fetch(0, hwm=10, current_leader_epoch=3)), "wrong-fetch-error", U)
 
 
-# --- hwm-capped-at-leo (narrows the KIP: case 2 cannot arise) ----------------------------
+# --- hwm-capped-at-leo (Kafka never reaches case 2; a profile never forbids the KIP) ------------
 C = profiles.HWM_CAPPED_AT_LEO
 
 
-def test_case2_offset_not_available_below_the_hwm_is_wrong_only_where_the_hwm_is_capped():
+def test_case2_offset_not_available_below_the_hwm_is_the_kips_answer_under_every_profile():
+    """Issue 21 §3: a profile widens the KIP, never narrows it. `hwm-capped-at-leo` only says
+    Kafka never reaches case 2; the KIP's answer for it stays allowed under its profiles."""
     h = history(fetch(5, error="OFFSET_NOT_AVAILABLE", hwm=10))
     assert names(run(ConsumerFetchRule(), h, "kip")) == []  # KIP-392 case 2: LEO <= 5 < HWM 10
     for p in carrying(C):
-        assert names(run(ConsumerFetchRule(), h, p)) == ["wrong-fetch-error"], p
-    # inside: the same answer at or above the HWM is case 1 only under kip, NONE-and-empty under the profile
+        assert names(run(ConsumerFetchRule(), h, p)) == [], p
+    # at or above the HWM: case 1, the KIP's OFFSET_NOT_AVAILABLE, under kip and under the profiles
     above = history(fetch(12, error="OFFSET_NOT_AVAILABLE", hwm=10))
-    assert names(run(ConsumerFetchRule(), above, "kip")) == []
+    for p in ["kip", *carrying(C)]:
+        assert names(run(ConsumerFetchRule(), above, p)) == [], p
 
 
 # --- profiles: a Kafka version without one falls back, and the verdict says so ------------

@@ -132,6 +132,24 @@ def test_same_verdict_on_the_model_rules(spark, tmp_path):
         "inconsistent-offset", "preferred-replica-violation", "fetch-session-violation", "tiered-offset-violation"}
 
 
+@pytest.mark.parametrize("gap", ["killed", "omitted", "deep"])
+def test_same_verdict_on_the_second_pass_gaps(spark, tmp_path, gap):
+    """Issue 21's rules that read other brokers' answers: a preferred replica every broker
+    shows out of the ISR, an omitted partition whose HWM the broker had moved, a follower
+    going back below its new leader's HWM: one verdict in both engines."""
+    from kipcheck.checks import engine_spark
+    from tests.support.histories import follower_with_leader, leader_answers
+    from tests.support.raw_protocol import killed, omitted_after
+    records, name = {"killed": (lambda: killed().records, "preferred-replica-violation"),
+                     "omitted": (lambda: omitted_after().records, "fetch-session-violation"),
+                     "deep": (lambda: follower_with_leader(leader_answers(10)), "hwm-regression")}[gap]
+    write_jsonl(records(), tmp_path / "history.jsonl")
+    local = engine_local.check_path(tmp_path / "history.jsonl", profile="kafka-4.3")
+    remote = engine_spark.check_path(tmp_path / "history.jsonl", spark=spark, profile="kafka-4.3")
+    assert comparable(local) == comparable(remote)
+    assert local["anomalies"][name]
+
+
 def test_same_conformance_table(spark, tmp_path):
     """The per-KIP table (anomalies per model rule, the run's skips and missing features from
     its config.json) is the same from both engines, and shows each status it can."""
@@ -148,3 +166,19 @@ def test_same_conformance_table(spark, tmp_path):
     assert comparable(local) == comparable(remote)
     shown = {row["status"] for kip in local["conformance"].values() for row in kip.values()}
     assert shown == {"holds", "fails", "known deviation", "not asked", "not in this release"}
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_same_verdict_with_transactions(spark, tmp_path, broken):
+    """The transaction rule and the history rule's transaction ends travel through both engines."""
+    from kipcheck.checks import engine_spark
+    from tests.test_checker_transactions import RC, base, reads
+    h = reads(base())
+    if broken:  # an aborted read and an LSO above the HWM
+        h.rpoll(7, RC, (0, 2, "c")).fetch(5, 1, lso=8, hwm=7)
+    write_jsonl(h.records, tmp_path / "history.jsonl")
+    local = engine_local.check_path(tmp_path / "history.jsonl")
+    remote = engine_spark.check_path(tmp_path / "history.jsonl", spark=spark)
+    assert comparable(local) == comparable(remote)
+    flagged = {k for k, v in local["anomalies"].items() if v}
+    assert flagged == ({"aborted-read", "lso-violation"} if broken else set())

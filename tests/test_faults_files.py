@@ -127,10 +127,10 @@ def test_a_record_served_with_a_flipped_bit_is_an_inconsistent_offset():
     """End to end on the bytes: a batch whose value byte flipped (the client checks no CRC), decoded as
     the prober decodes fetches, read at the offset a send was acknowledged at: the checker flags it."""
     from kipcheck.checks.engine_local import check_records
-    from kipcheck.harness.clients.wire import decode_records
+    from kipcheck.harness.clients.wire import decode_fetched
     batch = bytearray(_batch(0, [b"0-1", b"0-2"]))
     batch[batch.rindex(b"0-2") + 2] ^= 0x80  # "2" (0x32) becomes 0xb2: not UTF-8 on its own
-    (o1, v1), (o2, v2) = decode_records(bytes(batch))
+    (o1, v1), (o2, v2) = decode_fetched(bytes(batch))[0]
     assert (o1, v1) == (0, "0-1") and o2 == 1 and v2 not in ("0-2", None)
 
     def rec(i, proc, type_, f, value):

@@ -68,6 +68,15 @@ def test_eviction_of_a_young_busy_follower_session_is_not_allowed_by_the_kip():
     assert not kip227.may_be_evicted(idle.sessions[0], 110_000, 120_000, KAFKA)
 
 
+def test_an_hwm_proven_above_the_sessions_must_be_sent():
+    """KIP-227 "Incremental Fetch Responses": the HWM changed since the session sent it."""
+    at_end = CachedPartition("t", 0, fetch_offset=10, hwm=10)
+    assert kip227.may_omit(at_end, True, False, KAFKA, hwm_floor=10)
+    for profile in (KIP, KAFKA):
+        assert not kip227.may_omit(at_end, True, True, profile, hwm_floor=11)  # no size limit excuses it
+    assert kip227.may_omit(CachedPartition("t", 0, fetch_offset=10, hwm=-1), False, False, KIP, hwm_floor=11)
+
+
 def test_may_omit():
     below = CachedPartition("t", 0, fetch_offset=5, hwm=10)
     assert kip227.may_omit(below, False, False, KIP)  # KIP-392 case 2: the follower may not hold it

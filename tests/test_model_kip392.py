@@ -35,16 +35,25 @@ def test_case_errors_under_kip():
 
 
 def test_kafka_answers_empty_between_hwm_and_leo_and_out_of_range_without_offsets():
-    (o,) = outcomes(7, profile=KAFKA)
-    assert (o.error, o.records_below) == ("NONE", 7)
-    (oor,) = outcomes(12, profile=KAFKA)
-    assert (oor.hwm, oor.log_start) == (-1, -1)
+    # the profile widens the KIP: Kafka's answers beside the KIP's, never instead of them
+    assert {(o.error, o.records_below, o.hwm) for o in outcomes(7, profile=KAFKA)} == {
+        ("NONE", 7, 6), ("OFFSET_NOT_AVAILABLE", 7, None)}
+    assert {(o.hwm, o.log_start) for o in outcomes(12, profile=KAFKA)} == {(-1, -1), (6, 2)}
 
 
-def test_case2_under_kafka_is_out_of_range_because_hwm_is_capped():
+def test_a_follower_in_case1_may_answer_the_kips_offset_not_available_under_every_profile():
+    """Issue 21 §3: under kafka-4.3 the KIP's own answer for case 1 was flagged wrong-fetch-error."""
+    r = Replica(2, log_start=0, leo=10, hwm=6)
+    for name in profiles.PROFILES:
+        assert "OFFSET_NOT_AVAILABLE" in {o.error for o in kip392.consumer_fetch_outcomes(r, 8, name)}, name
+
+
+def test_case2_stays_the_kips_answer_under_kafka_whose_hwm_is_capped():
+    """`hwm-capped-at-leo` only removes states (Kafka never reaches case 2); a profile never
+    forbids the KIP's answer, so case 2 keeps OFFSET_NOT_AVAILABLE under kafka-4.3 too."""
     r = Replica(1, log_start=0, leo=4, hwm=8)
     assert {o.error for o in kip392.consumer_fetch_outcomes(r, 6, KIP)} == {"OFFSET_NOT_AVAILABLE"}
-    assert {o.error for o in kip392.consumer_fetch_outcomes(r, 6, KAFKA)} == {"OFFSET_OUT_OF_RANGE"}
+    assert {o.error for o in kip392.consumer_fetch_outcomes(r, 6, KAFKA)} == {"OFFSET_NOT_AVAILABLE"}
     assert kip392.follower_learns_hwm(Replica(2, leo=4, hwm=0), 8, KIP).hwm == 8
     assert kip392.follower_learns_hwm(Replica(2, leo=4, hwm=0), 8, KAFKA).hwm == 4
 
@@ -62,7 +71,7 @@ def test_reads_never_reach_hwm(s, e, h, offset, profile):
     """Committed-only reads: no allowed outcome returns an offset >= HWM (or >= LEO)."""
     e, h = max(e, s), max(h, s)
     for o in kip392.consumer_fetch_outcomes(Replica(1, log_start=s, leo=e, hwm=h), offset, profile):
-        assert o.records_below <= max(offset, min(h, e) if profile is KAFKA else h)
+        assert o.records_below <= max(offset, h)
         if o.records_below > offset:
             assert o.error == "NONE" and s <= offset < min(h, e)
 
@@ -262,3 +271,39 @@ def test_bounds_keep_every_answer_of_a_log_inside_them(s, e, h, offset, profile,
     allowed = kip392.consumer_fetch_outcomes(unknown, offset, profile, bounds)
     for o in kip392.consumer_fetch_outcomes(Replica(1, log_start=s, leo=e, hwm=h), offset, profile):
         assert any(a.error == o.error and (a.hwm is None or a.hwm == o.hwm) for a in allowed)
+
+
+_maybe = lambda hi=30: st.one_of(st.none(), st.integers(0, hi))  # noqa: E731
+
+
+@settings(max_examples=400, deadline=None)
+@given(_maybe(), _maybe(), _maybe(), st.integers(0, 35), _maybe(), _maybe(), _maybe(), _maybe())
+def test_every_profile_allows_at_least_what_the_kip_allows(s, e, h, offset, leo_min, leo_max, start_max, hwm_max):
+    """Issue 21 §3: a release profile widens what the KIP allows, never forbids what it requires.
+    For every state (known or unknown log start, LEO, HWM; any bounds), every profile's allowed
+    consumer-fetch answers include every answer the `kip` profile allows."""
+    replica = Replica(1, log_start=s, leo=e, hwm=h)
+    bounds = kip392.LogBounds(leo_min=leo_min, leo_max=leo_max, log_start_max=start_max, hwm_max=hwm_max)
+    kip = kip392.consumer_fetch_outcomes(replica, offset, KIP, bounds)
+    for name in profiles.PROFILES:
+        assert kip <= kip392.consumer_fetch_outcomes(replica, offset, name, bounds), name
+    for case in (kip392.READABLE, kip392.AT_END, kip392.CASE1, kip392.CASE2, kip392.CASE3, kip392.CASE4):
+        for name in profiles.PROFILES:
+            assert kip392.kip_case_outcomes(case, offset, s or 0, h or 0) <= kip392.fetch_case_outcomes(
+                case, offset, s or 0, h or 0, profiles.get(name)), (case, name)
+
+
+def test_the_partitions_leo_bound_bounds_every_replicas_hwm():
+    """KIP-392 "High watermark propagation": OFFSET_NOT_AVAILABLE far above every LEO the
+    partition's writes allow is no case 2 (a HWM above the fetch offset), under every profile."""
+    unknown = Replica(2, log_start=None, leo=None, hwm=None)
+    bounds = kip392.partition_log_bounds(1000)
+    for name in profiles.PROFILES:
+        assert "OFFSET_NOT_AVAILABLE" not in {o.error for o in kip392.consumer_fetch_outcomes(unknown, 10**9, name, bounds)}
+        assert "OFFSET_NOT_AVAILABLE" in {o.error for o in kip392.consumer_fetch_outcomes(unknown, 10**9, name)}
+
+
+def test_an_in_sync_followers_leo_reaches_the_leaders_hwm():
+    assert kip392.leo_reached_leader_hwm(120, in_isr=True) == 120
+    assert kip392.leo_reached_leader_hwm(120, in_isr=False) is None
+    assert kip392.leo_reached_leader_hwm(-1, in_isr=True) is None

@@ -63,3 +63,24 @@ def test_parse_kinds():
         parse_kinds("partition,nope")
     assert "unknown fault 'nope'" in str(e.value) and "partition-bridge" in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def test_txn_schedule_keeps_times_and_kinds_and_targets_coordinators():
+    from kipcheck.faults import schedule
+    kinds = ["partition", "kill", "pause"]
+    for seed in range(1, 9):
+        plain = schedule.generate(seed, kinds, 60.0, "t")
+        txn = schedule.generate(seed, kinds, 60.0, "t", transactional_ids=("kipcheck-txn-0", "kipcheck-txn-1"))
+        assert [(s.kind, s.start, s.duration) for s in plain] == [(s.kind, s.start, s.duration) for s in txn]
+        assert txn == schedule.generate(seed, kinds, 60.0, "t", transactional_ids=("kipcheck-txn-0", "kipcheck-txn-1"))
+    hit = [s for seed in range(1, 9) for s in schedule.generate(seed, kinds, 60.0, "t", transactional_ids=("x",))
+           if s.params.get("target") == "coordinator"]
+    assert hit and all(s.params["transactional_id"] == "x" for s in hit)
+
+
+def test_transaction_state_partition_is_kafkas():
+    """Utils.abs(String.hashCode) % 50, checked against Java's hash codes of these strings."""
+    from kipcheck.faults.targets import transaction_state_partition
+    assert transaction_state_partition("a") == 97 % 50
+    assert transaction_state_partition("polygenelubricants") == 0  # hashCode is Integer.MIN_VALUE
+    assert transaction_state_partition("kipcheck-txn-0") == 38

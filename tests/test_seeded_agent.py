@@ -41,11 +41,11 @@ def test_a_class_without_the_target_method_is_reported_missing(tmp_path):
                            "Main"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "42"  # the stub ran untouched
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # the agent writes it from its own thread: slow on a loaded machine
     while not report.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     rep = json.loads(report.read_text())
-    assert set(rep["missing"]) == {"hwm-regression", "duplicate"}
+    assert set(rep["missing"]) == {"hwm-regression", "lso-violation", "duplicate"}  # kafka.cluster.Partition stub
     assert rep["missing"]["hwm-regression"] == "kafka.cluster.Partition.readRecords"
     assert "hwm-regression" not in rep["installed"] and "duplicate" not in rep["installed"]
     assert rep["active"] == "hwm-regression" and rep["fired"] == {}

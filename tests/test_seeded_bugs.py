@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kipcheck.checks.verdict import ANOMALY_NAMES
 from kipcheck.harness.backends import seeded
-from kipcheck.harness.selftest import CONTROL, format_markdown, matrix_passes, status
+from kipcheck.harness.selftest import CONTROL, format_markdown, kip_evidence, matrix_passes, restatus, status
 
 AGENT = seeded.SOURCES / "src" / "main" / "java" / "kipcheck" / "seeded" / "Agent.java"
 PROFILES = ["kip", "kafka-4.3"]
@@ -71,6 +71,39 @@ def test_control_window_must_be_valid_under_both():
     assert not matrix_passes({**matrix, "rows": [control, {**bug, "status": "not exercised"}]})
     md = format_markdown(matrix)
     assert "| poll-skip | m | r | poll-skip | poll-skip | poll-skip, lost-write | 5 | 1.5/- | caught |" in md
+
+
+def test_a_name_the_control_shows_under_kip_is_kip_evidence_only_above_the_controls_count():
+    """Issue 21 §4: under `kip` a healthy Kafka already shows `wrong-fetch-error`; the bug's
+    `kip` column is evidence only when its count exceeds the control's (scaled to the window)."""
+    control = {"bug": CONTROL, "window": 15, "flagged": {"kip": ["uncommitted-read", "wrong-fetch-error"],
+                                                        "kafka-4.3": []},
+               "counts": {"kip": {"uncommitted-read": 3, "wrong-fetch-error": 40}, "kafka-4.3": {}},
+               "valid": {"kip": False, "kafka-4.3": True}, "known": {"kafka-4.3": ["uncommitted-read", "wrong-fetch-error"]},
+               "fires": 0}
+    bug = row(bug="wrong-fetch-error-case1", anomaly="wrong-fetch-error", window=15,
+              flagged={"kip": ["wrong-fetch-error"], "kafka-4.3": ["wrong-fetch-error"]},
+              counts={"kip": {"wrong-fetch-error": 41}, "kafka-4.3": {"wrong-fetch-error": 9}})
+    assert kip_evidence(bug, PROFILES, control) is True and status(bug, PROFILES, control) == "caught"
+    weak = {**bug, "counts": {"kip": {"wrong-fetch-error": 40}, "kafka-4.3": {"wrong-fetch-error": 9}}}
+    assert kip_evidence(weak, PROFILES, control) is False
+    assert status(weak, PROFILES, control) == "caught"  # the version's profile decides alone
+    assert status({**weak, "flagged": {"kip": ["wrong-fetch-error"], "kafka-4.3": []}}, PROFILES, control) == \
+        "caught under kip only"
+    longer = {**bug, "window": 30}  # 41 in 30 s against 40 in 15 s: no more than a healthy Kafka shows
+    assert kip_evidence(longer, PROFILES, control) is False
+    assert kip_evidence(row(), PROFILES, control) is None  # poll-skip: the control never shows it
+    matrix = {"kafka_version": "4.3.1", "profiles": PROFILES, "window": 15,
+              "rows": [{**control, "status": "valid", "seconds_to_detection": {}},
+                       {**weak, "status": "caught", "kafka_method": "m", "rule": "r", "seconds_to_detection": {}}]}
+    assert "wrong-fetch-error (40 <= control's 40: not evidence)" in format_markdown(matrix)
+    assert restatus(matrix)["rows"][1]["status"] == "caught"
+
+
+def test_a_second_slip_of_a_family_expects_the_familys_anomaly():
+    assert seeded.bug("wrong-fetch-error-case1").anomaly == "wrong-fetch-error"
+    assert seeded.bug("hwm-propagation-delay-hwm-check").anomaly == "hwm-propagation-delay"
+    assert seeded.bug("wrong-fetch-error").anomaly == "wrong-fetch-error"
 
 
 def test_switch_writes_the_bug_name_and_refuses_unknown_ones(tmp_path):

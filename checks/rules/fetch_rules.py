@@ -19,8 +19,10 @@ from kipcheck.reference_model import kip392, profiles
 from kipcheck.reference_model.state import NONE, Replica
 
 from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
-from kipcheck.checks.rules.log_bounds import Extremes, Lives, SendBound, fault_brokers, hwm_series, hwm_values
+from kipcheck.checks.rules.kip1166_rules import fault_windows, touched
+from kipcheck.checks.rules.log_bounds import Extremes, HwmFloor, Lives, SendBound, fault_brokers, hwm_series, hwm_values
 from kipcheck.checks.rules.observe import EpochIndex, Op, answered, as_int, known_as, partitions_of, proven_epoch, verdict
+from kipcheck.checks.rules.replica_rules import IMAGE_LAG_NS, ISR_SPAN_NS
 
 KIP392_ERRORS = {"NONE", "OFFSET_OUT_OF_RANGE", "OFFSET_NOT_AVAILABLE"}
 
@@ -49,7 +51,9 @@ class ConsumerFetchRule(BaseRule):
     and records in the same epoch and life prove a least LEO, its later log starts a
     greatest log start, its later HWMs whether records above a reported HWM were committed
     when read (groups `kip392-fetch:<broker>`); the partition's sends give a greatest LEO
-    (groups `kip392-leo:<topic>/<partition>`). Only answers no log within those bounds
+    and HWM (groups `kip392-leo:<topic>/<partition>`); the leader's HWM gives an in-sync
+    follower a least LEO (`kip392.leo_reached_leader_hwm`; one group, `kip392-isr`:
+    consumer fetches, ListOffsets, metadata, faults). Only answers no log within those bounds
     explains are flagged."""
 
     anomalies = ("uncommitted-read", "wrong-fetch-error")
@@ -59,14 +63,20 @@ class ConsumerFetchRule(BaseRule):
         f = record.get("f")
         if f == "fetch" and _is_consumer(v):
             yield f"kip392-fetch:{v.get('broker')}"
+            yield ISR_GROUP
             for e in partitions_of(v):
                 yield f"kip392-leo:{e.get('topic')}/{e.get('partition')}"
-        elif f in ("list_offsets", "metadata"):
+        elif f == "metadata":
             yield f"kip392-fetch:{v.get('broker')}"
+            yield ISR_GROUP
+        elif f == "list_offsets":
+            yield f"kip392-fetch:{v.get('broker')}"
+            yield ISR_GROUP  # the broker's own bounds there are its group's (`_broker_answers`)
         elif f == "offsets_for_leader_epoch" or f == "send":
             yield f"kip392-leo:{v.get('topic')}/{v.get('partition')}"
         elif f == "fault":
             yield from (f"kip392-fetch:{b}" for b in fault_brokers(record))
+            yield ISR_GROUP
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
         keys = None
@@ -79,16 +89,26 @@ class ConsumerFetchRule(BaseRule):
         if key.startswith("kip392-leo:"):
             topic, _, part = key[len("kip392-leo:"):].rpartition("/")
             return self._judge_partition(records, topic, as_int(part), profile)
+        if key == ISR_GROUP:
+            return self._judge_in_sync_followers(records, profile)
         return self._judge_broker(records, profile)
 
     # --- one broker: KIP-392 cases, with the bounds its own answers prove ----------------
     def _judge_broker(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
+        out: list[Anomaly] = []
+        for op, entry, _, same, bounds in self._broker_answers(records):
+            out += self._uncommitted(op, entry, same, profile)
+            out += self._judge(op, entry, profile, bounds)
+        return out
+
+    def _broker_answers(self, records: Sequence[dict]):
+        """One broker's answered consumer fetch entries: (op, entry, proven epoch, the HWM
+        answers of its epoch and life, the log bounds its own answers prove)."""
         ops = answered(records, ["fetch", "list_offsets"])
         epochs = EpochIndex(answered(records, ["metadata"]))
         lives = Lives(records)
         series = hwm_series(ops, epochs, lives)
         leo_lows, start_highs = self._log_facts(ops, series, lives)
-        out: list[Anomaly] = []
         for op in ops:
             if op.f != "fetch" or op.value.get("top_error", NONE) not in (NONE, None):
                 continue
@@ -97,14 +117,56 @@ class ConsumerFetchRule(BaseRule):
                     continue
                 tp = (entry.get("topic"), entry.get("partition"))
                 epoch, life = proven_epoch(op, entry, epochs), lives.of(op.completed)
-                same = series.get((*tp, epoch, life), [])
-                out += self._uncommitted(op, entry, same, profile)
                 bounds = kip392.NO_BOUNDS
                 if entry.get("error", NONE) != NONE:  # a least LEO or greatest log start only rules out errors
                     lows, highs = leo_lows.get((*tp, epoch, life)), start_highs.get((*tp, life))
                     bounds = kip392.LogBounds(leo_min=lows.before(op.invoked) if lows else None,
                                               log_start_max=highs.after(op.completed) if highs else None)
-                out += self._judge(op, entry, profile, bounds)
+                yield op, entry, epoch, series.get((*tp, epoch, life), []), bounds
+
+    # --- in-sync followers: the leader's HWM is a least LEO ------------------------------
+    def _judge_in_sync_followers(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
+        """KIP-392 case 1 on a follower (`kip392.leo_reached_leader_hwm`): while a follower is
+        in the ISR of a leader epoch its LEO is at least every HWM that epoch's leader reported
+        before, so a fetch at an offset in [its own HWM, the leader's HWM) is case 1 (Kafka:
+        NONE and no records; the KIP: OFFSET_NOT_AVAILABLE), never OFFSET_OUT_OF_RANGE.
+        Only what this bound adds to the follower's own bounds (`_broker_answers`, judged in
+        its broker's group) is reported here."""
+        isr = _IsrProof(records)
+        if not isr.known:
+            return []
+        by_broker: dict[int, list[dict]] = {}
+        for r in records:
+            if r.get("f") == "fault":
+                for b in fault_brokers(r):
+                    by_broker.setdefault(b, []).append(r)
+            else:
+                by_broker.setdefault(as_int((r.get("value") or {}).get("broker"), -1), []).append(r)
+        answers = {b: list(self._broker_answers(rs)) for b, rs in by_broker.items()}
+        leader_hwms: dict[tuple, list] = {}
+        for b, items in answers.items():
+            for op, entry, epoch, _, _ in items:
+                tp, hwm = (entry.get("topic"), entry.get("partition")), as_int(entry.get("high_watermark"), -1)
+                if entry.get("error", NONE) == NONE and hwm >= 0 and epoch is not None and isr.leader(tp, epoch) == b:
+                    leader_hwms.setdefault((*tp, epoch), []).append((op.completed, hwm))
+        highest = {k: Extremes(v, max) for k, v in leader_hwms.items()}
+        out: list[Anomaly] = []
+        for b, items in answers.items():
+            for op, entry, epoch, _, own in items:
+                tp = (entry.get("topic"), entry.get("partition"))
+                leader = None if epoch is None else isr.leader(tp, epoch)
+                if leader is None or leader == b or (*tp, epoch) not in highest:
+                    continue
+                leader_hwm = highest[(*tp, epoch)].before(op.invoked)
+                in_isr = leader_hwm is not None and isr.in_sync(tp, epoch, leader, b, op.invoked, op.completed)
+                least = kip392.leo_reached_leader_hwm(leader_hwm, in_isr)
+                if least is None or (own.leo_min is not None and own.leo_min >= least):
+                    continue
+                bounds = kip392.LogBounds(leo_min=least, leo_max=own.leo_max, log_start_max=own.log_start_max,
+                                          hwm_max=own.hwm_max)
+                out += self._judge(op, entry, profile, bounds, unless_under=own,
+                                   why=f"broker {b} was in leader {leader}'s ISR of epoch {epoch}, whose HWM had "
+                                       f"reached {least}")
         return out
 
     @staticmethod
@@ -146,7 +208,10 @@ class ConsumerFetchRule(BaseRule):
                            f"; later HWMs of that broker in that epoch: {sorted({h for h, _ in later})[:5] or 'none'}"),
                         offsets=above[:20], high_watermark=hwm, later_high_watermarks=sorted({h for h, _ in later})[:20])
 
-    def _judge(self, op: Op, e: dict, profile: str, bounds=kip392.NO_BOUNDS, only_from_bounds=False) -> list[Anomaly]:
+    def _judge(self, op: Op, e: dict, profile: str, bounds=kip392.NO_BOUNDS, unless_under=None,
+               why: str = "") -> list[Anomaly]:
+        """`unless_under`: report only where `bounds` decide otherwise than these bounds (under
+        which another group judges the same answer)."""
         err, offset = e.get("error", NONE), int(e["fetch_offset"])
         hwm, start = as_int(e.get("high_watermark"), -1), as_int(e.get("log_start_offset"), -1)
         if err not in KIP392_ERRORS or as_int(e.get("preferred_read_replica"), -1) >= 0:
@@ -158,7 +223,7 @@ class ConsumerFetchRule(BaseRule):
             return any(o.matches(err, [], hwm, start) for o in kip392.consumer_fetch_outcomes(known, offset, p, b))
 
         kind = verdict(allowed, profile)
-        if only_from_bounds and kind == verdict(lambda p: allowed(p, kip392.NO_BOUNDS), profile):
+        if unless_under is not None and kind == verdict(lambda p: allowed(p, unless_under), profile):
             return []
         where = f"{e.get('topic')}/{e.get('partition')} on broker {op.value.get('broker')} at offset {offset}"
         bound_text = ", ".join(f"{k} {v}" for k, v in (("LEO >=", bounds.leo_min), ("LEO <=", bounds.leo_max),
@@ -166,7 +231,8 @@ class ConsumerFetchRule(BaseRule):
         return _anomaly(kind, "wrong-fetch-error", "kip392.consumer_fetch_outcomes", op.indices,
                         f"fetch of {where} answered {err} with HWM {hwm} and log start {start}, "
                         f"which no replica state allows (KIP-392 cases 1-4)"
-                        + (f" with {bound_text} (proven by other answers)" if bound_text else ""),
+                        + (f" with {bound_text} (proven by other answers)" if bound_text else "")
+                        + (f": {why}" if why else ""),
                         error=err, fetch_offset=offset, high_watermark=hwm, log_start_offset=start,
                         leo_min=bounds.leo_min, leo_max=bounds.leo_max, log_start_max=bounds.log_start_max)
 
@@ -189,7 +255,8 @@ class ConsumerFetchRule(BaseRule):
                 continue
             for e in _entries(op, topic, part):
                 if as_int(e.get("fetch_offset"), -1) > leo_max:  # below it some allowed LEO reaches it
-                    out += self._judge(op, e, profile, kip392.LogBounds(leo_max=leo_max), only_from_bounds=True)
+                    out += self._judge(op, e, profile, kip392.partition_log_bounds(leo_max),
+                                       unless_under=kip392.NO_BOUNDS)
         return out
 
     @staticmethod
@@ -229,6 +296,58 @@ class ConsumerFetchRule(BaseRule):
         return out
 
 
+ISR_GROUP = "kip392-isr"
+
+
+class _IsrProof:
+    """Which broker led a leader epoch, and whether a follower was in its ISR while it answered.
+
+    From every broker's `metadata` answers, by completion. A follower was in the leader's ISR
+    (the leader's `Partition.maximalIsr`, which bounds its HWM) while it answered [invoked,
+    completed] when every answer from the last one completed before `invoked` to the first one
+    invoked `IMAGE_LAG_NS` after `completed` names that leader for that epoch and lists the
+    follower in the ISR, the answers span less than `ISR_SPAN_NS`, and no fault touched any
+    node in the span. A committed ISR an answer shows is in the leader's `maximalIsr` (a shrink
+    is in it until it commits; an expansion from its proposal). Assumed, as `PreferredReplicaRule`
+    assumes for the ISR it proves a replica out of: a broker's metadata image lags less than
+    `IMAGE_LAG_NS`, and no shrink and rejoin of the follower falls between two answers of a
+    fault-free span shorter than `replica.lag.time.max.ms` (8 s here), the lag a shrink needs."""
+
+    def __init__(self, records: Sequence[dict]):
+        self.answers: dict[tuple, list[tuple]] = {}  # (topic, partition) -> [(invoked, completed, epoch, leader, isr)]
+        self.leaders: dict[tuple, int] = {}
+        for op in answered(records, ["metadata"]):
+            v = op.value
+            epoch, leader = as_int(v.get("leader_epoch"), -1), as_int(v.get("leader"), -1)
+            if epoch < 0 or leader < 0:
+                continue
+            tp = (v.get("topic"), v.get("partition"))
+            isr = frozenset(as_int(x, -1) for x in v.get("isr") or ())
+            self.answers.setdefault(tp, []).append((op.invoked, op.completed, epoch, leader, isr))
+            self.leaders.setdefault((*tp, epoch), leader)
+        for items in self.answers.values():
+            items.sort(key=lambda a: a[1])
+        self.done = {tp: [a[1] for a in items] for tp, items in self.answers.items()}
+        self.faults = fault_windows(records)
+        self.known = bool(self.answers)
+
+    def leader(self, tp: tuple, epoch: int) -> int | None:
+        """The leader of `epoch` (an epoch has one leader; any broker's answer names it)."""
+        return self.leaders.get((*tp, epoch))
+
+    def in_sync(self, tp: tuple, epoch: int, leader: int, follower: int, invoked: int, completed: int) -> bool:
+        items = self.answers.get(tp, [])
+        i = bisect.bisect_left(self.done.get(tp, []), invoked) - 1
+        if i < 0:
+            return False
+        for a in items[i:]:
+            if a[2] != epoch or a[3] != leader or follower not in a[4] or a[1] - items[i][0] >= ISR_SPAN_NS:
+                return False
+            if a[0] >= completed + IMAGE_LAG_NS:
+                return not touched(self.faults, items[i][0], a[1], None)
+        return False
+
+
 def _plain(value):
     """A record value as a hashable, comparable key (values are strings; anything else as JSON)."""
     return value if value is None or isinstance(value, str) else json.dumps(value, sort_keys=True)
@@ -254,35 +373,39 @@ class HighWatermarkRule(BaseRule):
     responses, and ListOffsets latest for read_uncommitted clients. A request answered
     after another completed must see at least that HWM. State-losing faults on the
     broker start afresh. Under `follower-hwm-follows-leader` a follower may go back once
-    per epoch, within the bound `kip392.hwm_may_go_back` states. Also: OffsetsForLeaderEpoch
-    end offsets for consumers must not exceed the HWM (KIP-392 "Protocol Changes"), proven
-    by a later, lower HWM."""
+    per epoch, within the bound `kip392.hwm_may_go_back` states, and no deeper than the
+    new leader's HWM could have been (`_leader_floor`: the new leader's own answers, so
+    one group holds every broker's). Also: OffsetsForLeaderEpoch end offsets for
+    consumers must not exceed the HWM (KIP-392 "Protocol Changes"), proven by a later,
+    lower HWM."""
 
     anomalies = ("hwm-regression", "wrong-fetch-error")
+    key = "hwm"
 
     def group_keys(self, record: dict) -> Iterable[str]:
-        v = record.get("value") or {}
         f = record.get("f")
-        if f in ("fetch", "list_offsets", "offsets_for_leader_epoch", "metadata"):
-            yield f"hwm:{v.get('broker')}"
-        elif f == "fault":
-            yield from (f"hwm:{b}" for b in fault_brokers(record))
+        if f in ("fetch", "list_offsets", "offsets_for_leader_epoch", "metadata") or (
+                f == "fault" and fault_brokers(record)):
+            yield self.key
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
-        epochs = EpochIndex(answered(records, ["metadata"]))
-        lives = Lives(records)
-        ops = answered(records, ["fetch", "list_offsets", "offsets_for_leader_epoch"])
-        series = hwm_series(ops, epochs, lives)
-        caps = [(op, *value) for op in ops if op.f == "offsets_for_leader_epoch" and lives.of_op(op) is not None
-                for value in hwm_values(op, epochs)]
+        by_broker: dict[str, list[dict]] = {}
+        for r in records:
+            targets = fault_brokers(r) if r.get("f") == "fault" else [(r.get("value") or {}).get("broker")]
+            for b in targets:
+                by_broker.setdefault(str(b), []).append(r)
+        views = {b: _BrokerHwm(rs) for b, rs in by_broker.items()}
         out = []
-        for key, items in series.items():
-            out += self._regressions(key, items, series, epochs, lives.start_of(key[3]), profile)
-        return out + self._uncapped(caps, series, lives, profile)
+        for view in views.values():
+            for key, items in view.series.items():
+                out += self._regressions(key, items, view, views, profile)
+            out += self._uncapped(view.caps, view.series, view.lives, profile)
+        return out
 
     @staticmethod
-    def _regressions(key, items: list, series: dict, epochs: EpochIndex, life_start: int, profile: str) -> list[Anomaly]:
+    def _regressions(key, items: list, view: "_BrokerHwm", views: dict, profile: str) -> list[Anomaly]:
         topic, part, epoch, life = key
+        series, epochs, life_start = view.series, view.epochs, view.lives.start_of(life)
         out = []
         highest_done = _PrefixMax(items)
         drop = None  # the first answer (by invoke) below an earlier one: where a follower copies the leader
@@ -292,6 +415,7 @@ class HighWatermarkRule(BaseRule):
             if a is None or b.hwm >= a.hwm:
                 continue
             broker = b.op.value.get("broker")
+            leader = epochs.leader_of_epoch(broker, topic, part, epoch)
             if drop is None:
                 drop = b
                 rose = _rose([x for x in items if x.op.completed < drop.op.invoked])
@@ -299,13 +423,21 @@ class HighWatermarkRule(BaseRule):
                     epochs.earlier_epoch_seen(broker, topic, part, epoch, after=life_start, before=drop.op.invoked)
             back_again = b is not drop and any(x.hwm > b.hwm for x in items
                                                if x.op.invoked >= drop.op.invoked and x.op.completed < b.op.invoked)
-            leader = epochs.leader_of_epoch(broker, topic, part, epoch)
             is_leader = None if leader is None else leader == as_int(broker, -2)
-            kind = verdict(lambda p: kip392.hwm_may_go_back(is_leader, p, after_epoch_change=changed, rose_in_epoch=rose,
-                                                             back_in_epoch=back_again), profile)
+            floors: dict = {}
+
+            def allowed(p):
+                floors[p.name] = _leader_floor(views, leader, topic, part, epoch, items, b, p) if b is drop else None
+                return kip392.hwm_may_go_back(is_leader, p, after_epoch_change=changed, rose_in_epoch=rose,
+                                              back_in_epoch=back_again, to=b.hwm, leader_floor=floors[p.name])
+
+            kind = verdict(allowed, profile)
+            floor = max((f for f in floors.values() if f is not None), default=None)
             why = [n for n, c in (("no earlier leader epoch seen in this life", not changed),
                                   ("its HWM had already risen in this epoch", rose),
-                                  ("it had already gone back in this epoch", back_again)) if c]
+                                  ("it had already gone back in this epoch", back_again),
+                                  (f"below the HWM {floor} its new leader {leader} had proven by then",
+                                   floor is not None and b.hwm < floor)) if c]
             note = f" (a follower of {leader}" + (f": {'; '.join(why)})" if why and kind == "anomaly" else ")")
             out += _anomaly(kind, "hwm-regression", "kip392.hwm_may_go_back", a.op.indices + b.op.indices,
                             f"broker {broker} reported HWM {b.hwm} for {topic}/{part} in leader "
@@ -329,6 +461,44 @@ class HighWatermarkRule(BaseRule):
                             f"above the HWM ({proof.hwm} even later): KIP-392 caps it at the HWM",
                             end_offset=end, later_high_watermark=proof.hwm)
         return out
+
+
+class _BrokerHwm:
+    """One broker's HWM answers (`hwm_series`), leader epochs, lives and OffsetsForLeaderEpoch caps."""
+
+    def __init__(self, records: Sequence[dict]):
+        self.epochs = EpochIndex(answered(records, ["metadata"]))
+        self.lives = Lives(records)
+        ops = answered(records, ["fetch", "list_offsets", "offsets_for_leader_epoch"])
+        self.series = hwm_series(ops, self.epochs, self.lives)
+        self.caps = [(op, *value) for op in ops if op.f == "offsets_for_leader_epoch" and self.lives.of_op(op) is not None
+                     for value in hwm_values(op, self.epochs)]
+        self.floor = HwmFloor(ops, self.epochs, self.lives, self.series)
+
+
+def _leader_floor(views: dict, leader, topic, part, epoch: int, items: list, drop, profile) -> int | None:
+    """The least HWM the new `leader` of `epoch` had when the follower copied it, i.e. after
+    the follower's last answer above its drop (it had not copied yet) was invoked: the
+    leader's answers in `epoch` completed before then (a leader's HWM never goes back), and
+    those of `epoch` - 1 it still held (`HwmFloor.held`: it carries its HWM into its epoch;
+    `epoch` - 1 so that no epoch it may have gone back in lies between), in its life at the
+    drop. None: nothing proven (any depth)."""
+    view = views.get(str(leader)) if leader is not None else None
+    if view is None:
+        return None
+    uncopied = [x.op.invoked for x in items if x.hwm > drop.hwm and x.op.completed < drop.op.invoked]
+    life = view.lives.of(drop.op.invoked)
+    if life != view.lives.of(drop.op.completed):
+        return None
+
+    def may_go_back(is_leader, changed, rose, back):
+        return kip392.hwm_may_go_back(is_leader, profile, after_epoch_change=changed, rose_in_epoch=rose,
+                                      back_in_epoch=back)
+
+    found = [view.floor.held(leader, topic, part, epoch - 1, life, drop.op.completed, may_go_back)]
+    if uncopied:
+        found.append(view.floor.held(leader, topic, part, epoch, life, max(uncopied), may_go_back))
+    return max((f for f in found if f is not None), default=None)
 
 
 class _PrefixMax:

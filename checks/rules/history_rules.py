@@ -10,8 +10,12 @@ so one grouping pass serves five checks. Conventions (docs/history.md):
 * an `info` send may or may not have happened: it is never a lost write, but when a read
   shows its value, it happened at that offset;
 * `poll-skip` is flagged only for offsets proven to exist: returned by some read or
-  acknowledged by a send (compaction is off and the workload has no transactions, so
-  there are no legitimate gaps in the offsets).
+  acknowledged by a send (compaction is off, so the only legitimate gaps are transaction
+  markers, never proven to exist, and, for a read_committed reader, the records of
+  transactions not known to have committed);
+* a transactional send (its value names its `txn`) counts for `lost-write` only when its
+  transaction committed (a `txn-commit` or `txn-abort` completion lists the partitions it
+  wrote, and reaches this partition's group).
 
 The partition log must also be linearisable as an append-only log: a send called after
 another send was acknowledged must land at a higher offset. That is checked with the
@@ -27,7 +31,9 @@ from typing import Iterable
 
 from kipcheck.checks import linearize
 from kipcheck.checks.rules.base import UNKNOWN, Anomaly, BaseRule
+from kipcheck.reference_model.transactions import COMMITTED, READ_COMMITTED, transaction_outcome
 
+TXN_ENDS = ("txn-commit", "txn-abort")
 HISTORY_ANOMALIES = ("lost-write", "duplicate", "inconsistent-offset", "nonmonotonic-poll", "poll-skip")
 
 
@@ -75,6 +81,9 @@ class Digest:
         self.s_offset: list = []  # None unless an ok send acknowledged an offset >= 0
         self.s_call: list = []
         self.s_ret: list = []
+        self.s_txn: list = []  # the send's transaction (None: not transactional)
+        self._ends: dict = {}  # txn -> ([commit completion types], [abort completion types])
+        self.s_producer: list = []  # the workload's producer that sent it (None in older histories)
         self._pending: dict = {}  # process -> its send invoke record
         # observations: offset -> first value (its class); encoded first index of that
         # pair: i >= 0 from a send, ~i (< 0) from reads only; offset -> {value: encoded
@@ -131,6 +140,7 @@ class Digest:
             observe, first_read, read_values = self._observe_read, self._first_read, self.read_values
             prev = self._last.get(process)
             cont = self._cont
+            rc = v.get("isolation") == READ_COMMITTED
             for rec in v["records"]:
                 if rec[0] != topic or rec[1] != partition:
                     continue
@@ -142,7 +152,7 @@ class Digest:
                 if prev is not None:
                     p_off = prev[0]
                     if offset <= p_off or offset > p_off + 1:
-                        cont.append((process, p_off, prev[1], offset, index))
+                        cont.append((process, p_off, prev[1], offset, index, rc))
                 prev = (offset, index)
             if prev is not None:
                 self._last[process] = prev
@@ -162,6 +172,8 @@ class Digest:
             self.s_offset.append(offset)
             self.s_call.append(inv["time"] if inv else r["time"])
             self.s_ret.append(linearize.INF if t == "info" else r["time"])
+            self.s_txn.append(v.get("txn"))
+            self.s_producer.append(v.get("producer"))
             if offset is not None:
                 if type(value) is not str or type(offset) is not int:
                     self._odd = True
@@ -182,6 +194,9 @@ class Digest:
                 self._fetched(dict(fetched_records(r)).get(partition_key(self.topic, self.partition), ()), r["index"])
         elif f in ("assign", "seek"):
             self._last.pop(r["process"], None)
+        elif f in TXN_ENDS and t != "invoke":
+            ends = self._ends.setdefault(v.get("txn"), ([], []))
+            ends[f == "txn-abort"].append(t)
 
     def _fetched(self, records, index) -> None:
         """A raw-protocol fetch's [offset, value] records of this partition: observations
@@ -222,6 +237,8 @@ class Digest:
             self.s_offset.append(None)
             self.s_call.append(inv["time"])
             self.s_ret.append(linearize.INF)
+            self.s_txn.append(inv["value"].get("txn"))
+            self.s_producer.append(inv["value"].get("producer"))
         self._pending = {}
         if self._odd:
             self._rekey()
@@ -276,6 +293,23 @@ class Digest:
                     self._vextra[value] = self._vextra.pop(value)
 
     # --- reading ------------------------------------------------------------------------
+
+    def uncommitted(self, k: int) -> bool:
+        """Send k belongs to a transaction not known to have committed."""
+        txn = self.s_txn[k]
+        if txn is None:
+            return False
+        commits, aborts = self._ends.get(txn, ((), ()))
+        return transaction_outcome(tuple(commits), tuple(aborts)) != COMMITTED
+
+    def hidden_offsets(self) -> set:
+        """Offsets holding records of transactions not known to have committed: a
+        read_committed reader may pass them by (KIP-98: aborted records are filtered)."""
+        out = set()
+        for k, offset in enumerate(self.s_offset):
+            if self.s_txn[k] is not None and self.uncommitted(k):
+                out.update([offset] if offset is not None else self.offsets_of(self.s_value[k]))
+        return out
 
     def values_at(self, offset) -> list[tuple[object, int]]:
         """[(value, first index)] observed at `offset`, first value first."""
@@ -333,17 +367,44 @@ def duplicates(d: Digest) -> list[Anomaly]:
     out = []
     if not d._vextra:
         return out
+    sent_as = {v: k for k, v in enumerate(d.s_value) if v in d._vextra}  # the send of each duplicate
+    timeouts: dict = {}  # producer -> ascending indices of its sends' `info` completions
+    for j, t in enumerate(d.s_type):
+        if t == "info" and d.s_done[j] is not None:
+            timeouts.setdefault(d.s_producer[j], []).append(d.s_done[j])
     for value, first in d._voff.items():  # its keys are the values' shown forms
         more = d._vextra.get(value)
         if more is None:
             continue
         seen = sorted((o, d.pair_index(o, value)) for o in (first, *more))
+        by = _sender(d, sent_as.get(value), timeouts)
         out.append(Anomaly(
             "duplicate", tuple(sorted(i for _, i in seen)),
             f"value {value!r} appears at {len(seen)} offsets of {d.topic}/{d.partition}: "
-            + ", ".join(f"{o} (index {i})" for o, i in seen),
-            details={**_where(d), "value": value, "offsets": [o for o, _ in seen]}))
+            + ", ".join(f"{o} (index {i})" for o, i in seen) + (f"; {by['text']}" if by else ""),
+            details={**_where(d), "value": value, "offsets": [o for o, _ in seen],
+                     **({"sender": {k: v for k, v in by.items() if k != "text"}} if by else {})}))
     return out
+
+
+def _sender(d: Digest, k: int | None, timeouts: dict) -> dict | None:
+    """Who wrote a duplicated value, and what points at the cause: the producer, how long the
+    send was in flight, and how many of its producer's sends to this partition timed out
+    (`info`) meanwhile. An idempotent producer's client bumps its epoch after a timeout and
+    re-sends what it held as a new batch, which the broker rightly appends again
+    (docs/releases.md, "3.3.2: duplicates under a partition")."""
+    if k is None or d.s_producer[k] is None:  # a history from before `producer`, or not ours
+        return None
+    producer, invoked, done = d.s_producer[k], d.s_invoke[k], d.s_done[k]
+    mine = timeouts.get(producer, [])
+    timed_out = 0 if done is None else bisect.bisect_left(mine, done) - bisect.bisect_right(mine, invoked)
+    held_s = None if d.s_ret[k] == linearize.INF else round((d.s_ret[k] - d.s_call[k]) / 1e9, 1)
+    text = (f"sent by {producer} (send index {invoked})"
+            + (f", in flight {held_s} s" if held_s is not None else f", {d.s_type[k]}")
+            + (f"; {timed_out} of its sends to this partition timed out meanwhile (a client epoch bump "
+               f"re-sends held sends as a new batch)" if timed_out else ""))
+    return {"producer": producer, "send_index": invoked, "in_flight_s": held_s, "timed_out_meanwhile": timed_out,
+            "text": text}
 
 
 def lost_writes(d: Digest) -> list[Anomaly]:
@@ -354,7 +415,7 @@ def lost_writes(d: Digest) -> list[Anomaly]:
     top = read_offsets[-1]
     read_values = d.read_values
     for k, (offset, value) in enumerate(zip(d.s_offset, d.s_value)):
-        if offset is None or offset >= top or value in read_values:
+        if offset is None or offset >= top or value in read_values or d.uncommitted(k):
             continue
         # the proof that reads went past k: the read of the smallest offset above k
         j = bisect.bisect_right(read_offsets, offset)
@@ -371,8 +432,9 @@ def lost_writes(d: Digest) -> list[Anomaly]:
 def continuity(d: Digest) -> list[Anomaly]:
     """nonmonotonic-poll and poll-skip, per process; an assign/seek restarts it."""
     known, known_first = d.known_offsets, d.known_first
+    hidden = d.hidden_offsets() if d._ends or any(t is not None for t in d.s_txn) else set()
     out = []
-    for process, p_off, p_idx, offset, index in d._cont:
+    for process, p_off, p_idx, offset, index, rc in d._cont:
         idx = (p_idx, index) if p_idx != index else (index,)
         if offset <= p_off:
             out.append(Anomaly(
@@ -382,6 +444,9 @@ def continuity(d: Digest) -> list[Anomaly]:
                 details={**_where(d), "process": process, "from": p_off, "to": offset}))
         else:
             k = bisect.bisect_right(known, p_off)
+            if rc and hidden:  # a read_committed reader passes aborted records by
+                while k < len(known) and known[k] < offset and known[k] in hidden:
+                    k += 1
             if k < len(known) and known[k] < offset:
                 skipped, proof = known[k], known_first[k]
                 out.append(Anomaly(
@@ -491,6 +556,8 @@ class PartitionHistoryRule(BaseRule):
             return tuple(key for key, _ in fetched_records(record))
         if f == "assign":
             return {partition_key(t, p) for t, p in v.get("partitions", ())}
+        if f in TXN_ENDS and record["type"] != "invoke":
+            return {partition_key(t, p) for t, p in v.get("partitions", ())}
         return ()
 
     def split(self, record: dict) -> list[tuple[str, dict]]:
@@ -520,9 +587,11 @@ class PartitionHistoryRule(BaseRule):
                     topic, _, partition = key.rpartition("/")
                     partition = int(partition)
                     mine = [rec for rec in recs if rec[0] == topic and rec[1] == partition]
-                    out.append((key, {**record, "value": {"records": mine}}))
+                    out.append((key, {**record, "value": {**({"isolation": v["isolation"]} if "isolation" in v else {}),
+                                                          "records": mine}}))
                 return out
-            out = [(partition_key(t, p), {**record, "value": {"records": part}}) for (t, p), part in by.items()]
+            shown = {"isolation": v["isolation"]} if "isolation" in v else {}
+            out = [(partition_key(t, p), {**record, "value": {**shown, "records": part}}) for (t, p), part in by.items()]
             if len(out) > 1:
                 out.sort(key=lambda kv: kv[0])
             return out
@@ -534,6 +603,8 @@ class PartitionHistoryRule(BaseRule):
             return [(key, {**record, "value": {"partitions": [tp for tp in v.get("partitions", ())
                                                               if partition_key(tp[0], tp[1]) == key]}})
                     for key in sorted(set(self.group_keys(record)))]
+        if f in TXN_ENDS:
+            return [(key, {**record, "value": {"txn": v.get("txn")}}) for key in sorted(self.group_keys(record))]
         return []
 
     def start(self, key: str, profile: str) -> "_Judge":

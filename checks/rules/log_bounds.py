@@ -6,6 +6,7 @@ for the bounds of the known deviations (docs/model.md, "bound" column).
 * `HwmSeries`: the HWM answers of one broker (fetch responses, ListOffsets latest for
   read_uncommitted consumers), each with its proven leader epoch and life.
 * `SendBound`: an upper bound on any replica's LEO from the sends of the partition.
+* `HwmFloor`: the least HWM a broker can have had while it answered, from its earlier answers.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Iterable, Sequence
 
 from kipcheck.reference_model.state import NONE
 
-from kipcheck.checks.rules.observe import EpochIndex, Op, as_int, broker_ids, partitions_of, proven_epoch
+from kipcheck.checks.rules.observe import EpochIndex, Op, answered, as_int, broker_ids, partitions_of, proven_epoch
 
 #: faults that may cost a broker its in-memory state (HWM, sessions)
 STATE_LOSING_FAULTS = {"kill", "wipe", "wipe-metadata", "truncate", "bitflip", "restart", "rolling-restart",
@@ -29,6 +30,10 @@ STATE_LOSING_FAULTS = {"kill", "wipe", "wipe-metadata", "truncate", "bitflip", "
 #: each appended at most once. An idempotent send is appended at most once per log (KIP-98: the
 #: leader drops a batch whose producer id, epoch and sequence it already has).
 MIN_RETRY_SPACING_NS = 80_000_000
+#: Transaction markers one transaction may leave in a partition: its commit or abort marker,
+#: and once more when the coordinator's WriteTxnMarkers is retried at a new leader after the
+#: first write was replicated but its answer lost (markers are not deduplicated like batches)
+MARKERS_PER_TXN = 2
 
 
 class Lives:
@@ -113,6 +118,69 @@ def hwm_series(ops: Sequence[Op], epochs: EpochIndex, lives: Lives) -> dict[tupl
     return out
 
 
+class HwmFloor:
+    """The least HWM one broker (the group's) can have had for a partition while it
+    answered a request, from its answers completed before the request was sent in the same
+    leader epoch and life: an HWM it reported (`hwm_series`) or past a record it served
+    (a read stops below the HWM at read time). Within one epoch and life the HWM goes back
+    only as `kip392.hwm_may_go_back` allows; an answer followed by a lower one before the
+    request proves nothing, and when a drop may still come, nothing is proven at all."""
+
+    def __init__(self, ops: Sequence[Op], epochs: EpochIndex, lives: Lives, series: dict | None = None):
+        self.epochs, self.lives = epochs, lives
+        # (topic, partition, epoch, life) -> [(invoked, completed, value, reported)]
+        self.points: dict[tuple, list[tuple]] = {}
+        for key, items in (hwm_series(ops, epochs, lives) if series is None else series).items():
+            self.points[key] = [(o.op.invoked, o.op.completed, o.hwm, True) for o in items]
+        for op in ops:
+            life = self.lives.of_op(op)
+            if op.f != "fetch" or life is None or op.value.get("top_error", NONE) not in (NONE, None):
+                continue
+            for e in partitions_of(op.value):
+                top = max((int(r[0]) for r in e.get("records") or [] if as_int(r[0]) is not None), default=None)
+                epoch = proven_epoch(op, e, epochs) if top is not None and e.get("error", NONE) == NONE else None
+                if epoch is not None:
+                    key = (e.get("topic"), e.get("partition"), epoch, life)
+                    self.points.setdefault(key, []).append((op.invoked, op.completed, top + 1, False))
+
+    @classmethod
+    def of(cls, records: Sequence[dict]) -> "HwmFloor":
+        """From one broker's records: its fetch and ListOffsets answers, metadata and faults."""
+        return cls(answered(records, ["fetch", "list_offsets"]), EpochIndex(answered(records, ["metadata"])),
+                   Lives(records))
+
+    def at(self, broker, topic, partition, invoked: int, completed: int, may_go_back) -> int | None:
+        """The floor for a request to `broker` made between `invoked` and `completed` (None:
+        nothing proven). `may_go_back(is_leader, after_epoch_change, rose, back)` asks the
+        model whether the HWM may still go back in the epoch (`kip392.hwm_may_go_back`)."""
+        epoch = self.epochs.epoch_during(broker, topic, partition, invoked, completed)
+        life = self.lives.of(invoked)
+        if epoch is None or life != self.lives.of(completed):
+            return None
+        return self.held(broker, topic, partition, epoch, life, invoked, may_go_back)
+
+    def held(self, broker, topic, partition, epoch: int, life: int, before: int, may_go_back) -> int | None:
+        """The least HWM `broker` had in `epoch` and `life` from `before` on (while it stayed
+        in them), from its answers completed before `before`."""
+        points = [p for p in self.points.get((topic, partition, epoch, life), ()) if p[1] < before]
+        if not points:
+            return None
+        reports = [p for p in points if p[3]]
+        highest_done = Extremes(((a[1], a[2]) for a in points), max)  # by completion
+        lowest_report_done = Extremes(((a[1], a[2]) for a in reports), min)
+        lowest_report_after = Extremes(((b[0], b[2]) for b in reports), min)  # by invoke
+        # a report below (above) an answer completed before it was invoked: gone back (risen)
+        back = any((h := highest_done.before(b[0])) is not None and b[2] < h for b in reports)
+        rose = any((lo := lowest_report_done.before(b[0])) is not None and b[2] > lo for b in reports)
+        leader = self.epochs.leader_of_epoch(broker, topic, partition, epoch)
+        after_change = self.epochs.earlier_epoch_seen(broker, topic, partition, epoch,
+                                                      self.lives.start_of(life), before)
+        if may_go_back(None if leader is None else leader == as_int(broker), after_change, rose, back):
+            return None
+        held = [a[2] for a in points if (lo := lowest_report_after.after(a[1])) is None or lo >= a[2]]
+        return max(held, default=None)
+
+
 class SendBound:
     """An upper bound on the LEO of any replica of one partition while an answer was made.
 
@@ -128,7 +196,8 @@ class SendBound:
     send counts the attempts its time in flight allows (`MIN_RETRY_SPACING_NS`) and is never
     taken off: a stale attempt may still be appended after another one was acknowledged.
     Without sends of the partition in the history there is no bound (another writer may exist).
-    Transaction markers take offsets too; the workloads that write them are not judged by it."""
+    Transaction markers take offsets too (KIP-98): each transaction that sent to the partition
+    may append `MARKERS_PER_TXN`, counted at its first send there and never taken off."""
 
     def __init__(self, records: Iterable[dict], topic, partition):
         invokes: dict[object, tuple[int, bool]] = {}  # process -> (invoke time, idempotent)
@@ -136,6 +205,7 @@ class SendBound:
         acknowledged: list[int] = []  # times idempotent sends were acknowledged with an offset
         proven: list[tuple[int, int]] = []  # (time, offset) shown to exist by then
         end = 0
+        txns: set = set()  # transactions seen sending to this partition
         for r in records:
             t = r.get("time", 0)
             end = max(end, t)
@@ -143,6 +213,10 @@ class SendBound:
             if r.get("f") == "send" and v.get("topic") == topic and as_int(v.get("partition")) == as_int(partition):
                 if r.get("type") == "invoke":
                     invokes[r.get("process")] = (t, bool(v.get("idempotent", False)))
+                    txn = v.get("txn")
+                    if txn is not None and txn not in txns:
+                        txns.add(txn)
+                        appends.append((t, MARKERS_PER_TXN))
                     continue
                 invoked, idempotent = invokes.pop(r.get("process"), (t, bool(v.get("idempotent", False))))
                 appends.append((invoked, 1 if idempotent else self._attempts(t - invoked)))

@@ -57,7 +57,8 @@ def partitions_of(value: dict) -> list[dict]:
     if "partitions" in value:
         return [dict(p) for p in value["partitions"]]
     keys = ("topic", "partition", "fetch_offset", "error", "high_watermark", "last_stable_offset",
-            "log_start_offset", "preferred_read_replica", "records", "omitted", "missing")
+            "log_start_offset", "preferred_read_replica", "records", "omitted", "missing",
+            "markers", "aborted_transactions", "batches")
     return [{k: value[k] for k in keys if k in value}]
 
 

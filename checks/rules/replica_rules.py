@@ -12,8 +12,10 @@ history proves and reports answers the model does not allow:
   sets the metadata cache's image before `ReplicaManager.applyDelta` moves the
   partition: for a moment the cache runs ahead of the partition's epoch);
 * the ISR: every replica, unless the answering broker's own metadata answers around the
-  fetch all show the preferred replica out of the ISR or offline (see `isr_proven_without`)
-  and no broker showed it in an ISR of that leader and epoch before the answer: a leader's
+  fetch all show the preferred replica out of the ISR or offline (see `isr_proven_without`),
+  or every broker's answers do, a chain of them around the fetch with no gap as long as a
+  rejoin-and-leave (see `isr_proven_out_by_all`: a killed replica), and no broker showed it
+  in an ISR of that leader and epoch before the answer: a leader's
   `Partition` takes the ISR of its own AlterPartition responses, which can run ahead of its
   metadata image for good when it is cut off from the quorum right after (seen live: an
   isolated leader named a rejoined follower for 13 s while its own metadata never showed it
@@ -47,6 +49,11 @@ ISR_SPAN_NS = 6_000_000_000
 IMAGE_LAG_NS = 1_000_000_000
 
 GROUP = "prr"
+#: Faults that act on the named replica's own node only: while one of them runs on it alone,
+#: the leader is not cut off from the controller by it, so other brokers' metadata answers
+#: still say what the leader replays (`isr_proven_out_by_all`); any other fault running
+#: during the proof may leave the leader's image behind theirs (an isolated leader).
+OWN_NODE_FAULTS = {"kill", "pause", "restart", "wipe", "truncate"}
 
 
 class PreferredReplicaRule(BaseRule):
@@ -70,6 +77,7 @@ class _Judge:
         self.racks: dict[int, str] = {}
         self.meta: dict[tuple, list[tuple]] = {}  # (broker, topic, partition) -> [(invoked, completed, epoch, leader, in_isr, replicas)]
         self.faults: list[int] = []
+        self.fault_records: list[tuple] = []  # (time, kind, phase, targets) of each fault completion
         self.invoked: dict = {}  # (process, f) -> (index, time) of the pending invoke
         self.named: list[tuple] = []  # (indices, invoked, completed, value, entry, preferred)
 
@@ -77,6 +85,9 @@ class _Judge:
         f, v = r["f"], r.get("value") or {}
         if f == "fault":
             self.faults.append(r.get("time", 0))
+            if r["type"] != "invoke":  # the completion names the targets
+                self.fault_records.append((r.get("time", 0), v.get("fault"), v.get("phase"),
+                                           frozenset(as_int(b) for b in v.get("targets") or [])))
             return
         k = (r.get("process"), f)
         if r["type"] == "invoke":
@@ -114,7 +125,10 @@ class _Judge:
         self.first_in_isr: dict[tuple, int] = {}
         # (topic, partition, epoch) -> every broker any answer listed as a replica in that epoch
         self.replicas_in_epoch: dict[tuple, set[int]] = {}
+        # (topic, partition) -> every broker's answers, by completion (`isr_proven_out_by_all`)
+        self.by_partition: dict[tuple, list[tuple]] = {}
         for (_, topic, partition), answers in self.meta.items():
+            self.by_partition.setdefault((topic, partition), []).extend(answers)
             answers.sort(key=lambda a: a[1])
             for _, done, epoch, leader, in_isr, replicas in answers:
                 for replica in in_isr:
@@ -122,6 +136,9 @@ class _Judge:
                     self.first_in_isr[key] = min(done, self.first_in_isr.get(key, done))
                 if replicas:
                     self.replicas_in_epoch.setdefault((topic, partition, epoch), set()).update(replicas)
+        for answers in self.by_partition.values():
+            answers.sort(key=lambda a: a[1])
+        self.fault_spans = self._fault_spans()
         self.faults.sort()
         out = []
         for indices, invoked, completed, v, e, pref in self.named:
@@ -158,12 +175,65 @@ class _Judge:
         answer shows it out, all in one leader epoch, within `ISR_SPAN_NS`, and no fault
         happened in between (a fault could have let it in and out again)."""
         start, end = span[0][0], span[-1][1]
-        if end - start >= ISR_SPAN_NS or any(a[2] != span[0][2] for a in span):
-            return False
-        k = bisect.bisect_left(self.faults, start)
-        if k < len(self.faults) and self.faults[k] <= end:
+        if end - start >= ISR_SPAN_NS or any(a[2] != span[0][2] for a in span) or self.fault_between(start, end):
             return False
         return all(replica not in a[4] for a in span)
+
+    def fault_between(self, start: int, end: int) -> bool:
+        k = bisect.bisect_left(self.faults, start)
+        return k < len(self.faults) and self.faults[k] <= end
+
+    def _fault_spans(self) -> list[tuple]:
+        """(start, end, kind, targets) of each fault: from its start to the completion of its
+        stop (same kind and targets; `heal-all` stops all), or to the end of the history."""
+        spans, running = [], {}
+        for t, kind, phase, targets in sorted(self.fault_records, key=lambda x: x[0]):
+            if phase == "start":
+                running.setdefault((kind, targets), t)
+            elif kind == "heal-all":
+                spans += [(start, t, k, ts) for (k, ts), start in running.items()]
+                running.clear()
+            elif (kind, targets) in running:
+                spans.append((running.pop((kind, targets)), t, kind, targets))
+        return spans + [(start, float("inf"), k, ts) for (k, ts), start in running.items()]
+
+    def other_fault_running(self, start: int, end: int, replica: int) -> bool:
+        """Whether a fault other than one on `replica`'s own node alone (`OWN_NODE_FAULTS`) ran
+        at some time in [start, end]."""
+        return any(s <= end and e >= start and not (k in OWN_NODE_FAULTS and ts == {replica})
+                   for s, e, k, ts in self.fault_spans)
+
+    def isr_proven_out_by_all(self, topic, partition, epoch: int | None, leader: int, replica: int,
+                              invoked: int, completed: int) -> bool:
+        """`replica` was out of `leader`'s ISR (or offline) in `epoch` while the fetch was
+        answered, by every broker's metadata answers for the partition (a killed replica: the
+        controller fenced it; the leader's own answers may be missing or sparse). A chain of
+        answers, from one completed `IMAGE_LAG_NS` before the fetch was invoked (the leader
+        replays what another broker's cache shows later than it does) to one invoked
+        `IMAGE_LAG_NS` after it completed, every answer between them of `epoch` under
+        `leader` showing it out, consecutive answers less than `ISR_SPAN_NS` apart (a rejoin
+        stays in the ISR at least `replica.lag.time.max.ms` or until fenced, so every cache
+        would show it in some answer of the chain), no fault record in the chain's span, and
+        no fault running during it but one on the replica's own node alone (a fault that cuts
+        the leader off from the controller freezes its image while the others' move on)."""
+        if epoch is None:
+            return False
+        answers = self.by_partition.get((topic, partition), [])
+        done = [a[1] for a in answers]
+        i = bisect.bisect_right(done, invoked - IMAGE_LAG_NS) - 1
+        if i < 0:
+            return False
+        prev = None
+        for a in answers[i:]:
+            if a[2] != epoch or a[3] != leader or replica in a[4]:
+                return False
+            if prev is not None and a[1] - prev[0] >= ISR_SPAN_NS:
+                return False
+            if a[0] >= completed + IMAGE_LAG_NS:
+                return not (self.fault_between(answers[i][0], a[1])
+                            or self.other_fault_running(answers[i][0] - IMAGE_LAG_NS, a[1], replica))
+            prev = a
+        return False
 
     def isr_seen_with(self, topic, partition, epoch: int, leader: int, replica: int, before: int) -> bool:
         """Whether any broker's metadata answer completed before `before` showed `replica` in
@@ -199,12 +269,18 @@ class _Judge:
         leader = broker if leader is None else leader
         one_epoch = span[0][2] if span and all(a[2] == span[0][2] for a in span) else None
         not_one = one_epoch is not None and self.never_a_replica(topic, partition, one_epoch, pref)
-        replicas = set(a for s in (span or ()) for a in s[5]) | {broker, leader} | (set() if not_one else {pref})
-        if span and self.isr_proven_without(span, pref) and not self.isr_seen_with(
-                topic, partition, span[0][2], leader, pref, completed + IMAGE_LAG_NS):
+        # the leader epoch the answer was made in: the request's when accepted, else the span's
+        epoch = cle if cle >= 0 and e.get("error", "NONE") == "NONE" else one_epoch
+        listed = self.replicas_in_epoch.get((topic, partition, epoch), set()) if not span else set()
+        replicas = set(a for s in (span or ()) for a in s[5]) | listed | {broker, leader} | (set() if not_one else {pref})
+        own = bool(span) and self.isr_proven_without(span, pref)
+        by_all = not own and self.isr_proven_out_by_all(topic, partition, epoch, leader, pref, invoked, completed)
+        if (own or by_all) and not self.isr_seen_with(
+                topic, partition, span[0][2] if own else epoch, leader, pref, completed + IMAGE_LAG_NS):
             isr = frozenset(replicas - {pref})
         else:
             isr = frozenset(replicas)
+            by_all = False
         state = PartitionState(leader, span[0][2] if span else 0, isr, tuple(
             Replica(b, racks.get(b), log_start=None, leo=None, hwm=None) for b in sorted(replicas)))
         offset = as_int(e.get("fetch_offset"), 0)
@@ -217,6 +293,8 @@ class _Judge:
         if not_one:
             facts.append(f"no metadata answer in epoch {one_epoch} lists {pref} among the replicas "
                          f"{sorted(self.replicas_in_epoch[(topic, partition, one_epoch)])}")
+        elif pref not in isr and by_all:
+            facts.append(f"every broker's metadata shows {pref} out of the ISR or offline in epoch {epoch} around the answer")
         elif pref not in isr:
             facts.append(f"broker {broker}'s metadata shows {pref} out of the ISR or offline around the answer")
         return Anomaly("preferred-replica-violation", indices,

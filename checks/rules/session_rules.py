@@ -8,6 +8,13 @@ partitions must or may appear (`must_include`, `may_omit`); the rule only reads 
 requests and answers, asks, and reports. The next state follows the observed answer.
 Under a release profile, what only that profile allows is reported as known.
 
+One group per broker: every client's fetches (each client's sessions stepped apart), and
+the broker's other answers, metadata and faults, which prove the least HWM it had while it
+answered a request (`log_bounds.HwmFloor`): a partition left out of an incremental
+response although the broker had reported, before the request was sent, an HWM above the
+one the session last sent (or served records past it) is a KIP-227 violation
+(`kip227.hwm_changed_since_sent`), across the session's requests and other clients' answers.
+
 What cannot be judged from the history (docs/checker.md): evicting one of the prober's
 sessions (a consumer's: any follower's new session may evict it once the cache is full,
 and the cache's other sessions are not observed), and the rotation of partitions (the
@@ -18,11 +25,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable, Sequence
 
-from kipcheck.reference_model import kip227
+from kipcheck.reference_model import kip227, kip392
 from kipcheck.reference_model.state import FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, NONE, \
     CachedPartition, Session, SessionCache
 
 from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
+from kipcheck.checks.rules.log_bounds import HwmFloor, fault_brokers
 from kipcheck.checks.rules.observe import as_int, known_as, partitions_of, verdict
 
 SESSION_ANSWERS = {NONE, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH}
@@ -41,7 +49,7 @@ def _requested(inv: dict) -> tuple:
 
 def _response(e: dict) -> kip227.PartitionResponse:
     return kip227.PartitionResponse(e.get("error", NONE), as_int(e.get("high_watermark"), -1),
-                                    as_int(e.get("log_start_offset"), -1), bool(e.get("records")),
+                                    as_int(e.get("log_start_offset"), -1), bool(e.get("records") or e.get("markers")),
                                     as_int(e.get("preferred_read_replica"), -1))
 
 
@@ -49,11 +57,15 @@ class FetchSessionRule(BaseRule):
     anomalies = (NAME,)
 
     def group_keys(self, record: dict) -> Iterable[str]:
-        if record.get("f") == "fetch":
-            yield f"session:{(record.get('value') or {}).get('broker')}:{record.get('process')}"
+        f = record.get("f")
+        if f in ("fetch", "list_offsets", "metadata"):
+            yield f"session:{(record.get('value') or {}).get('broker')}"
+        elif f == "fault":
+            yield from (f"session:{b}" for b in fault_brokers(record))
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
-        walk = _Walk(profile)
+        floor = HwmFloor.of(records)
+        walks: dict = {}  # process -> its sessions on this broker
         pending: dict = {}
         for r in records:
             if r.get("f") != "fetch":
@@ -63,15 +75,16 @@ class FetchSessionRule(BaseRule):
             elif r.get("type") in ("ok", "fail", "info"):
                 inv = pending.pop(r.get("process"), None)
                 if r.get("type") == "ok" and inv is not None:
-                    walk.step(inv, r)
-        return walk.out
+                    walks.setdefault(r.get("process"), _Walk(profile, floor)).step(inv, r)
+        return [a for w in walks.values() for a in w.out]
 
 
 class _Walk:
     """The client's model state on one broker and the anomalies found so far."""
 
-    def __init__(self, profile: str):
+    def __init__(self, profile: str, floor: HwmFloor | None = None):
         self.profile = profile
+        self.floor = floor
         self.known = SessionCache()
         self.gone: frozenset = frozenset()
         self.seen: dict = {}  # (session id, partition key) -> highest offset returned in it
@@ -116,7 +129,7 @@ class _Walk:
                           f"\"Full Fetch Responses\", \"FetchRequest Metadata meaning\")", **where,
                           left_out=[list(g) for g in gaps[:20]])
         elif before is not None and rid == sid:
-            self._judge_incremental(before, req, entries, indices, where)
+            self._judge_incremental(before, req, entries, indices, where, (iv.get("broker"), inv, done))
         if chosen is not None and rid:
             self._absorb(rid, entries)
 
@@ -158,7 +171,16 @@ class _Walk:
             self.known = self.known.with_session(Session(rid, epoch, req.privileged, parts, req.now_ms, req.now_ms))
             self.gone = self.gone - {rid}
 
-    def _judge_incremental(self, before: Session, req, entries, indices, where) -> None:
+    def _hwm_floor(self, at, c, profile) -> int | None:
+        """The least HWM the broker had for `c` while it answered (`log_bounds.HwmFloor`)."""
+        if self.floor is None:
+            return None
+        broker, inv, done = at
+        return self.floor.at(broker, c.topic, c.partition, inv.get("time", 0), done.get("time", 0),
+                             lambda leader, changed, rose, back: kip392.hwm_may_go_back(
+                                 leader, profile, after_epoch_change=changed, rose_in_epoch=rose, back_in_epoch=back))
+
+    def _judge_incremental(self, before: Session, req, entries, indices, where, at=None) -> None:
         session = replace(before, partitions=kip227.update_session_partitions(before, req))
         cached = {c.key: c for c in session.partitions}
         present = [e for e in entries if not e.get("omitted")]
@@ -180,10 +202,21 @@ class _Walk:
             if not e.get("omitted") or c is None:
                 continue
             seen = self.seen.get((before.id, c.key), -1) >= c.fetch_offset
-            k = verdict(lambda p: kip227.may_omit(c, may_be_full, seen, p), self.profile)
+            floors = {}
+
+            def omit(p):
+                floors[p.name] = self._hwm_floor(at, c, p) if at else None
+                return kip227.may_omit(c, may_be_full, seen, p, floors[p.name])
+
+            k = verdict(omit, self.profile)
+            floor = max((f for f in floors.values() if f is not None), default=None)
+            if kip227.hwm_changed_since_sent(c, floor):
+                why = (f"its HWM had changed since the session last sent it ({c.hwm}): broker {at[0]} had proven "
+                       f"an HWM of at least {floor} in the same leader epoch before the request was sent")
+            else:
+                why = f"committed data was available at its fetch offset {c.fetch_offset} (HWM {c.hwm})"
             self.flag(k, "kip227.may_omit", indices,
-                      f"incremental response left out {c.topic}/{c.partition} although committed data was "
-                      f"available at its fetch offset {c.fetch_offset} (HWM {c.hwm})", **where)
+                      f"incremental response left out {c.topic}/{c.partition} although {why}", **where)
 
     def _absorb(self, sid: int, entries) -> None:
         """KIP-227 "Cached data about each partition": the session now holds what this

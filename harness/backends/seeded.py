@@ -26,17 +26,19 @@ REPORT_NAME = "seeded-bugs.json"
 
 @dataclass(frozen=True)
 class SeededBug:
-    name: str  # also the anomaly the checker must flag
+    name: str  # the bug's own name (the agent's switch); also the anomaly unless `expects` names another
     kafka_method: str  # the Kafka 4.3.1 class and method the slip changes
     slip: str  # what the slip does
     rule: str  # the rule it breaks (KIP section or Kafka contract)
     tiered: bool = False  # its window needs a tiered topic (remote storage on)
     min_window: float = 0.0  # seconds its window needs at least (the probe that can see it comes late)
     clients: bool = True  # its window runs the producers and consumers (False: only the prober and observer)
+    workload: str = "default"  # its window's workload (WorkloadOptions.workload): "txn" for transaction slips
+    expects: str = ""  # the anomaly the checker must flag, when it is not `name` (a second slip of one family)
 
     @property
     def anomaly(self) -> str:
-        return self.name
+        return self.expects or self.name
 
 
 # Same names and targets as Agent.TARGETS (tests/test_seeded_bugs.py keeps them in step).
@@ -60,6 +62,12 @@ BUGS: tuple[SeededBug, ...] = (
     SeededBug("hwm-regression", "kafka.cluster.Partition.readRecords",
               "every other consumer read reports a high watermark lagging by up to 3",
               "KIP-392/KIP-1166: the HWM a replica reports never goes back within a leader epoch"),
+    # The original slip (issue 21 §4): only the out-of-range check moved from the log end to the HWM.
+    SeededBug("wrong-fetch-error-case1", "org.apache.kafka.storage.internals.log.UnifiedLog.read",
+              "the out-of-range check compares the fetch offset with the HWM (>=) instead of the log end (>): "
+              "a consumer fetch in [HWM, LEO] fails with OFFSET_OUT_OF_RANGE",
+              "KIP-392 case 1: an offset in [HWM, LEO] is not out of range", expects="wrong-fetch-error"),
+    # The widened slip: the original plus a second branch above the log end.
     SeededBug("wrong-fetch-error", "org.apache.kafka.storage.internals.log.UnifiedLog.read",
               "the two out-of-range branches are swapped and bounded by the HWM: a consumer fetch in [HWM, LEO] "
               "fails with OFFSET_OUT_OF_RANGE, one above the log end with OFFSET_NOT_AVAILABLE",
@@ -67,6 +75,15 @@ BUGS: tuple[SeededBug, ...] = (
     SeededBug("preferred-replica-violation", "org.apache.kafka.common.replica.RackAwareReplicaSelector.select",
               "the rack comparison is inverted: a follower in another rack is preferred over the client's rack",
               "KIP-392: the preferred read replica is an in-sync replica in the client's rack when one exists"),
+    SeededBug("aborted-read", "org.apache.kafka.storage.internals.log.UnifiedLog.read",
+              "a read_committed read is bounded by the high watermark and collects no aborted transactions "
+              "(isolation TXN_COMMITTED read as HIGH_WATERMARK)",
+              "KIP-98: read_committed readers see only committed transactions (LSO bound, aborted-transaction list)",
+              workload="txn", min_window=20.0),  # transactional ids and __transaction_state come up first
+    SeededBug("lso-violation", "kafka.cluster.Partition.readRecords",
+              "every other consumer read reports a last stable offset one above its high watermark (the cap "
+              "of UnifiedLog.lastStableOffset at the HWM dropped)",
+              "KIP-98: the LSO is at most the high watermark"),
     SeededBug("fetch-session-violation", "org.apache.kafka.server.FetchSession.setEpoch",
               "a consumer session's epoch is advanced twice, so the client's correct next epoch is refused",
               "KIP-227: an incremental fetch carrying the session's epoch + 1 is accepted"),
@@ -74,6 +91,14 @@ BUGS: tuple[SeededBug, ...] = (
               "ListOffsets -6 answers the highest remote offset instead of that offset + 1 (the '+ 1' dropped)",
               "KIP-1023: earliest pending upload offset = last tiered offset + 1", tiered=True,
               min_window=10.0),  # a segment must roll and be uploaded first: flagged 2.7-3.9 s after switching on
+    # The original slip (issue 21 §4): only the first of KIP-1166's two lines reverted; a HWM change still
+    # releases the FETCHes parked before it, so only a FETCH that arrives after the change waits.
+    SeededBug("hwm-propagation-delay-hwm-check", "org.apache.kafka.raft.KafkaRaftClient.isHighWatermarkUpdated",
+              "the 'request HWM is behind' check always answers false, so an empty KRaft FETCH that only lacks "
+              "the new HWM is parked up to the fetch max wait (the pre-KIP-1166 behaviour)",
+              "KIP-1166: park a FETCH only when the response is empty and the remote HWM >= the leader's",
+              min_window=30.0, clients=False, expects="hwm-propagation-delay"),  # as the widened slip's window
+    # The widened slip: both lines reverted.
     SeededBug("hwm-propagation-delay", "org.apache.kafka.raft.KafkaRaftClient.isHighWatermarkUpdated "
               "+ org.apache.kafka.raft.internals.ThresholdPurgatory.completeAll",
               "KIP-1166's two lines reverted: the 'request HWM is behind' check always answers false, and a HWM "

@@ -3,7 +3,8 @@
 It asks the questions the KIPs answer and clients never ask on purpose:
 - KIP-392: consumer fetches (replica id -1) with a rack id, to the leader (which may
   name a preferred read replica) and to followers, at offsets chosen around the HWM,
-  far above the log end and below the log start (cases 1-4).
+  between a follower's HWM and the leader's (case 1 on an in-sync follower), far above
+  the log end and below the log start (cases 1-4).
 - KIP-227: a full fetch session, incremental fetches with and without changes, a wrong
   epoch, an unknown session id, a forgotten partition, and a close by ID/-1.
 - KIP-1023: ListOffsets with timestamps -1 to -6 (on a tiered topic -4..-6 mean something).
@@ -29,7 +30,7 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderE
 
 from kipcheck.rundir.writer import History
 from kipcheck.harness.runlog import internal_error
-from kipcheck.harness.clients.wire import BrokerConnection, MetadataView, UnsupportedVersion, WireError, decode_records, \
+from kipcheck.harness.clients.wire import BrokerConnection, MetadataView, UnsupportedVersion, WireError, decode_fetched, \
     error_name, metadata
 from kipcheck.harness.clients.workload import Worker
 
@@ -66,7 +67,8 @@ class Prober(Worker):
 
     # -- the loop ----------------------------------------------------------------------
     def rounds(self):
-        every = [self.kip392_cases, self.fetch_session, self.list_offsets, self.offsets_for_leader_epoch]
+        every = [self.kip392_cases, self.fetch_session, self.list_offsets, self.offsets_for_leader_epoch,
+                 self.read_committed]
         return [r for r in every if r.__name__ not in self.skip]
 
     def work(self):
@@ -181,23 +183,44 @@ class Prober(Worker):
             # at the HWM and just above it (often below the follower's LEO)
             for offset in (hwm, hwm + 1, hwm + 5):
                 self.fetch_one(follower, key, offset, rack, state.leader_epoch)
+            # KIP-392 case 1 on an in-sync follower: between its HWM and the leader's HWM now (its LEO
+            # reached the leader's HWM while it is in the ISR), so never out of range
+            lead = self.fetch_one(state.leader, key, hwm, None, state.leader_epoch)
+            leader_hwm = (lead or {}).get("high_watermark", -1)
+            if lead and lead.get("error") == "NONE" and leader_hwm > hwm + 1:
+                for offset in ((hwm + leader_hwm) // 2, leader_hwm - 1):
+                    self.fetch_one(follower, key, offset, rack, state.leader_epoch)
             log_start = self._log_start.get(key, 0)
             self.fetch_one(follower, key, log_start, rack, state.leader_epoch)  # on a tiered topic: remote data
             if log_start > 0:
                 self.fetch_one(follower, key, log_start - 1, rack, state.leader_epoch)
         self.fetch_one(state.leader, key, self._hwm.get((state.leader, *key), 0), None, state.leader_epoch)
 
-    def fetch_one(self, broker: int, key, offset: int, rack: str | None, leader_epoch: int) -> dict | None:
+    def read_committed(self, key) -> None:
+        """KIP-98: read_committed fetches of one partition's last records, on the leader and
+        each follower; the answers carry the LSO, the aborted transactions and the
+        transactional batches (with their producer ids)."""
+        state = self._view.partitions[key]
+        if state.leader < 0:
+            return
+        start = max(self._log_start.get(key, 0), self._hwm.get((state.leader, *key), 0) - 50)
+        for broker in [state.leader, *(b for b in state.replicas if b != state.leader and b in self._view.brokers)]:
+            self.fetch_one(broker, key, start, None, state.leader_epoch, isolation=1)
+
+    def fetch_one(self, broker: int, key, offset: int, rack: str | None, leader_epoch: int,
+                  isolation: int = 0) -> dict | None:
         """One sessionless consumer fetch of one partition; returns the completion value."""
         topic, partition = key
         value = {"broker": broker, "replica_id": -1, "rack": rack, "session_id": 0, "session_epoch": -1,
-                 "current_leader_epoch": leader_epoch, "topic": topic, "partition": partition, "fetch_offset": offset}
-        request = self._fetch_request(0, -1, [(topic, partition, offset)], [], rack, leader_epoch)
+                 "current_leader_epoch": leader_epoch, "topic": topic, "partition": partition, "fetch_offset": offset,
+                 **({"isolation_level": ISOLATION[isolation]} if isolation else {})}
+        request = self._fetch_request(0, -1, [(topic, partition, offset)], [], rack, leader_epoch, isolation)
 
         def send(conn):
             version = conn.version_for(FetchRequest, FETCH_MIN_VERSION)
             response = conn.request(request, version)
-            entries = self._entries(broker, response, [(topic, partition, offset)], incremental=False)
+            entries = self._entries(broker, response, [(topic, partition, offset)], incremental=False,
+                                    isolation=isolation)
             return {"version": version, "top_error": error_name(response.error_code),
                     "response_session_id": response.session_id, **{k: v for k, v in entries[0].items()
                                                                    if k not in ("topic", "partition", "fetch_offset")}}
@@ -281,7 +304,8 @@ class Prober(Worker):
         return self.call("fetch", value, broker, send)
 
     # -- building and reading Fetch ------------------------------------------------------
-    def _fetch_request(self, session_id, epoch, partitions, forgotten, rack, leader_epoch) -> FetchRequest:
+    def _fetch_request(self, session_id, epoch, partitions, forgotten, rack, leader_epoch,
+                       isolation: int = 0) -> FetchRequest:
         F = FetchRequest
         by_topic: dict[str, list] = {}
         for t, p, o in partitions:
@@ -292,13 +316,13 @@ class Prober(Worker):
         for t, p in forgotten:
             gone.setdefault(t, []).append(p)
         ids = self._view.topic_ids
-        return F(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+        return F(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=isolation,
                  session_id=session_id, session_epoch=epoch, rack_id=rack or "",
                  topics=[F.FetchTopic(topic=t, topic_id=ids.get(t), partitions=ps) for t, ps in by_topic.items()],
                  forgotten_topics_data=[F.ForgottenTopic(topic=t, topic_id=ids.get(t), partitions=ps)
                                         for t, ps in gone.items()])
 
-    def _entries(self, broker, response, covered, incremental: bool) -> list[dict]:
+    def _entries(self, broker, response, covered, incremental: bool, isolation: int = 0) -> list[dict]:
         """Per requested (or session) partition: the broker's answer, or `omitted`."""
         names = {v: k for k, v in self._view.topic_ids.items()}
         answered = {}
@@ -315,9 +339,16 @@ class Prober(Worker):
             elif p is None:  # a full response must carry every partition; keep the gap visible
                 entry.update(error="NONE", missing=True, **UNKNOWN)
             else:
+                records, markers, batches = decode_fetched(p.records)
                 entry.update(error=error_name(p.error_code), high_watermark=p.high_watermark,
                              last_stable_offset=p.last_stable_offset, log_start_offset=p.log_start_offset,
-                             preferred_read_replica=p.preferred_read_replica, records=decode_records(p.records))
+                             preferred_read_replica=p.preferred_read_replica, records=records)
+                if markers:
+                    entry["markers"] = markers
+                if isolation:  # what read_committed readers filter by (KIP-98)
+                    entry["aborted_transactions"] = [[a.producer_id, a.first_offset]
+                                                     for a in getattr(p, "aborted_transactions", None) or ()]
+                    entry["batches"] = batches
                 if p.error_code == 0 and p.high_watermark >= 0:
                     self._hwm[(broker, topic, partition)] = p.high_watermark
                 if p.log_start_offset >= 0:

@@ -41,20 +41,37 @@ def error_name(code: int) -> str:
     return getattr(kafka.errors.for_code(code), "message", None) or f"UNKNOWN_ERROR_{code}"
 
 
-def decode_records(data) -> list[list]:
-    """[[offset, value], ...] of a fetched record set (values as `values.text` writes them)."""
+#: a control record's type (its key: version int16, type int16; KIP-98 "Control messages")
+MARKER_TYPES = {0: "ABORT", 1: "COMMIT"}
+
+
+def decode_fetched(data) -> tuple[list[list], list[list], list[list]]:
+    """The data records ([[offset, value], ...]), the transaction markers ([[offset, "COMMIT" |
+    "ABORT"], ...]) and the transactional data batches ([[base offset, last offset, producer id],
+    ...]) of a fetched record set. Markers are control batches, not data: consumers never return
+    them, so they are kept apart (a response carrying only a marker still carried new data,
+    KIP-227). The batches say which producer wrote a record, what the aborted-transaction list
+    of a read_committed answer is about (KIP-98). Values as `values.text` writes them."""
     if not data:
-        return []
+        return [], [], []
     raw = bytes(data) if not isinstance(data, (bytes, bytearray)) else data
-    out = []
+    out, markers, batches = [], [], []
     records = MemoryRecords(raw)
     while True:
         batch = records.next_batch()
         if batch is None:
             break
+        control = getattr(batch, "is_control_batch", False)
+        if not control and getattr(batch, "is_transactional", False):
+            batches.append([batch.base_offset, batch.base_offset + batch.last_offset_delta, batch.producer_id])
         for r in batch:
+            if control:
+                key = r.key or b""
+                markers.append([r.offset, MARKER_TYPES.get(int.from_bytes(key[2:4], "big") if len(key) >= 4 else -1,
+                                                           "UNKNOWN")])
+                continue
             out.append([r.offset, values.text(r.value)])
-    return out
+    return out, markers, batches
 
 
 def newest_common(versions: dict[int, tuple[int, int]], message_class, lowest: int = 0) -> int | None:

@@ -82,6 +82,26 @@ class WorkloadOptions:
     # partitions may be written twice (librdkafka #4953, its maintainers' comment)
     send_timeout: float = 30.0
     poll_batch: int = 500
+    # "default": the producers above; "txn": transactional producers and a copier
+    # (harness.clients.txn_workload) over `topics`, beside the same consumers
+    workload: str = "default"
+    transaction_timeout_ms: int = 10000  # the txn producers' transaction.timeout.ms
+    txn_sends: tuple[int, int] = (2, 6)  # sends per transaction, least and most
+    copiers: int = 1  # consume-transform-produce copiers (txn workload)
+
+    @property
+    def transactional_ids(self) -> tuple[str, ...]:
+        """The txn workload's transactional ids (harness.clients.txn_workload names them so)."""
+        if self.workload != "txn":
+            return ()
+        return (*(f"kipcheck-txn-{i}" for i in range(self.producers)), *(f"kipcheck-copier-{i}" for i in range(self.copiers)))
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        """Every topic the workload writes: the txn workload's second topic and its copier's output."""
+        if self.workload == "txn":
+            return (self.topic, f"{self.topic}-b", f"{self.topic}-copy")
+        return (self.topic,)
 
     def producer_mode(self, seq: int) -> tuple[str, bool]:
         modes = self.producer_modes or ((self.acks, self.idempotence),)
@@ -219,7 +239,7 @@ class ProducerWorker(Worker):
         slot.n += 1
         slot.op = self.history.invoke(slot.process, "send", {
             "topic": self.options.topic, "partition": partition, "key": value, "value": value,
-            "acks": self.acks, "idempotent": self.idempotence})
+            "acks": self.acks, "idempotent": self.idempotence, "producer": self.name})
         try:
             self.producer.produce(self.options.topic, value=value.encode(), key=value.encode(),
                                   partition=partition, on_delivery=functools.partial(self._delivered, slot))
@@ -350,16 +370,21 @@ class ConsumerWorker(Worker):
     checker restarts read continuity before the records the poll returns."""
 
     def __init__(self, bootstrap: str, options: WorkloadOptions, history: History, stop: threading.Event,
-                 seq: int, rack: str | None, group: str | None = None):
+                 seq: int, rack: str | None, group: str | None = None, isolation: str | None = None,
+                 topics: tuple[str, ...] | None = None):
+        """`isolation` and `topics` override the options' (a copier reads one topic read_committed
+        from its group's committed offsets)."""
         super().__init__(f"consumer-{seq}", history, stop)
         self.options = options
         self.mode = options.consumer_mode(seq)
         self.rack = rack if options.consumer_has_rack(seq) else None
-        self.isolation = options.isolation(seq)
+        self.isolation = isolation or options.isolation(seq)
+        self.topics = topics or options.topics
+        self.from_committed = topics is not None and group is not None
         self.group = group or f"kipcheck-subscribers-{options.topic}"
         self.process: int | None = None
         self.config = {"bootstrap.servers": bootstrap,
-                       "group.id": self.group if self.mode == "subscribe" else f"kipcheck-{seq}-{time.time_ns()}",
+                       "group.id": self.group if self.mode == "subscribe" or self.from_committed else f"kipcheck-{seq}-{time.time_ns()}",
                        "enable.auto.commit": False, "auto.offset.reset": "earliest", "enable.partition.eof": False,
                        "isolation.level": self.isolation, "logger": quiet_logger(),
                        "topic.metadata.refresh.interval.ms": 2000, "error_cb": self._client_error,
@@ -398,15 +423,15 @@ class ConsumerWorker(Worker):
             raise _Crashed(error_text(e)) from e
 
     def assign_all(self, process: int) -> None:
-        parts = [TopicPartition(self.options.topic, p, OFFSET_BEGINNING) for p in range(self.options.partitions)]
-        op = self.history.invoke(process, "assign", {"partitions": [[self.options.topic, p] for p in
-                                                                     range(self.options.partitions)],
+        parts = [TopicPartition(t, p, OFFSET_BEGINNING) for t in self.topics for p in range(self.options.partitions)]
+        op = self.history.invoke(process, "assign", {"partitions": [[t, p] for t in self.topics
+                                                                    for p in range(self.options.partitions)],
                                                      "seek_to_beginning": True, "isolation": self.isolation})
         self._client_call(op, lambda: self.consumer.assign(parts))
         op.ok()
 
     def poll_once(self, process: int) -> list:
-        op = self.history.invoke(process, "poll", {"topic": self.options.topic})
+        op = self.history.invoke(process, "poll", {"topic": self.options.topic, "isolation": self.isolation})
         msgs = self._client_call(op, lambda: self.consumer.consume(num_messages=self.options.poll_batch,
                                                                    timeout=0.5))
         records, fatal = [], self._crash
@@ -425,18 +450,20 @@ class ConsumerWorker(Worker):
         return records
 
     def subscribe(self, process: int) -> None:
-        op = self.history.invoke(process, "subscribe", {"topics": [self.options.topic], "group": self.group,
+        op = self.history.invoke(process, "subscribe", {"topics": list(self.topics), "group": self.group,
                                                         "isolation": self.isolation})
-        self._client_call(op, lambda: self.consumer.subscribe([self.options.topic], on_assign=self._assigned))
+        self._client_call(op, lambda: self.consumer.subscribe(list(self.topics), on_assign=self._assigned))
         op.ok()
 
     def _assigned(self, consumer, partitions) -> None:
-        """Rebalance callback (runs inside a poll): new partitions read from the start."""
-        for tp in partitions:
-            tp.offset = OFFSET_BEGINNING
+        """Rebalance callback (runs inside a poll): new partitions read from the start (a
+        copier's: from its group's committed offsets)."""
+        if not self.from_committed:
+            for tp in partitions:
+                tp.offset = OFFSET_BEGINNING
         op = self.history.invoke(self.process, "assign", {
-            "partitions": [[tp.topic, tp.partition] for tp in partitions], "seek_to_beginning": True,
-            "rebalance": True})
+            "partitions": [[tp.topic, tp.partition] for tp in partitions],
+            **({"committed": True} if self.from_committed else {"seek_to_beginning": True}), "rebalance": True})
         try:
             consumer.assign(partitions)
         except Exception as e:
@@ -486,29 +513,37 @@ class _Crashed(Exception):
 
 
 def final_read(bootstrap: str, options: WorkloadOptions, history: History, timeout: float = 60.0) -> bool:
-    """Read every partition from the beginning up to its high watermark (with a new process).
+    """Read every partition of every workload topic from the beginning up to its high
+    watermark (with a new process; read_committed, which stops at the last stable offset and
+    passes transaction markers and aborted records by, so the end is reached when the
+    consumer's position is there).
 
     This is what makes `lost-write` complete: an acknowledged offset below the end of
     the log that no read returned is lost. Returns whether the ends were reached."""
     worker = ConsumerWorker(bootstrap, options, history, threading.Event(), seq=999, rack=None)
     process = history.new_process()
     consumer = worker.consumer
+    parts = [(t, p) for t in worker.topics for p in range(options.partitions)]
     try:
         ends = {}
         deadline = time.monotonic() + timeout
-        for p in range(options.partitions):
-            while p not in ends and time.monotonic() < deadline:
+        for tp in parts:
+            while tp not in ends and time.monotonic() < deadline:
                 try:
-                    ends[p] = consumer.get_watermark_offsets(TopicPartition(options.topic, p), timeout=5)[1]
+                    ends[tp] = consumer.get_watermark_offsets(TopicPartition(*tp), timeout=5)[1]
                 except Exception:
                     time.sleep(0.5)
         worker.assign_all(process)
-        seen = {p: -1 for p in range(options.partitions)}
+        seen = {tp: -1 for tp in parts}
         while time.monotonic() < deadline:
-            if all(seen[p] + 1 >= ends.get(p, 0) for p in seen):
-                return len(ends) == options.partitions
-            for _, p, off, _ in worker.poll_once(process):
-                seen[p] = max(seen[p], off)
+            if all(seen[tp] + 1 >= ends.get(tp, 0) for tp in seen):
+                return len(ends) == len(parts)
+            for t, p, off, _ in worker.poll_once(process):
+                seen[(t, p)] = max(seen[(t, p)], off)
+            if options.workload == "txn":  # markers and aborted records are never returned
+                for tp in consumer.position([TopicPartition(*tp) for tp in parts]):
+                    if tp.offset >= 0:
+                        seen[(tp.topic, tp.partition)] = max(seen[(tp.topic, tp.partition)], tp.offset - 1)
         return False
     finally:
         consumer.close()

@@ -27,6 +27,13 @@ def test_run_is_valid_and_leaves_report_and_nothing_running(tmp_path, kafka_vers
     verdict = json.loads((run_dir / "verdict.json").read_text())
     assert verdict["valid"] is True
     assert not any(verdict["anomalies"].values())
+    # every rule the run reached decided something; KIP-1166's statistic decided (its sample
+    # gathered with the clients running) and did not fire on a healthy cluster
+    assert verdict["uncovered"] == []
+    config = json.loads((run_dir / "config.json").read_text())
+    if config["features"]["kip-1166"] == "present":
+        assert verdict["coverage"]["kip1166.propagation_statistic"]["observations"] >= 20
+        assert not verdict["known"].get("hwm-propagation-delay")
 
     records = [json.loads(l) for l in (run_dir / "history.jsonl").read_text().splitlines()]
     assert [r["index"] for r in records] == list(range(len(records)))

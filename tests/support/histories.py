@@ -99,3 +99,17 @@ def meta(epoch, leader, broker=2):
 def follower_history(*hwms_in_new_epoch, old_epoch=True):
     old = [meta(4, 3), fetch(0, hwm=8, current_leader_epoch=4)] if old_epoch else []
     return history(*old, meta(5, 1), *(fetch(0, hwm=h, current_leader_epoch=5) for h in hwms_in_new_epoch), meta(5, 1))
+
+
+def leader_answers(*hwms, epoch=5, kill=False):
+    """The new leader 1's answers (`current_leader_epoch` accepted) of `epoch`, then a kill of it."""
+    return [fetch(0, hwm=h, current_leader_epoch=epoch, broker=1) for h in hwms] + (
+        [("nemesis", "fault", {"fault": "kill", "targets": [1], "phase": "start"}, None)] if kill else [])
+
+
+def follower_with_leader(before=(), between=(), drop=9):
+    """Follower 2 (epoch 4 under leader 3, HWM 8) in epoch 5 under leader 1: HWM 10 carried in,
+    then `drop`, then 11; leader 1's answers `before` 2's last 10 and `between` it and the drop."""
+    return history(meta(4, 3), fetch(0, hwm=8, current_leader_epoch=4), meta(5, 1), *before,
+                   fetch(0, hwm=10, current_leader_epoch=5), *between,
+                   *(fetch(0, hwm=h, current_leader_epoch=5) for h in (drop, drop, 11)), meta(5, 1))

@@ -64,6 +64,22 @@ def prr(pref=2, rack="r2", isr=((1, 2, 3), (1, 2, 3), (1, 2, 3)), leader=1, offl
     return h
 
 
+def killed(times=range(0, 21), at=10 * S, isr=(1, 2), offline=(3,), broker=2, shows=None, fault=None, epoch=5,
+           running=("kill", 3)):
+    """Broker 3 killed: `broker`'s metadata every second (`times`) shows it out of the ISR and
+    offline (`shows`: {second: isr} overrides), broker 1 (the leader, with no answers of
+    its own) names 3 as the preferred replica to a client in rack r3 at `at`. `running`: a
+    fault (kind, target) started before and never stopped."""
+    h = H()
+    if running:
+        h.fault(-S, running[0], [running[1]])
+    for t in times:
+        h.meta(t * S, broker=broker, isr=(shows or {}).get(t, isr), offline=offline if t not in (shows or {}) else ())
+        if fault is not None and t == fault:
+            h.fault(t * S + S // 2, "pause", [2])
+    return h.fetch(at, 0, [], broker=1, pref=3, rack="r3", epoch=epoch)
+
+
 def part(offset=0, hwm=10, start=0, recs=(), error="NONE", omitted=False, missing=False, pref=-1):
     e = {"topic": "t", "partition": 0, "fetch_offset": offset, "error": error}
     if omitted:
@@ -82,6 +98,25 @@ def sess(h, t, sid, epoch, rid, parts, top="NONE", sent=None, replica_id=-1):
 
 def opened(hwm=10, replica_id=-1):
     return sess(H(), 0, 0, 0, 42, [part(10, hwm=hwm)], replica_id=replica_id)
+
+
+def omitted_after(hwm=12, recs=(), when=S, epoch=5, fault=None, earlier_epoch=False, leader=1, meta_after=3 * S):
+    """Broker 1's session 42 last sent t/0 with HWM 10 at fetch offset 10; at `when` another
+    client's sessionless fetch to broker 1 reported HWM `hwm` (and returned `recs`); at 2 s
+    the session's incremental response leaves t/0 out. Broker 1's metadata: epoch 5 under
+    `leader` at 0.5 s and `meta_after`, and epoch 4 at 0.25 s when `earlier_epoch`."""
+    h = sess(H(), 0, 0, 0, 42, [part(10, hwm=10)])
+    if earlier_epoch:
+        h.meta(S // 4, epoch=4, leader=1)
+    h.meta(S // 2, leader=leader)
+    events = [(when, lambda: h.fetch(when, 10, recs, broker=1, hwm=hwm, epoch=epoch, rack="r1")),
+              (2 * S, lambda: sess(h, 2 * S, 42, 1, 42, [part(10, omitted=True)], sent=[])),
+              (meta_after, lambda: h.meta(meta_after, leader=leader))]
+    if fault:
+        events.append((S + S // 2, lambda: h.fault(S + S // 2, fault, [1])))
+    for _, add in sorted(events, key=lambda e: e[0]):
+        add()
+    return h
 
 
 def offsets(*answers, fault=None, epochs=None):

@@ -37,9 +37,13 @@ public final class Agent {
 
     static final List<Target> TARGETS = List.of(
             new Target("uncommitted-read", "org.apache.kafka.storage.internals.log.UnifiedLog", "read", SLIPS + "ConsumerRead"),
+            new Target("wrong-fetch-error-case1", "org.apache.kafka.storage.internals.log.UnifiedLog", "read",
+                    SLIPS + "ConsumerRead"),
             new Target("wrong-fetch-error", "org.apache.kafka.storage.internals.log.UnifiedLog", "read", SLIPS + "ConsumerRead"),
             new Target("poll-skip", "org.apache.kafka.storage.internals.log.UnifiedLog", "read", SLIPS + "ConsumerRead"),
             new Target("hwm-regression", "kafka.cluster.Partition", "readRecords", SLIPS + "ReportedHighWatermark"),
+            new Target("aborted-read", "org.apache.kafka.storage.internals.log.UnifiedLog", "read", SLIPS + "ConsumerRead"),
+            new Target("lso-violation", "kafka.cluster.Partition", "readRecords", SLIPS + "ReportedHighWatermark"),
             new Target("fetch-session-violation", "org.apache.kafka.server.FetchSession", "setEpoch", SLIPS + "SessionEpoch"),
             new Target("duplicate", "kafka.cluster.Partition", "checkEnoughReplicasReachOffset", SLIPS + "ReplicaAck"),
             new Target("inconsistent-offset", "org.apache.kafka.server.LogAppendResult$LogAppendSummary", "firstOffset",
@@ -49,6 +53,8 @@ public final class Agent {
                     SLIPS + "RackSelector"),
             new Target("tiered-offset-violation", "org.apache.kafka.storage.internals.log.UnifiedLog",
                     "fetchEarliestPendingUploadOffset", SLIPS + "PendingUploadOffset"),
+            new Target("hwm-propagation-delay-hwm-check", "org.apache.kafka.raft.KafkaRaftClient", "isHighWatermarkUpdated",
+                    SLIPS + "RaftHighWatermarkUpdated"),
             new Target("hwm-propagation-delay", "org.apache.kafka.raft.KafkaRaftClient", "isHighWatermarkUpdated",
                     SLIPS + "RaftHighWatermarkUpdated"),
             new Target("hwm-propagation-delay", "org.apache.kafka.raft.internals.ThresholdPurgatory", "completeAll",

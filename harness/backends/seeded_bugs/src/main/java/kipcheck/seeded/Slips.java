@@ -30,13 +30,21 @@ public final class Slips {
      * <ul>
      * <li>uncommitted-read: the bound is the log end, not the HWM (isolation LOG_END for consumers).
      *     Breaks KIP-392 "consumers only read committed data, from any replica".</li>
-     * <li>wrong-fetch-error: the two out-of-range branches are swapped and bounded by the high
+     * <li>wrong-fetch-error-case1 (the original slip): the out-of-range check compares the start
+     *     offset with the high watermark ({@code >=}) instead of the log end ({@code >}), so a fetch at
+     *     an offset in [HWM, LEO] fails with OFFSET_OUT_OF_RANGE. Breaks KIP-392 case 1 (offset in
+     *     [HWM, LEO]: not out of range; the KIP says OFFSET_NOT_AVAILABLE, Kafka answers NONE and no
+     *     records).</li>
+     * <li>wrong-fetch-error (the widened slip): the two out-of-range branches are swapped and bounded by the high
      *     watermark: a fetch in [HWM, LEO] fails with OFFSET_OUT_OF_RANGE, one above the log end with
      *     OFFSET_NOT_AVAILABLE. Breaks KIP-392 cases 1 and 4 (in [HWM, LEO]: not out of range, the KIP
      *     says OFFSET_NOT_AVAILABLE and Kafka answers NONE; above HWM and LEO: OFFSET_OUT_OF_RANGE).</li>
      * <li>poll-skip: the read starts one past the fetch offset (on one read in four), so the
      *     record at the fetch offset is never returned to that fetch. Breaks read continuity
      *     (Kafka's fetch contract: records from the fetch offset on).</li>
+     * <li>aborted-read: a read_committed read (TXN_COMMITTED) is bounded by the high watermark and
+     *     collects no aborted transactions, as a read_uncommitted one. Breaks KIP-98: read_committed
+     *     readers see only committed transactions (the LSO bound, the aborted-transaction list).</li>
      * </ul>
      */
     public static final class ConsumerRead {
@@ -53,6 +61,11 @@ public final class Slips {
                     Bugs.fired(bug);
                 }
                 isolation = FetchIsolation.LOG_END;
+            } else if (bug.equals("wrong-fetch-error-case1")) {
+                if (startOffset >= log.highWatermark() && startOffset <= log.logEndOffset()) {
+                    Bugs.fired(bug);
+                    throw new OffsetOutOfRangeException("seeded: offset " + startOffset + " >= high watermark");
+                }
             } else if (bug.equals("wrong-fetch-error")) {
                 if (startOffset > log.logEndOffset()) {
                     Bugs.fired(bug);
@@ -61,6 +74,13 @@ public final class Slips {
                 if (startOffset >= log.highWatermark()) {
                     Bugs.fired(bug);
                     throw new OffsetOutOfRangeException("seeded: offset " + startOffset + " >= high watermark");
+                }
+            } else if (bug.equals("aborted-read")) {
+                if (isolation == FetchIsolation.TXN_COMMITTED) {
+                    if (log.lastStableOffset() < log.highWatermark() || Bugs.every(bug, 8)) {
+                        Bugs.fired(bug);
+                    }
+                    isolation = FetchIsolation.HIGH_WATERMARK;
                 }
             } else if (bug.equals("poll-skip")) {
                 if (startOffset >= log.logStartOffset() && startOffset + 1 < log.highWatermark()
@@ -81,7 +101,18 @@ public final class Slips {
         @Advice.OnMethodExit(onThrowable = Throwable.class)
         public static void exit(@Advice.Argument(5) FetchIsolation isolation,
                                 @Advice.Return(readOnly = false) LogReadInfo info) {
-            if (info == null || isolation == FetchIsolation.LOG_END || !Bugs.on("hwm-regression")) {
+            if (info == null || isolation == FetchIsolation.LOG_END) {
+                return;
+            }
+            if (Bugs.on("lso-violation")) {
+                if (Bugs.every("lso-violation", 2)) {
+                    info = new LogReadInfo(info.fetchedData(), info.divergingEpoch(), info.highWatermark(),
+                            info.logStartOffset(), info.logEndOffset(), info.highWatermark() + 1);
+                    Bugs.fired("lso-violation");
+                }
+                return;
+            }
+            if (!Bugs.on("hwm-regression")) {
                 return;
             }
             long lag = Math.min(3, info.highWatermark() - info.logStartOffset());
@@ -217,18 +248,21 @@ public final class Slips {
     }
 
     /**
-     * org.apache.kafka.raft.KafkaRaftClient.isHighWatermarkUpdated (private static): hwm-propagation-delay.
-     * The check that a FETCH's HighWatermark field is behind the leader's always answers false, so an
-     * empty fetch from a replica that only lacks the new HWM is parked (up to the fetch max wait)
-     * instead of answered at once: the pre-KIP-1166 behaviour. Breaks KIP-1166 "park only when the
-     * response is empty and the remote HWM is at least the leader's".
+     * org.apache.kafka.raft.KafkaRaftClient.isHighWatermarkUpdated (private static): hwm-propagation-delay
+     * and, alone, its original slip hwm-propagation-delay-hwm-check. The check that a FETCH's
+     * HighWatermark field is behind the leader's always answers false, so an empty fetch from a replica
+     * that only lacks the new HWM is parked (up to the fetch max wait) instead of answered at once: the
+     * pre-KIP-1166 behaviour. Breaks KIP-1166 "park only when the response is empty and the remote HWM
+     * is at least the leader's". Alone (the original slip), a HWM change still releases the FETCHes
+     * parked before it (ThresholdPurgatory.completeAll), so only one that arrives after the change waits.
      */
     public static final class RaftHighWatermarkUpdated {
         @Advice.OnMethodExit
         public static void exit(@Advice.Return(readOnly = false) boolean updated) {
-            if (updated && Bugs.on("hwm-propagation-delay")) {
+            String bug = Bugs.active;
+            if (updated && (bug.equals("hwm-propagation-delay") || bug.equals("hwm-propagation-delay-hwm-check"))) {
                 updated = false;
-                Bugs.fired("hwm-propagation-delay");
+                Bugs.fired(bug);
             }
         }
     }
