@@ -38,6 +38,9 @@ class Node(Protocol):
     def data_dir(self) -> Path: ...  # the log directory (partition replicas)
 
     @property
+    def data_dirs(self) -> Sequence[Path]: ...  # every log directory (JBOD: more than one), data_dir first
+
+    @property
     def metadata_dir(self) -> Path: ...  # the KRaft metadata log
 
     @property
@@ -68,12 +71,11 @@ class Node(Protocol):
     def clean_node(self, metadata: bool = False) -> None:
         """Wipe the stopped node's log directory (and its metadata log) and reformat it."""
 
-    def truncate_segment(self, topic: str, partition: int, cut: int) -> dict:
-        """Cut `cut` bytes off the stopped node's last segment of the partition (a torn write);
-        returns {"segment", "size_before", "size_after"}. The file is on the node's host, which
-        may be another machine: faults never touch a node's files themselves."""
-
     def logs(self) -> list[Path]: ...  # readable on this machine (copied from a remote host)
+
+    def set_clock(self, offset: str | None) -> None:
+        """Move the running JVM's wall clock by a libfaketime offset ("+60", "-300"); None: real again.
+        An offset on a node started without libfaketime is a KipcheckError; None there does nothing."""
 
     def drop_packets_from(self, peer: Node) -> None:
         """Drop every packet arriving from `peer` (its inter-node traffic; clients are never cut)."""

@@ -3,15 +3,20 @@
 `all` in a fault list means the default mix: every kind except the opt-in ones."""
 from __future__ import annotations
 
+from kipcheck.faults.clock import CLOCK_KINDS
 from kipcheck.faults.disk import DISK_KINDS
 from kipcheck.faults.election import ELECTION_KINDS
 from kipcheck.faults.errors import FaultError
+from kipcheck.faults.logdir import LOGDIR_KINDS
 from kipcheck.faults.partition import PARTITION_KINDS
 from kipcheck.faults.process import PROCESS_KINDS
 from kipcheck.faults.toxics import TOXIC_KINDS
 
 # Order matters for heal-all: network first (restarted nodes must reach their peers), processes before admin calls.
-KINDS = {k.name: k for k in (*PARTITION_KINDS, *TOXIC_KINDS, *PROCESS_KINDS, *DISK_KINDS, *ELECTION_KINDS)}
+# Failed log directories are restored before stopped nodes start (a node must not start, or be
+# reformatted, with a file where its directory belongs).
+KINDS = {k.name: k for k in (*PARTITION_KINDS, *TOXIC_KINDS, *CLOCK_KINDS, *LOGDIR_KINDS, *PROCESS_KINDS, *DISK_KINDS,
+                             *ELECTION_KINDS)}
 OPT_IN = frozenset({"wipe-metadata"})  # never in `all`: it tests KRaft's tolerance of a forgotten vote
 DEFAULT_MIX = tuple(n for n in KINDS if n not in OPT_IN)
 
@@ -37,6 +42,16 @@ def parse_kinds(text: str) -> list[str]:
 def needs_proxies(names) -> bool:
     """Whether a cluster for these kinds must start with proxied clients."""
     return any(kind(n).needs_proxies for n in names)
+
+
+def cluster_options(names) -> dict:
+    """The ClusterOptions fields these kinds need (`FaultKind.cluster_options`, e.g. log_dirs=2,
+    fake_clocks=True), with proxied_clients for link faults."""
+    out = {"proxied_clients": needs_proxies(names)}
+    for n in names:
+        for key, value in getattr(kind(n), "cluster_options", {}).items():
+            out[key] = max(out.get(key, value), value)
+    return out
 
 
 def healers():

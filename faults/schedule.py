@@ -21,10 +21,12 @@ WINDOWS = {
     "slicer": (4, 10), "limit-data": (4, 10),
     "elect": (1, 2), "elect-unclean": (1, 2), "reassign": (3, 8),
     "kill": (5, 15), "pause": (3, 10), "restart": (5, 15), "rolling-restart": (1, 2),
-    "wipe": (5, 12), "truncate": (3, 8), "wipe-metadata": (5, 12),
+    "wipe": (5, 12), "truncate": (3, 8), "bitflip": (3, 8), "wipe-metadata": (5, 12),
+    "clock-skew": (5, 15), "clock-strobe": (5, 15), "log-dir-failure": (5, 12),
 }
 # Kinds after which the cluster needs longer to recover (restarts, re-replication).
-SLOW_RECOVERY = {"kill", "restart", "rolling-restart", "wipe", "truncate", "wipe-metadata"}
+SLOW_RECOVERY = {"kill", "restart", "rolling-restart", "wipe", "truncate", "bitflip", "wipe-metadata",
+                 "log-dir-failure"}
 
 
 def _node(rng: random.Random) -> dict:
@@ -53,8 +55,14 @@ PARAMS = {
     "kill": _node, "pause": _node, "restart": _node,
     "rolling-restart": lambda r: {"rotate": r.randrange(3)},
     "wipe": _node,
-    "truncate": lambda r: {**_node(r), "bytes": r.choice([100, 4096, 65536])},
+    "truncate": lambda r: {**_node(r), "bytes": r.choice([100, 4096, 65536]), "segment": r.choice(["active", "closed"])},
+    "bitflip": lambda r: {"target": "follower", "index": r.randrange(2), "segment": r.choice(["active", "closed"]),
+                          "file": r.choice(["log", "log", "index"]), "flips": r.choice([1, 8, 64]),
+                          "seed": r.randrange(1 << 30)},
     "wipe-metadata": lambda r: {"target": "follower", "index": r.randrange(2)},
+    "clock-skew": lambda r: {**_node(r), "offset": r.choice([-600, -120, -30, -5, 5, 30, 120, 600])},  # seconds
+    "clock-strobe": lambda r: {**_node(r), "offset": r.choice([-300, -60, 60, 300]), "period": r.choice([1, 2, 4])},
+    "log-dir-failure": _node,
 }
 
 

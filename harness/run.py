@@ -231,9 +231,8 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
     if options.backend == "external":
         cluster = external
     else:
-        from kipcheck.faults.registry import needs_proxies  # link faults need clients to go through Toxiproxy
-        proxied = bool(options.faults) and needs_proxies(options.faults)
-        cluster_options = ClusterOptions(options.brokers, options.controllers, proxied_clients=proxied,
+        from kipcheck.faults.registry import cluster_options as fault_needs  # proxies, JBOD, libfaketime
+        cluster_options = ClusterOptions(options.brokers, options.controllers, **fault_needs(options.faults or []),
                                          tiered=options.tiered, broker_jvm_args=tuple(options.broker_jvm_args),
                                          release_version=config.get("upgrade", {}).get("format_release"))
         if options.backend == "testcontainers":
@@ -305,12 +304,12 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
 def _container_faults(options: RunOptions, ui) -> tuple[RunOptions, list[capabilities.Skipped]]:
     """The options with only the fault kinds containers allow (harness.backends.containers), and the
     rest as skips. The default single leader isolation is packet-level: kill and pause instead."""
-    from kipcheck.harness.backends.containers import DEFAULT_FAULTS, SUPPORTED_FAULTS, UNSUPPORTED_WHY
+    from kipcheck.harness.backends.containers import DEFAULT_FAULTS, SUPPORTED_FAULTS, unsupported_why
     wanted = options.faults
     if wanted is None:
         ui.note(f"the default leader isolation needs network namespaces: faults {','.join(DEFAULT_FAULTS)} instead")
         wanted = list(DEFAULT_FAULTS)
-    skips = capabilities.fault_gaps(wanted, SUPPORTED_FAULTS, UNSUPPORTED_WHY)
+    skips = capabilities.fault_gaps(wanted, SUPPORTED_FAULTS, unsupported_why)
     return replace(options, faults=[k for k in wanted if k in SUPPORTED_FAULTS]), skips
 
 

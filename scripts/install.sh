@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything kipcheck needs on a fresh Debian machine; safe to run again.
-# System tools (iptables, iproute2, a JDK, Maven, Go) from Debian when missing, the
+# System tools (iptables, iproute2, a JDK, Maven, Go, libfaketime) from Debian when missing, the
 # Python package with its test extras, the Kafka jars (by Maven, into
 # ~/.cache/kipcheck), the seeded-bug agent (by Maven, same cache) and the pinned
 # Toxiproxy server (by `go install`).
@@ -39,6 +39,7 @@ command -v javac >/dev/null || missing+=(openjdk-17-jdk-headless)  # builds the 
 command -v mvn >/dev/null || missing+=(maven)
 command -v go >/dev/null || missing+=(golang-go)
 command -v pgrep >/dev/null || missing+=(procps)
+ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing+=(libfaketime)  # clock faults (faults/clock.py)
 missing_for_tests=()
 [ $for_tests = 1 ] && ! command -v dockerd >/dev/null && missing_for_tests+=(docker.io)
 [ $for_tests = 1 ] && [ ! -x /usr/sbin/sshd ] && missing_for_tests+=(openssh-server)

@@ -20,7 +20,8 @@ from kipcheck.reference_model.state import NONE
 from kipcheck.checks.rules.observe import EpochIndex, Op, answered, as_int, broker_ids, partitions_of, proven_epoch
 
 #: faults that may cost a broker its in-memory state (HWM, sessions)
-STATE_LOSING_FAULTS = {"kill", "wipe", "wipe-metadata", "truncate", "restart", "rolling-restart"}
+STATE_LOSING_FAULTS = {"kill", "wipe", "wipe-metadata", "truncate", "bitflip", "restart", "rolling-restart",
+                       "log-dir-failure"}
 
 #: The least time between two attempts of one non-idempotent send: librdkafka waits
 #: retry.backoff.ms (default 100 ms, the workload keeps it) before a retry, with a jitter of

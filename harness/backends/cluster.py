@@ -46,6 +46,8 @@ class ClusterOptions:
     # format at this release's metadata.version ("3.9"), not the distribution's newest: a
     # cluster a rolling downgrade can leave (harness.upgrade); None: the distribution's newest
     release_version: str | None = None
+    log_dirs: int = 1  # log directories per broker (JBOD; the log-dir-failure fault needs 2)
+    fake_clocks: bool = False  # every node's JVM preloads libfaketime (clock faults: harness.backends.node.faketime_env)
 
 
 def kafka_uuid() -> str:
@@ -195,7 +197,11 @@ class NativeCluster:
 
     def _node(self, spec: NodeSpec, cluster_uuid: str, voters: str) -> KafkaNode:
         return KafkaNode(spec, self.root, self.dist, self.state, cluster_uuid, voters, self.options.heap,
-                         self.options.broker_jvm_args if spec.is_broker else ())
+                         self.options.broker_jvm_args if spec.is_broker else (), **self._node_disk_and_clock(spec))
+
+    def _node_disk_and_clock(self, spec: NodeSpec) -> dict:
+        """JBOD log directories (brokers) and libfaketime, as the run's faults need them."""
+        return {"log_dirs": self.options.log_dirs if spec.is_broker else 1, "fake_clock": self.options.fake_clocks}
 
     def _wait_ready(self, timeout: float, step) -> None:
         """Every node listening, every broker registered, a probe topic with a full ISR."""

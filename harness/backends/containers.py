@@ -36,12 +36,20 @@ from kipcheck.harness.backends.docker_cleanup import LABEL, docker_client, owner
 from kipcheck.harness.backends.state import ClusterState
 
 #: fault kinds a container cluster supports (faults.registry names); the rest are skipped
-SUPPORTED_FAULTS = ("kill", "pause", "restart", "rolling-restart", "wipe", "truncate", "wipe-metadata",
+SUPPORTED_FAULTS = ("kill", "pause", "restart", "rolling-restart", "wipe", "truncate", "bitflip", "wipe-metadata",
                     "elect", "elect-unclean", "reassign",
                     "latency", "bandwidth", "slow-close", "timeout", "reset-peer", "slicer", "limit-data")
 DEFAULT_FAULTS = ("kill", "pause")  # instead of the native default, a packet-level leader isolation
 UNSUPPORTED_WHY = ("packet-level partitions need iptables in a network namespace per node; containers share "
                    "Docker's (use the native backend)")
+_WHY = {"clock-skew": "clock faults preload libfaketime into a node's JVM; the apache/kafka image's JVM runs without it "
+                      "(use the native backend)",
+        "log-dir-failure": "container nodes have one log directory (use the native backend)"}
+
+
+def unsupported_why(kind: str) -> str:
+    """Why containers cannot inject this kind (one line for the terminal and config.json)."""
+    return _WHY.get("clock-skew" if kind.startswith("clock-") else kind, UNSUPPORTED_WHY)
 SUBNETS = range(201, 255)  # 198.19.<i>.0/24; 198.19.200/24 is the Docker bridge of kipcheck's tests
 
 

@@ -75,7 +75,7 @@ class Runner(Protocol):
 
     def iptables(self, *args: str, check: bool = True) -> subprocess.CompletedProcess: ...
 
-    def spawn(self, argv: list[str], log: Path) -> tuple: ...
+    def spawn(self, argv: list[str], log: Path, env: dict | None = None) -> tuple: ...
 
     def alive(self, pid: int | None, start: int | None) -> bool: ...
 
@@ -132,13 +132,14 @@ class Host:
             raise HarnessError(f"iptables {' '.join(args)} on {self.name} failed: {proc.stderr.strip()}")
         return proc
 
-    def spawn(self, argv: list[str], log: Path) -> tuple[int, int | None, subprocess.Popen]:
-        """Start a long-running process in its own session, output appended to `log`:
-        (pid, start time, a handle the caller may wait on)."""
+    def spawn(self, argv: list[str], log: Path, env: dict | None = None) -> tuple[int, int | None, subprocess.Popen]:
+        """Start a long-running process in its own session, output appended to `log`, with `env`
+        added to this one's environment: (pid, start time, a handle the caller may wait on)."""
         with open(log, "ab") as out:
             # own session: a Ctrl-C in the terminal reaches the harness, which stops nodes in order
             proc = subprocess.Popen(self.wrap(argv), stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                    env={**os.environ, **env} if env else None)
         return proc.pid, process_start_time(proc.pid), proc
 
     def alive(self, pid: int | None, start: int | None) -> bool:

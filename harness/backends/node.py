@@ -38,6 +38,26 @@ def kraft_settings(properties: dict, controllers: list[int] | None) -> dict:
     return out
 
 
+#: Debian's libfaketime (package libfaketime, scripts/install.sh), preloaded into nodes that take clock faults
+LIBFAKETIME = next(iter(sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.1"))),
+                   Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"))
+
+
+def faketime_env(clock_file: Path) -> dict:
+    """The environment that preloads libfaketime into a node's JVM, driven by `clock_file`.
+
+    The file holds libfaketime's offset ("+60", "-300"); while it is absent the clock is real.
+    libfaketime re-reads it at most once a second (FAKETIME_CACHE_DURATION), so a fault can
+    move a running JVM's wall clock; the monotonic clock (System.nanoTime) stays real (without
+    that the JVM hangs). Debian's 0.9.10 then turns on its pthread_cond_timedwait "monotonic fix",
+    which makes the JVM's timed waits spin: a Kafka tool took 26 s instead of 1.7 s, so it is off."""
+    if not LIBFAKETIME.exists():
+        raise HarnessError(f"clock faults need libfaketime ({LIBFAKETIME}): apt-get install libfaketime "
+                           "(scripts/install.sh does)")
+    return {"LD_PRELOAD": str(LIBFAKETIME), "FAKETIME_TIMESTAMP_FILE": str(clock_file),
+            "FAKETIME_CACHE_DURATION": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1", "FAKETIME_FORCE_MONOTONIC_FIX": "0"}
+
+
 LOG4J2 = """status = warn
 appender.file.type = File
 appender.file.name = FILE
@@ -86,13 +106,17 @@ class NodeSpec:
 class KafkaNode:
     def __init__(self, spec: NodeSpec, root: Path, dist: KafkaDistribution, state: ClusterState,
                  cluster_uuid: str, quorum_voters: str, heap: str = "512m", jvm_args: tuple[str, ...] = (),
-                 local_root: Path | None = None):
+                 local_root: Path | None = None, log_dirs: int = 1, fake_clock: bool = False):
         self.spec = spec
         # on the node's host (spec.host runs every command and file verb there); `local_dir`
         # is where its logs are read on this machine: the same directory unless the host is remote
         self.dir = root / f"node-{spec.node_id}"
         self.local_dir = (local_root or root) / f"node-{spec.node_id}"
         self.data_dir = self.dir / "data"
+        # JBOD (ClusterOptions.log_dirs): data, data-2, ...; the metadata log stays apart
+        self.data_dirs = [self.data_dir, *(self.dir / f"data-{i}" for i in range(2, log_dirs + 1))]
+        # libfaketime's offset file (ClusterOptions.fake_clocks); None: the JVM runs without the preload
+        self.clock_file = self.dir / "faketime" if fake_clock else None
         self.metadata_dir = self.dir / "metadata"
         self.dist = dist
         self.state = state
@@ -122,7 +146,7 @@ class KafkaNode:
             "controller.listener.names": "CONTROLLER",
             "listeners": ",".join(listeners),
             "listener.security.protocol.map": ",".join(protocol_map),
-            "log.dirs": str(self.data_dir),
+            "log.dirs": ",".join(str(d) for d in self.data_dirs),
             "metadata.log.dir": str(self.metadata_dir),
         }
         if s.is_broker:
@@ -177,8 +201,8 @@ class KafkaNode:
             raise HarnessError(f"formatting node {self.spec.node_id} failed: {_first_error(proc.stderr + proc.stdout)}")
 
     def formatted(self) -> bool:
-        """Both the log directory and the metadata log hold a meta.properties (a wiped one does not)."""
-        return all(self.spec.host.exists(d / "meta.properties") for d in (self.data_dir, self.metadata_dir))
+        """Every log directory and the metadata log hold a meta.properties (a wiped one does not)."""
+        return all(self.spec.host.exists(d / "meta.properties") for d in (*self.data_dirs, self.metadata_dir))
 
     def start_node(self) -> None:
         """Start the JVM of the node's own distribution (`dist`: after a rolling upgrade step,
@@ -188,7 +212,8 @@ class KafkaNode:
                 return
             config = self.write_config()
             argv = self.dist.java_command("kafka.Kafka", str(config), jvm_opts=self._jvm_opts())
-            pid, start, self.proc = self.spec.host.spawn(argv, self.dir / "stdout.log")
+            env = faketime_env(self.clock_file) if self.clock_file else None
+            pid, start, self.proc = self.spec.host.spawn(argv, self.dir / "stdout.log", env)
             self._record(pid, start)
 
     def _record(self, pid: int | None, start: int | None = None) -> None:
@@ -243,22 +268,26 @@ class KafkaNode:
         """Wipe the log directory (and with `metadata`, the metadata log), then reformat."""
         if self.alive():
             raise HarnessError(f"node {self.spec.node_id} must be stopped before its disk is wiped")
-        self.spec.host.remove_tree(self.data_dir)
+        for d in self.data_dirs:
+            self.spec.host.remove_tree(d)
         if metadata:
             self.spec.host.remove_tree(self.metadata_dir)
         self.format()
 
-    def truncate_segment(self, topic: str, partition: int, cut: int) -> dict:
-        """Cut `cut` bytes off the partition's last log segment (a torn write): what was cut."""
-        where = self.data_dir / f"{topic}-{partition}"
-        sizes = self.spec.host.file_sizes(where, ".log")
-        if not sizes:
-            raise HarnessError(f"node {self.spec.node_id} has no segment of {topic}-{partition}")
-        last = max(sizes)  # segment names are zero-padded base offsets: the greatest is the last
-        size = sizes[last]
-        cut = min(size, cut)
-        self.spec.host.truncate(where / last, size - cut)
-        return {"segment": last, "size_before": size, "size_after": size - cut}
+    def set_clock(self, offset: str | None) -> None:
+        """Move the JVM's wall clock by a libfaketime offset ("+60", "-300"); None: the real clock again
+        (nothing to do on a node without the preload)."""
+        if self.clock_file is None and offset is None:
+            return
+        if self.clock_file is None:
+            raise HarnessError(f"node {self.spec.node_id} runs without libfaketime: clock faults need a cluster "
+                               "started with ClusterOptions(fake_clocks=True)")
+        if offset is None:
+            self.clock_file.unlink(missing_ok=True)
+        else:
+            tmp = self.clock_file.with_suffix(".tmp")
+            tmp.write_text(offset + "\n")
+            tmp.replace(self.clock_file)  # libfaketime never reads half a line
 
     def logs(self) -> list[Path]:
         """The node's logs, readable here (copied from a remote host into `local_dir`)."""

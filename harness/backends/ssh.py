@@ -264,13 +264,13 @@ class SshHost:
             raise HarnessError(f"iptables {' '.join(args)} on host {self.name} failed: {why}")
         return proc
 
-    def spawn(self, argv: list[str], log: Path) -> tuple[int, int, None]:
+    def spawn(self, argv: list[str], log: Path, env: dict | None = None) -> tuple[int, int, None]:
         """Start a long-running process in its own session, output appended to `log`; its /proc
         stat line goes to `kipcheck.<host>.pid` beside the log, for `clean_host` after a lost harness
         (named by host: hosts that share a filesystem, as the tests' do, each find only their own)."""
         pidfile = shlex.quote(str(PurePosixPath(log).parent / PIDFILE.format(host=self.name)))
         line = self.shell(f"mkdir -p {shlex.quote(str(PurePosixPath(log).parent))} && "
-                          f"{{ setsid {shlex.join(argv)} >>{shlex.quote(str(log))} 2>&1 </dev/null & p=$!; "
+                          f"{{ setsid {shlex.join(_with_env(argv, env))} >>{shlex.quote(str(log))} 2>&1 </dev/null & p=$!; "
                           f"s=$(cat /proc/$p/stat); echo \"$s\" >{pidfile}; echo \"$s\"; }}", check=True).stdout
         try:
             _, start = parse_stat(line)
@@ -444,3 +444,8 @@ def kipcheck_chains(host: SshHost) -> list[str]:
     """The KIPCHECK-* chains in the host's filter table."""
     out = host.iptables("-S", check=False).stdout
     return sorted({l.split()[1] for l in out.splitlines() if l.startswith(f"-N {CHAIN_PREFIX}")})
+
+
+def _with_env(argv: list[str], env: dict | None) -> list[str]:
+    """`argv` run with `env` added to the login environment (env(1) on the host)."""
+    return ["env", *(f"{k}={v}" for k, v in env.items()), *argv] if env else argv

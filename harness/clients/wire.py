@@ -19,6 +19,7 @@ import kafka.errors
 from kafka.protocol.api_header import ResponseClassRegistry
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.record import MemoryRecords
+from kipcheck.harness.clients import values
 
 
 class WireError(OSError):
@@ -50,7 +51,7 @@ def decode_fetched(data) -> tuple[list[list], list[list], list[list]]:
     ...]) of a fetched record set. Markers are control batches, not data: consumers never return
     them, so they are kept apart (a response carrying only a marker still carried new data,
     KIP-227). The batches say which producer wrote a record, what the aborted-transaction list
-    of a read_committed answer is about (KIP-98)."""
+    of a read_committed answer is about (KIP-98). Values as `values.text` writes them."""
     if not data:
         return [], [], []
     raw = bytes(data) if not isinstance(data, (bytes, bytearray)) else data
@@ -69,8 +70,7 @@ def decode_fetched(data) -> tuple[list[list], list[list], list[list]]:
                 markers.append([r.offset, MARKER_TYPES.get(int.from_bytes(key[2:4], "big") if len(key) >= 4 else -1,
                                                            "UNKNOWN")])
                 continue
-            v = r.value
-            out.append([r.offset, v.decode("utf-8", "replace") if v is not None else None])
+            out.append([r.offset, values.text(r.value)])
     return out, markers, batches
 
 

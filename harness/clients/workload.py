@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
+from kipcheck.harness.clients import values
 from kipcheck.harness.clients.admin import quiet_logger
 from kipcheck.rundir.writer import History, Operation
 
@@ -437,7 +438,7 @@ class ConsumerWorker(Worker):
         for m in msgs:
             err = m.error()
             if err is None:
-                records.append([m.topic(), m.partition(), m.offset(), m.value().decode()])
+                records.append([m.topic(), m.partition(), m.offset(), values.text(m.value())])
             elif err.fatal():
                 fatal = fatal or error_text(err)
         if fatal:  # the records came before the error: real observations, kept (`ok`) when there are any

@@ -50,3 +50,6 @@ def test_run_with_every_fault_kind_is_valid_and_leaves_nothing(tmp_path, pytestc
     assert not [l for l in _processes("toxiproxy-server") if root in l]  # its -config file lives in the root
     assert (run_dir / "cluster" / "toxiproxy.log").exists()  # the link faults ran through proxies
     assert not _paused_pids()
+    # clock faults' offset files and failed log directories (faults/clock.py, faults/logdir.py) are gone too
+    assert not list((run_dir / "cluster").glob("node-*/faketime*"))
+    assert not list((run_dir / "cluster").glob("node-*/*.failed"))
