@@ -1,11 +1,35 @@
 """What the fault tests observe from outside the cluster: ISR and leaders as other brokers see them, produce latency."""
 from __future__ import annotations
 
+import contextlib
+import os
 import time
+import uuid
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from kipcheck.harness.clients.admin import Admin, PartitionView, quiet_logger, answered_partitions
+
+
+@contextlib.contextmanager
+def native_cluster(kafka_dist, root, **options):
+    """A module's own cluster (`ClusterOptions(**options)`): up for the block, down after."""
+    from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster
+    c = NativeCluster(kafka_dist, root, ClusterOptions(**options), owner_pid=os.getpid())
+    try:
+        c.up()
+        yield c
+    finally:
+        c.down()
+
+
+def new_topic(cluster, prefix: str, partitions: int, config: dict) -> str:
+    """A fresh topic of replication factor 3 with these settings, its ISR full."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    admin = Admin(cluster.bootstrap_servers())
+    admin.create_topic(name, partitions, 3, config=config)
+    admin.wait_full_isr(name, 60)
+    return name
 
 
 def wait_for(cond, timeout: float, what: str, poll: float = 0.5):

@@ -16,32 +16,22 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kipcheck.faults.base import FaultSpec
 from kipcheck.faults.disk import recovered_segments
 from kipcheck.harness.clients.admin import Admin, quiet_logger
-from tests.integration.faults_support import full_isr, wait_for, wait_partition
+from tests.integration.faults_support import full_isr, native_cluster, new_topic, wait_for, wait_partition
 
 pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture(scope="module")
 def cluster(kafka_dist, tmp_path_factory):
-    import os
-    from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster
-    c = NativeCluster(kafka_dist, tmp_path_factory.mktemp("jbod-faketime"),
-                      ClusterOptions(brokers=3, log_dirs=2, fake_clocks=True), owner_pid=os.getpid())
-    try:
-        c.up()
+    with native_cluster(kafka_dist, tmp_path_factory.mktemp("jbod-faketime"), brokers=3, log_dirs=2,
+                        fake_clocks=True) as c:
         yield c
-    finally:
-        c.down()
 
 
 @pytest.fixture
 def topic(cluster):
     """The workload topic, rolling a segment every 2 s: bit flips have closed segments to hit."""
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    admin = Admin(cluster.bootstrap_servers())
-    admin.create_topic(name, partitions=3, replication_factor=3, config={"segment.ms": "2000"})
-    admin.wait_full_isr(name, 60)
-    return name
+    return new_topic(cluster, "t", 3, {"segment.ms": "2000"})
 
 
 def _fault_records(history, kind: str) -> list[dict]:
@@ -129,11 +119,7 @@ def _append_time_offset(cluster, topic: str) -> float:
 @pytest.fixture
 def stamped(cluster):
     """A topic whose records carry the leader's LogAppendTime: its leader's clock, read from outside."""
-    name = f"clock-{uuid.uuid4().hex[:8]}"
-    admin = Admin(cluster.bootstrap_servers())
-    admin.create_topic(name, 1, 3, config={"message.timestamp.type": "LogAppendTime"})
-    admin.wait_full_isr(name, 60)
-    return name
+    return new_topic(cluster, "clock", 1, {"message.timestamp.type": "LogAppendTime"})
 
 
 def test_clock_skew_moves_only_that_jvms_wall_clock(cluster, topic, stamped, workload, nemesis, history):

@@ -5,7 +5,6 @@ Most effects are seen on one raw ApiVersions round trip through the leader's pro
 """
 from __future__ import annotations
 
-import os
 import socket
 import statistics
 import struct
@@ -14,8 +13,7 @@ import time
 import pytest
 
 from kipcheck.faults.base import FaultSpec
-from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster
-from tests.integration.faults_support import produce
+from tests.integration.faults_support import native_cluster, produce
 
 pytestmark = pytest.mark.cluster
 
@@ -24,13 +22,8 @@ API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 1, 8) + b"kipcheck"
 
 @pytest.fixture(scope="module")
 def proxied(kafka_dist, tmp_path_factory):
-    c = NativeCluster(kafka_dist, tmp_path_factory.mktemp("proxied"), ClusterOptions(proxied_clients=True),
-                      owner_pid=os.getpid())
-    try:
-        c.up()
+    with native_cluster(kafka_dist, tmp_path_factory.mktemp("proxied"), proxied_clients=True) as c:
         yield c
-    finally:
-        c.down()
 
 
 @pytest.fixture
