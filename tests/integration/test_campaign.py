@@ -15,6 +15,7 @@ import pytest
 from kipcheck.checks.api import check
 from kipcheck.harness.backends import releases
 from kipcheck.checks.verdict import comparable
+from kipcheck.harness.run import RunOptions, gate_uncovered
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,9 +59,10 @@ def test_killed_campaign_resumes_and_one_check_agrees_with_each_run(tmp_path):
     runs = {r["key"]: r for r in summary["runs"]}
     done = [r for r in runs.values() if r["status"] == "done"]
     assert len(done) == 2 and all(r["outcome"] == "VALID" for r in done)
-    for r in done:  # the campaign's one check == checking the run alone
+    for r in done:  # the campaign's one check == checking the run alone, as `kipcheck run` does (gate included)
         own = json.loads((Path(r["run_dir"]) / "verdict.json").read_text())
-        assert comparable(own) == comparable(check(r["run_dir"]))
+        alone = gate_uncovered(check(r["run_dir"]), Path(r["run_dir"]), RunOptions())
+        assert own["uncovered"] == [] and comparable(own) == comparable(alone)
         assert r["reproduce"].startswith("kipcheck run --seed ") and "--faults none" in r["reproduce"]
         config = json.loads((Path(r["run_dir"]) / "config.json").read_text())
         assert config["reproduce"] == r["reproduce"]
