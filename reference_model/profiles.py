@@ -86,7 +86,10 @@ EVIDENCE: dict[str, str] = {
     RESPONSE_LSO_SAMPLED_BEFORE_READ: "Kafka 4.3.1 (same in 4.2.1 and 4.1.2): kafka.cluster.Partition.readRecords "
     "takes initialLastStableOffset = localLog.lastStableOffset before calling localLog.read and returns it in "
     "LogReadInfo; UnifiedLog.read bounds a TXN_COMMITTED read by fetchLastStableOffsetMetadata() at read time. "
-    "Seen live (txn workload, seed 1, 2026-11-25): a read_committed fetch answered offset 407 with LSO 407.",
+    "Seen live (txn workload, seed 1, 2026-11-25): a read_committed fetch answered offset 407 with LSO 407. "
+    "It samples initialHighWatermark before initialLastStableOffset, so the HWM may advance in between and an "
+    "answer's LSO exceed its own HWM: seen live (--faults kill --seed 25, 2026-11-25, no transactions), broker 3 "
+    "answered LSO 8743 with HWM 8686.",
     FETCH_ABOVE_HWM_EMPTY: "Kafka 4.3.1: org.apache.kafka.storage.internals.log.UnifiedLog.read bounds a "
     "FetchIsolation.HIGH_WATERMARK read by fetchHighWatermarkMetadata(); LocalLog.read throws "
     "OffsetOutOfRangeException only when startOffset > the log end offset and returns emptyFetchDataInfo when "
@@ -151,7 +154,9 @@ EVIDENCE: dict[str, str] = {
 BOUNDS: dict[str, str] = {
     RESPONSE_LSO_SAMPLED_BEFORE_READ: "Only records stable when read: every record at or above the reported LSO "
     "belongs to a transaction whose commit or abort was called before the fetch completed "
-    "(transactions.lso_sampled_before_read); anything else is an lso-violation under every profile.",
+    "(transactions.lso_sampled_before_read); anything else is an lso-violation under every profile. An LSO above "
+    "its own answer's HWM: at most every later HWM the same broker reports for the partition in the same leader "
+    "epoch and life (the HWM when the LSO was sampled is at most those); a lower one makes it an lso-violation.",
     FETCH_ABOVE_HWM_EMPTY: "Only up to the LEO (LocalLog.read throws OffsetOutOfRangeException above it): the fetch "
     "offset is at most an upper bound of the LEO while the broker answered: the highest offset proven by the answer's "
     "completion + 1 + the appends of the sends invoked by then, less the idempotent sends acknowledged before the "

@@ -231,3 +231,22 @@ def test_malformed_transaction_record_is_a_one_line_error(tmp_path):
     with pytest.raises(HistoryError) as e:
         check_path(tmp_path / "history.jsonl")
     assert "\n" not in str(e.value) and "txn-commit needs value.txn" in str(e.value)
+
+
+def test_an_lso_above_its_own_hwm_is_the_sampled_hwm_under_kafka_until_a_later_hwm_is_below_it():
+    """Kafka's `Partition.readRecords` samples the HWM, then the LSO: an answer's LSO may pass
+    its HWM by what the HWM advanced in between (seen live under a kill, LSO 8743 vs HWM 8686),
+    but never a later HWM of that broker in the same epoch and life."""
+    def judged(h, profile):
+        v = check_records(h.records, profile=profile)
+        return ({k: len(x) for k, x in v["anomalies"].items() if x}, {k: len(x) for k, x in v["known"].items() if x})
+    caught_up = reads(base()).fetch(5, 1, lso=8, hwm=7).fetch(5, 1, lso=8, hwm=9)
+    assert judged(caught_up, "kafka-4.3") == ({}, {"lso-violation": 1})
+    assert judged(caught_up, "kip")[0] == {"lso-violation": 1}
+    unconfirmed = reads(base()).fetch(5, 1, lso=8, hwm=7)  # no later answer: nothing contradicts it
+    assert judged(unconfirmed, "kafka-4.3") == ({}, {"lso-violation": 1})
+    contradicted = reads(base()).fetch(5, 1, lso=9, hwm=7).fetch(5, 1, lso=8, hwm=8)
+    assert judged(contradicted, "kafka-4.3")[0] == {"lso-violation": 1}
+    # another epoch proves nothing about it
+    other_epoch = reads(base()).fetch(5, 1, lso=9, hwm=7).fetch(5, 1, lso=4, hwm=4, epoch=1)
+    assert judged(other_epoch, "kafka-4.3") == ({}, {"lso-violation": 1})

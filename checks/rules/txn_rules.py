@@ -99,6 +99,9 @@ class _Judge:
         self.rc_top: dict[str, tuple[int, int]] = {}  # tp -> (highest offset read_committed, index)
         self.lives: dict[int, int] = {}
         self.lso: dict = {}  # (broker, tp, epoch, life) -> (lso, index)
+        #: answers whose LSO exceeded their own HWM, accepted (sampled HWM) unless a later HWM of
+        #: the same broker, epoch and life is below it: (broker, tp, epoch, life) -> [(lso, hwm, index)]
+        self.lso_over_hwm: dict = {}
         self.held: dict[str, dict[int, tuple[int, int]]] = {}  # tp -> {lso: (latest ask time, index)}
         self.asked: dict = {}  # process -> its fetch invoke time
         self.uncovered: list = []  # (txn, index, tp, offset, producer id): rc fetch records the list left out
@@ -185,10 +188,13 @@ class _Judge:
                 continue
             tp = _tp(e.get("topic"), e.get("partition"))
             where = {"topic": e.get("topic"), "partition": e.get("partition"), "broker": broker}
+            life_key = (broker, tp, epoch, self.lives.get(broker, 0)) if type(epoch) is int and epoch >= 0 else None
+            self._judge_lso_over_hwm(life_key, hwm, i, where)
             if not model.lso_within_hwm(lso, hwm):
-                self.out.append(Anomaly("lso-violation", (i,), f"broker {broker} answered {tp} with LSO {lso} "
-                                        f"above its high watermark {hwm} (index {i})",
-                                        details={**where, RULE: "transactions.lso_within_hwm", "lso": lso, "hwm": hwm}))
+                if life_key is not None and profiles.get(self.profile).allows(profiles.RESPONSE_LSO_SAMPLED_BEFORE_READ):
+                    self.lso_over_hwm.setdefault(life_key, []).append((lso, hwm, i))
+                else:
+                    self.out.append(self._lso_over_hwm(lso, hwm, i, where, known=False))
             if committed and e.get("batches") is not None:
                 self._covered(e, tp, i)
             if committed and e.get("records"):
@@ -240,6 +246,25 @@ class _Judge:
         for txn, offsets in mine.items():
             self.answers.append((txn, i, tp, e.get("fetch_offset", 0), last, tuple(offsets)))
 
+    @staticmethod
+    def _lso_over_hwm(lso: int, hwm: int, i: int, where: dict, known: bool, later: tuple | None = None) -> Anomaly:
+        tp = f"{where['topic']}/{where['partition']}"
+        return Anomaly("lso-violation", (i,) if later is None else (i, later[1]),
+                       f"broker {where['broker']} answered {tp} with LSO {lso} above its high watermark {hwm} "
+                       f"(index {i})" + (f", and later HWM {later[0]} (index {later[1]}) of the same leader epoch "
+                                         f"and life is below that LSO" if later else ""),
+                       known=known, details={**where, RULE: "transactions.lso_within_hwm", "lso": lso, "hwm": hwm,
+                                             **({DEVIATIONS: [profiles.RESPONSE_LSO_SAMPLED_BEFORE_READ]} if known else {})})
+
+    def _judge_lso_over_hwm(self, life_key, hwm: int, i: int, where: dict) -> None:
+        """`response-lso-sampled-before-read`'s other face: `Partition.readRecords` samples the HWM
+        before the LSO, so an answer's LSO may exceed its HWM by what the HWM advanced in between;
+        the LSO is still at most the HWM when it was sampled, so every later HWM of that broker
+        in the same epoch and life is at least it. One that is lower proves the LSO wrong."""
+        for lso, own, j in self.lso_over_hwm.pop(life_key, ()) if life_key is not None else ():
+            self.out.append(self._lso_over_hwm(lso, own, j, where, known=hwm >= lso,
+                                               later=None if hwm >= lso else (hwm, i)))
+
     def _lso_answers(self, out: list) -> None:
         """rc answers with records at or above their LSO: allowed only as the profile's sampled LSO."""
         for i, broker, tp, lso, above in self.above:
@@ -263,6 +288,11 @@ class _Judge:
 
     def finish(self) -> list[Anomaly]:
         out = self.out
+        for (broker, tp, _, _), pending in self.lso_over_hwm.items():  # nothing later contradicted them
+            topic, _, partition = tp.rpartition("/")
+            where = {"topic": topic, "partition": int(partition), "broker": broker}
+            out.extend(self._lso_over_hwm(lso, hwm, j, where, known=True) for lso, hwm, j in pending)
+        self.lso_over_hwm = {}
         self._lso_answers(out)
         for name, i, tp, first, last, returned in self.answers:
             txn = self.txns[name]
