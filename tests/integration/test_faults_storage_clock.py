@@ -50,7 +50,8 @@ def _log_mark(node) -> int:
 
 # -- bit flips ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("segment", ["active", "closed"])
+# the closed-segment, index and strobe forms are `long` (the default suite keeps one of each kind)
+@pytest.mark.parametrize("segment", ["active", pytest.param("closed", marks=pytest.mark.long)])
 def test_bitflip_in_a_follower_segment_is_detected_and_refetched(cluster, topic, workload, nemesis, history, segment):
     p0 = Admin(cluster.bootstrap_servers()).wait_full_isr(topic, 60)[0]
     follower = next(r for r in p0.replicas if r != p0.leader)  # the consumers' rack reads from this one
@@ -74,6 +75,7 @@ def test_bitflip_in_a_follower_segment_is_detected_and_refetched(cluster, topic,
     assert workload.progress()["read"] > 0
 
 
+@pytest.mark.long
 def test_bitflip_in_an_offset_index_is_rebuilt(cluster, topic, workload, nemesis):
     p0 = Admin(cluster.bootstrap_servers()).wait_full_isr(topic, 60)[0]
     follower = next(r for r in p0.replicas if r != p0.leader)
@@ -143,6 +145,7 @@ def test_clock_skew_moves_only_that_jvms_wall_clock(cluster, topic, stamped, wor
     assert workload.verify()["valid"] is True
 
 
+@pytest.mark.long
 def test_clock_strobe_jumps_back_and_forth(cluster, topic, stamped, workload, nemesis):
     workload.start().wait(5)
     spec = FaultSpec("clock-strobe", 0, 0, {"topic": stamped, "partition": 0, "target": "leader", "offset": -300,
