@@ -27,7 +27,9 @@ def _aside(d: Path) -> Path:
 
 def _restore(node) -> bool:
     """Stop the node if one of its log directories is failed and put every one back; whether any was."""
-    failed = [d for d in node.data_dirs if _aside(d).exists()]
+    # only this machine's directories (a Path): a remote host's (ssh backend) cannot have failed,
+    # since this kind acts on local files only (docs/backends.md)
+    failed = [d for d in node.data_dirs if isinstance(d, Path) and _aside(d).exists()]
     if not failed:
         return False
     if node.alive():
