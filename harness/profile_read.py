@@ -110,6 +110,11 @@ PROBES: dict[str, tuple[tuple[Probe, ...], ...]] = {
            ordered=True, name="readRecords"),
         _p(_UL, r"(public FetchDataInfo|def) read\(\s*(long |)startOffset", _HW_READ, name="read"),
     ),),
+    P.RESPONSE_LSO_SAMPLED_BEFORE_READ: ((
+        _p(_PART, r"private def readRecords\(", r"val initialHighWatermark = localLog\.highWatermark",
+           r"val initialLastStableOffset = localLog\.lastStableOffset", r"localLog\.read\(",
+           ordered=True, name="readRecords"),
+    ),),
     P.FOLLOWER_HWM_FOLLOWS_LEADER: ((
         _p("kafka/server/ReplicaFetcherThread.scala", r"override def processPartitionData\(",
            r"log\.maybeUpdateHighWatermark\(partitionData\.highWatermark\)", name="processPartitionData"),
