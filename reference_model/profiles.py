@@ -267,7 +267,7 @@ _KIP392_227 = frozenset({
     RESPONSE_HWM_SAMPLED_BEFORE_READ, FOLLOWER_HWM_FOLLOWS_LEADER,
     EMPTY_SESSION_CLOSED, INCREMENTAL_EXTRA_PARTITIONS, EVICT_SMALLEST, SHARDED_SESSION_CACHE,
 })
-_BY_MINOR = {  # the LSO deviation read in 4.1.2, 4.2.1 and 4.3.1 by hand, in 4.0.2 by `kipcheck profile read`
+_BY_MINOR = {  # the LSO deviation read in 4.1.2, 4.2.1 and 4.3.1 by hand, in 4.0.2 and 3.x by `kipcheck profile read`
     0: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT, KRAFT_FETCH_PARKS_WITHOUT_HWM, RESPONSE_LSO_SAMPLED_BEFORE_READ},
     1: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT, RESPONSE_LSO_SAMPLED_BEFORE_READ},
     2: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT, PENDING_UPLOAD_RESOLVED_BY_LEADER, RESPONSE_LSO_SAMPLED_BEFORE_READ},
@@ -363,7 +363,8 @@ def for_version(version: str | None) -> str:
 # not in these profiles
 # (tests/test_profile_read.py lists them as UNPROFILED_3X).
 _READ_IN_3X = frozenset({OUT_OF_RANGE_WITHOUT_OFFSETS, RESPONSE_HWM_SAMPLED_BEFORE_READ, FETCH_ABOVE_HWM_EMPTY,
-                         HWM_CAPPED_AT_LEO, OFFSETS_FOR_LEADER_EPOCH_UNCAPPED, FOLLOWER_HWM_FOLLOWS_LEADER})
+                         HWM_CAPPED_AT_LEO, OFFSETS_FOR_LEADER_EPOCH_UNCAPPED, FOLLOWER_HWM_FOLLOWS_LEADER,
+                         RESPONSE_LSO_SAMPLED_BEFORE_READ})
 _3X_COMMON = (
     "response-hwm-sampled-before-read: kafka.cluster.Partition.readRecords takes initialHighWatermark = "
     "localLog.highWatermark before localLog.read, and kafka.log.UnifiedLog.read bounds a high-watermark read by "
@@ -377,7 +378,10 @@ _3X_COMMON = (
     "follower-hwm-follows-leader: kafka.server.ReplicaFetcherThread.processPartitionData calls "
     "log.maybeUpdateHighWatermark(partitionData.highWatermark), and kafka.log.UnifiedLog.updateHighWatermarkMetadata "
     "takes a lower value, only logging WARN 'Non-monotonic update of high watermark' (read in every 3.x line on "
-    "2026-11-24, after a 3.9.2 -> 4.3.1 upgrade run showed it).")
+    "2026-11-24, after a 3.9.2 -> 4.3.1 upgrade run showed it). response-lso-sampled-before-read: the same "
+    "Partition.readRecords takes initialHighWatermark, then initialLastStableOffset, before localLog.read "
+    "(read in every 3.x line by `kipcheck profile read` on 2026-11-27, after a 3.3.2 run with no transactions "
+    "answered an LSO above its own HWM under a partition fault).")
 _BY_3X_LINE = {
     "kafka-3.3": "Read in the 3.3.2 source jar (kafka_2.13). out-of-range-without-offsets: "
     "kafka.server.ReplicaManager.readFromLocalLog's inner read() catches OffsetOutOfRangeException (with "

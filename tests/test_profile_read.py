@@ -17,12 +17,9 @@ pytestmark = [pytest.mark.maven,
 #: for 3.x by hand (reference_model.profiles, the 3.x block): the fetch-session deviations
 #: (FetchSession.scala, FetchSessionCache.tryEvict/touch, from 3.8 the sharded cache) and the
 #: missing follower bootstrap (KIP-1023 is 4.3) and KRaft fetches parked without an HWM (KIP-1166
-#: is 4.1), and the LSO sampled before the read (read in 4.1-4.4 for the transaction rules; the
-#: same lines are in 3.x, whose profiles predate them: a 3.x run with read_committed probes
-#: shows it as `lso-violation`). Listed exactly, so a change shows.
+#: is 4.1). Listed exactly, so a change shows.
 _SESSIONS = {profiles.EMPTY_SESSION_CLOSED, profiles.EVICT_SMALLEST, profiles.INCREMENTAL_EXTRA_PARTITIONS,
-             profiles.FOLLOWER_BOOTSTRAP_ABSENT, profiles.KRAFT_FETCH_PARKS_WITHOUT_HWM,
-             profiles.RESPONSE_LSO_SAMPLED_BEFORE_READ}
+             profiles.FOLLOWER_BOOTSTRAP_ABSENT, profiles.KRAFT_FETCH_PARKS_WITHOUT_HWM}
 UNPROFILED_3X = {f"kafka-3.{m}": _SESSIONS | ({profiles.SHARDED_SESSION_CACHE} if m >= 8 else set())
                  for m in range(3, 10)}
 
