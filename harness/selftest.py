@@ -26,6 +26,7 @@ from kipcheck.harness.session import RunContext, create_topic, drive, follower_r
 from kipcheck.rundir.records import JSONL_NAME
 
 CONTROL = "control"
+PROPAGATION_ANOMALY = "hwm-propagation-delay"  # KIP-1166's anomaly: its windows need the statistic's sample
 PRODUCER_MODES = (("all", True), ("all", False))  # a non-idempotent retry is how `duplicate` shows
 
 
@@ -56,13 +57,20 @@ def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, 
     try:
         with ui.step(f"starting 3 Kafka {dist.version} brokers carrying the seeded bugs"):
             cluster.up(progress=ui.substep)
+        # KIP-1166's statistic needs 20 metadata changes, which a short window has only when it goes on
+        # past its length (session.gather_propagation_sample): only the windows that judge it wait for
+        # them, the control too when a KIP-1166 bug is in the matrix (its `kip` column is read against
+        # the control's); every other bug is flagged by another rule within seconds
+        kip1166_judged = {n for n in names if seeded.bug(n).anomaly == PROPAGATION_ANOMALY}
+        if kip1166_judged:
+            kip1166_judged.add(CONTROL)
         for name in [CONTROL, *names]:
             with ui.step(f"window: {name}"):
                 # the control's topic is tiered when any bug's is, so that it covers what they run on
                 tiered = cluster.options.tiered if name == CONTROL else seeded.bug(name).tiered
                 seconds = window if name == CONTROL else max(window, seeded.bug(name).min_window)
                 row = _window(cluster, control, root / name, None if name == CONTROL else name, seconds, profiles,
-                              dist.version, tiered, ui)
+                              dist.version, tiered, ui, kip1166_judged)
             row["status"] = status(row, profiles, _control(matrix))
             matrix["rows"].append(row)
             (root / "matrix.json").write_text(json.dumps(matrix, indent=2))
@@ -77,7 +85,7 @@ def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, 
 
 
 def _window(cluster, control: Path, wdir: Path, name: str | None, window: float, profiles, version, tiered: bool,
-            ui) -> dict:
+            ui, kip1166_judged: set[str]) -> dict:
     from kipcheck.checks.api import check, write_verdict
     from kipcheck.harness.run import RunOptions
     wdir.mkdir(parents=True)
@@ -101,7 +109,7 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
         time.sleep(0.6)  # every broker polls the control file each 200 ms
         t_on = history.now()  # the bug is on, on the history's clock
         opts = RunOptions(duration=window, workload=w)
-        drive(cluster, ctx, opts, [], history, rack, ui)
+        drive(cluster, ctx, opts, [], history, rack, ui, propagation_sample=(name or CONTROL) in kip1166_judged)
         seeded.switch(control, None)
         time.sleep(0.6)
         final_read(cluster.bootstrap_servers(), w, history, timeout=30)

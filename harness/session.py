@@ -66,13 +66,16 @@ def follower_rack(cluster, parts) -> str | None:
 
 
 def drive(cluster, ctx: RunContext, options: RunOptions, plan, history: History, rack: str | None, ui,
-          skip: set[str] = frozenset(), config: dict | None = None, save_config=None) -> dict:
+          skip: set[str] = frozenset(), config: dict | None = None, save_config=None,
+          propagation_sample: bool = True) -> dict:
     """Run workers, probes and the nemesis for the run's duration; return where consumers fetched from.
     `skip`: Skipped keys (harness.clients.capabilities) of probes the cluster cannot answer. A rolling
-    upgrade runs beside them (harness.upgrade); the workload goes on until its last step is done."""
+    upgrade runs beside them (harness.upgrade); the workload goes on until its last step is done.
+    `propagation_sample`: go on past the duration until KIP-1166's statistic has its sample
+    (`gather_propagation_sample`); the selftest turns it off in windows that do not judge KIP-1166."""
     skip = {*skip, *(s.key for s in release_gaps(cluster, options))}
     measured = history.keep("metadata_propagation", "fault") if (
-        options.probes and "observer.metadata_propagation" not in skip) else None
+        propagation_sample and options.probes and "observer.metadata_propagation" not in skip) else None
     service = WorkloadService(cluster, ctx, options.workload, history, rack, plan, options.seed, options.probes,
                               frozenset(skip))
     upgrader = _upgrader(ctx, options, history, config)

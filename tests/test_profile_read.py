@@ -23,8 +23,14 @@ _SESSIONS = {profiles.EMPTY_SESSION_CLOSED, profiles.EVICT_SMALLEST, profiles.IN
 UNPROFILED_3X = {f"kafka-3.{m}": _SESSIONS | ({profiles.SHARDED_SESSION_CACHE} if m >= 8 else set())
                  for m in range(3, 10)}
 
-LINES = sorted((line for line in releases.NEWEST_PATCH if f"kafka-{line}" in profiles.PROFILES),
-               key=lambda line: releases.parse(line))
+#: The lines the default suite reads: those it also starts live (3.3.2 and 3.9.2 in test_releases_run,
+#: the pinned 4.3.1, 4.4.0 in test_tiered). The others are `long`: on a fresh machine each costs 20-50 s
+#: of source-jar downloads, and on pinned jars their result changes only with profiles.py or
+#: profile_read.py, whose changes should run `-m long` on this module (docs/releases.md).
+DEFAULT_LINES = {"3.3", "3.9", "4.3", "4.4"}
+LINES = [pytest.param(line, marks=() if line in DEFAULT_LINES else pytest.mark.long, id=line)
+         for line in sorted((line for line in releases.NEWEST_PATCH if f"kafka-{line}" in profiles.PROFILES),
+                            key=lambda line: releases.parse(line))]
 
 
 @pytest.fixture(scope="module")
