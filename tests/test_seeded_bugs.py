@@ -93,6 +93,11 @@ def test_a_name_the_control_shows_under_kip_is_kip_evidence_only_above_the_contr
     longer = {**bug, "window": 30}  # 41 in 30 s against 40 in 15 s: no more than a healthy Kafka shows
     assert kip_evidence(longer, PROFILES, control) is False
     assert kip_evidence(row(), PROFILES, control) is None  # poll-skip: the control never shows it
+    # the control waited past its 15 s for KIP-1166's sample (60 s driven), the bug's window did not (15 s):
+    # 11 in 15 s is above the control's 40 in 60 s, 10 is not; nominal windows alone would say 11 <= 40
+    waited = {**control, "driven": 60.0}
+    assert kip_evidence({**bug, "driven": 15.0, "counts": {"kip": {"wrong-fetch-error": 11}}}, PROFILES, waited) is True
+    assert kip_evidence({**bug, "driven": 15.0, "counts": {"kip": {"wrong-fetch-error": 10}}}, PROFILES, waited) is False
     matrix = {"kafka_version": "4.3.1", "profiles": PROFILES, "window": 15,
               "rows": [{**control, "status": "valid", "seconds_to_detection": {}},
                        {**weak, "status": "caught", "kafka_method": "m", "rule": "r", "seconds_to_detection": {}}]}
