@@ -73,8 +73,13 @@ def single_partition(duration: float, topic: str) -> list[FaultSpec]:
                       params={"target": "leader", "topic": topic, "partition": 0})]
 
 
-#: node faults that may hit a transaction coordinator instead of a partition's leader or follower
-COORDINATOR_KINDS = {"partition", "partition-oneway", "kill", "pause", "restart"}
+#: node and link faults that may hit a transaction coordinator instead of a partition's leader or follower
+COORDINATOR_KINDS = {"partition", "partition-oneway", "kill", "pause", "restart", "latency"}
+#: Latency on the clients' link to a coordinator (issue 22): longer than the txn producers' request
+#: timeout (5 s, harness.clients.workload.PRODUCER_REQUEST_TIMEOUT_MS), so a producer gives up on an
+#: AddPartitionsToTxn, EndTxn or produce request and retries it while the first is still on its way
+#: (the delayed-commit-lands-on-a-later-transaction case KIP-890 defends against)
+COORDINATOR_LATENCY_MS = (6000, 8000)
 
 
 def generate(seed: int, kinds: list[str], duration: float, topic: str, intensity: float = 1.0,
@@ -84,14 +89,19 @@ def generate(seed: int, kinds: list[str], duration: float, topic: str, intensity
     `intensity` stretches windows and shortens gaps (2.0: twice as long, half the rest). With
     `transactional_ids` (the txn workload) half the node faults of `COORDINATOR_KINDS` hit the
     coordinator of one of them instead, drawn from a second generator so that the times and
-    kinds stay those of the seed's schedule without transactions."""
+    kinds stay those of the seed's schedule without transactions; such a latency is
+    `COORDINATOR_LATENCY_MS`, past the producers' request timeout."""
     specs = _generate(seed, kinds, duration, topic, intensity, partitions)
     if not transactional_ids:
         return specs
     rng = random.Random(f"{seed}/coordinator")
-    return [FaultSpec(s.kind, s.start, s.duration, {**s.params, "target": "coordinator",
-                                                    "transactional_id": rng.choice(transactional_ids)})
-            if s.kind in COORDINATOR_KINDS and rng.random() < 0.5 else s for s in specs]
+
+    def on_coordinator(s: FaultSpec) -> FaultSpec:
+        params = {**s.params, "target": "coordinator", "transactional_id": rng.choice(transactional_ids)}
+        if s.kind == "latency":
+            params["latency"] = rng.choice(COORDINATOR_LATENCY_MS)
+        return FaultSpec(s.kind, s.start, s.duration, params)
+    return [on_coordinator(s) if s.kind in COORDINATOR_KINDS and rng.random() < 0.5 else s for s in specs]
 
 
 def _generate(seed: int, kinds: list[str], duration: float, topic: str, intensity: float,

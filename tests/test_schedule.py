@@ -84,3 +84,18 @@ def test_transaction_state_partition_is_kafkas():
     assert transaction_state_partition("a") == 97 % 50
     assert transaction_state_partition("polygenelubricants") == 0  # hashCode is Integer.MIN_VALUE
     assert transaction_state_partition("kipcheck-txn-0") == 38
+
+
+def test_latency_on_a_coordinator_outlasts_the_producers_request_timeout():
+    """Issue 22: a txn run's latency on a coordinator's client link is long enough that a producer
+    times out and retries while its first request is still delayed; elsewhere latency keeps its
+    seeded value."""
+    from kipcheck.faults import schedule
+    from kipcheck.harness.clients.workload import PRODUCER_REQUEST_TIMEOUT_MS
+    specs = [s for seed in range(1, 30)
+             for s in schedule.generate(seed, ["latency"], 60.0, "t", transactional_ids=("x", "y"))]
+    on_coordinator = [s for s in specs if s.params["target"] == "coordinator"]
+    elsewhere = [s for s in specs if s.params["target"] != "coordinator"]
+    assert on_coordinator and elsewhere
+    assert all(s.params["latency"] > PRODUCER_REQUEST_TIMEOUT_MS for s in on_coordinator)
+    assert all(s.params["latency"] < PRODUCER_REQUEST_TIMEOUT_MS for s in elsewhere)
