@@ -132,14 +132,34 @@ def torn_offsets(txn_offsets: tuple[int, ...], read: set, read_past: int | None)
     return tuple(o for o in txn_offsets if o < read_past and o not in read)
 
 
+def past_deadline(txn_start_ns: int, txn_end_ns: int | None, timeout_ms: int, bound_ns: int, asked_ns: int) -> bool:
+    """The deadline `hanging` and `described_hanging` share: no transaction stays open past
+    min(its end, its start + timeout) plus the bound a recovering coordinator may need. True:
+    something seen at `asked_ns` shows it still open past that."""
+    deadline = txn_start_ns + timeout_ms * 1_000_000
+    if txn_end_ns is not None:
+        deadline = min(deadline, txn_end_ns)
+    return asked_ns > deadline + bound_ns
+
+
 def hanging(txn_start_ns: int, txn_end_ns: int | None, timeout_ms: int, bound_ns: int,
             asked_ns: int, lso: int, first_offset: int) -> bool:
     """KIP-98 "Transaction timeout" / KIP-890 "Hanging transactions": a transaction still open
     transaction.timeout.ms after it began is aborted by the coordinator, so no transaction
-    holds the LSO (LSO == its first offset) past max(its end, its start + timeout) plus
-    the bound a recovering coordinator may need. True: this answer, asked at `asked_ns`,
-    shows it holding the LSO past that."""
-    deadline = txn_start_ns + timeout_ms * 1_000_000
-    if txn_end_ns is not None:
-        deadline = min(deadline, txn_end_ns)
-    return lso == first_offset and asked_ns > deadline + bound_ns
+    holds the LSO (LSO == its first offset) past its deadline (`past_deadline`). True: this
+    answer, asked at `asked_ns`, shows it holding the LSO past that."""
+    return lso == first_offset and past_deadline(txn_start_ns, txn_end_ns, timeout_ms, bound_ns, asked_ns)
+
+
+#: the coordinator's state of a transaction that is open and subject to its timeout
+#: (TransactionState.ONGOING; Prepare* wait for markers, not for the timeout)
+ONGOING = "Ongoing"
+
+
+def described_hanging(first_seen_ns: int, state: str, timeout_ms: int, bound_ns: int, asked_ns: int) -> bool:
+    """KIP-98 "Transaction timeout", as the coordinator itself shows it (KIP-664
+    DescribeTransactions): a transaction past its deadline (`past_deadline`) is aborted. One
+    transaction (the same producer id, epoch and start time) described `Ongoing` from
+    `first_seen_ns` on, and still at `asked_ns`. It began at or before it was first seen, so its
+    deadline is at most `first_seen_ns` + its timeout."""
+    return state == ONGOING and past_deadline(first_seen_ns, None, timeout_ms, bound_ns, asked_ns)

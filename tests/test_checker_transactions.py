@@ -136,6 +136,43 @@ def test_lso_violations():
     assert flagged(reads(base()).fetch(5, 1, lso=4, hwm=7, records=[(4, "e")], isolation=RU)) == {}
 
 
+def describe(h: T, at_s: float, state="Ongoing", epoch=0, start_ms=1000, timeout_ms=10_000, proc=7) -> T:
+    """The prober's DescribeTransactions of one open transaction, asked and answered at `at_s`."""
+    v = {"broker": 2, "transactional_ids": ["x"]}
+    h._add(proc, "invoke", "describe_transactions", v)
+    h._add(proc, "ok", "describe_transactions", {**v, "version": 0, "transactions": [
+        {"transactional_id": "x", "error": "NONE", "state": state, "producer_id": 5, "producer_epoch": epoch,
+         "timeout_ms": timeout_ms, "start_time_ms": start_ms, "partitions": [["t", 0]]}]})
+    h.records[-2]["time"] = h.records[-1]["time"] = int(at_s * 1e9)
+    return h
+
+
+def test_a_transaction_its_coordinator_describes_open_past_its_timeout_hangs():
+    """KIP-664's view of KIP-98's timeout: one transaction (producer id, epoch, start time)
+    described Ongoing for longer than its timeout (10 s) plus the bound (the liveness bound and
+    Kafka's 10 s sweep) hangs; its valid near-misses do not."""
+    from kipcheck.checks.recovery import liveness_rule
+    last = 1 + 10 + liveness_rule().bound + 10  # first described at 1 s; the latest it may still be Ongoing
+    found = flagged(describe(describe(T(), 1), last + 1))
+    assert set(found) == {"hanging-transaction"}
+    assert found["hanging-transaction"][0]["rule"] == "transactions.described_hanging"
+    assert flagged(describe(describe(T(), 1), last - 1)) == {}  # within timeout + bound
+    assert flagged(describe(describe(T(), 1), last + 1, epoch=1)) == {}  # a later epoch: another transaction
+    assert flagged(describe(describe(T(), 1), last + 1, start_ms=70_000)) == {}  # the same id began again
+    assert flagged(describe(describe(T(), 1), last + 1, state="PrepareCommit")) == {}  # waits for markers
+    assert flagged(describe(describe(T(), 1), last + 1, timeout_ms=60_000)) == {}  # its own, longer timeout
+    # asked while a fault was on, or within the bound after the heal: the coordinator may be the one cut off
+    cut = describe(T(), 1)
+    cut._add("nemesis", "ok", "fault", {"fault": "pause", "targets": [2], "phase": "start"})
+    assert flagged(describe(cut, last + 1)) == {}
+    healed = describe(T(), 1)
+    healed._add("nemesis", "ok", "fault", {"fault": "pause", "targets": [2], "phase": "start"})
+    healed._add("nemesis", "ok", "fault", {"fault": "pause", "targets": [2], "phase": "stop"})
+    healed.records[-1]["time"] = int((last - 5) * 1e9)
+    assert flagged(describe(healed, last + 1)) == {}
+    assert set(flagged(describe(healed, 2 * last))) == {"hanging-transaction"}
+
+
 def test_hanging_transaction():
     h = reads(base())
     h.records[-1]["time"] = 0  # keep the reads early: time is what the rule measures

@@ -20,7 +20,10 @@ transaction hanging. The judgements are `reference_model.transactions`'s:
 * `hanging-transaction` (liveness): a fetch answer asked later than the transaction's end (or
   its start plus transaction.timeout.ms) plus the bound whose LSO still sits on one of its
   records, asked while no fault was on and the last heal was more than the bound ago (a
-  follower cut off keeps a stale LSO for as long as the fault lasts, and catches up after).
+  follower cut off keeps a stale LSO for as long as the fault lasts, and catches up after);
+  and, from the coordinators' own answers (KIP-664 DescribeTransactions), one transaction (producer
+  id, epoch, start time) described `Ongoing` for longer than its timeout plus the bound, the later
+  answer asked under the same quiet condition.
 
 `lost-write` for committed transactions and the gaps read_committed readers leave over
 aborted records are the history rule's (checks/rules/history_rules.py).
@@ -76,7 +79,7 @@ class TransactionRule(BaseRule):
 
     def split(self, record: dict) -> list[tuple[str, dict]]:
         f, v = record["f"], record["value"]
-        if f in TXN_OPS or (f == "send" and "txn" in v) or f == "fetch":
+        if f in TXN_OPS or (f == "send" and "txn" in v) or f in ("fetch", "describe_transactions"):
             return [(GROUP, record)]
         if f == "poll":
             if record["type"] == "ok" and v.get("isolation") == model.READ_COMMITTED and v.get("records"):
@@ -108,6 +111,9 @@ class _Judge:
         self.answers: list = []  # (txn, index, tp, first, last, offsets of it returned): rc fetch answers
         self.faults_on = 0  # faults started and not yet healed
         self.healed = None  # when the last heal completed
+        #: (transactional id, producer id, epoch, start time ms) -> (first seen Ongoing: ask time, index);
+        #: None once reported
+        self.described: dict = {}
         self.out: list[Anomaly] = []
 
     def _txn(self, txn) -> _Txn:
@@ -164,11 +170,12 @@ class _Judge:
             (txn.commit if f == "txn-commit" else txn.abort).append(t)
             if t == "ok" and txn.end_time is None:
                 txn.end_time, txn.end_index = r["time"], i
-        elif f == "fetch":
+        elif f in ("fetch", "describe_transactions"):
             if t == "invoke":
                 self.asked[r["process"]] = r["time"]
             elif t == "ok":
-                self._fetched(r, v, self.asked.pop(r["process"], r["time"]))
+                asked = self.asked.pop(r["process"], r["time"])
+                (self._fetched if f == "fetch" else self._described)(r, v, asked)
         elif f == "fault":
             if v.get("fault") in STATE_LOSING_FAULTS:
                 for b in fault_brokers(r):
@@ -216,11 +223,36 @@ class _Judge:
                                                      "to": lso, "leader_epoch": epoch}))
                 if prev is None or lso >= prev[0]:
                     self.lso[key] = (lso, i)
-            quiet = not self.faults_on and (self.healed is None or asked - self.healed > self.bound_ns)
-            if lso < hwm and quiet:
+            if lso < hwm and self._quiet(asked):
                 seen = self.held.setdefault(tp, {})
                 if lso not in seen or seen[lso][0] < asked:
                     seen[lso] = (asked, i)
+
+    def _quiet(self, asked: int) -> bool:
+        """No fault on, and the last heal more than the bound before `asked`."""
+        return not self.faults_on and (self.healed is None or asked - self.healed > self.bound_ns)
+
+    def _described(self, r: dict, v: dict, asked: int) -> None:
+        """A coordinator's DescribeTransactions answer: each open transaction it names is one
+        (producer id, epoch, start time); seen `Ongoing` past its timeout plus the bound, it hangs."""
+        i = r["index"]
+        for d in v.get("transactions") or ():
+            if d.get("error") != "NONE" or d.get("state") != model.ONGOING or type(d.get("timeout_ms")) is not int:
+                continue
+            key = (d.get("transactional_id"), d.get("producer_id"), d.get("producer_epoch"), d.get("start_time_ms"))
+            first = self.described.setdefault(key, (asked, i))
+            if first is None or not self._quiet(asked):
+                continue
+            if model.described_hanging(first[0], d["state"], d["timeout_ms"], self.bound_ns, asked):
+                self.described[key] = None
+                self.out.append(Anomaly("hanging-transaction", (first[1], i),
+                                        f"coordinator {v.get('broker')} described transaction {key[0]} (producer id "
+                                        f"{key[1]}, epoch {key[2]}) as Ongoing at index {first[1]} and still "
+                                        f"{(asked - first[0]) / 1e9:.1f} s later (index {i}; timeout {d['timeout_ms']} "
+                                        f"ms, bound {self.bound_ns / 1e9:.0f} s)",
+                                        details={"txn": key[0], "producer_id": key[1], "producer_epoch": key[2],
+                                                 "start_time_ms": key[3], "broker": v.get("broker"),
+                                                 "partitions": d.get("partitions"), RULE: "transactions.described_hanging"}))
 
     def _covered(self, e: dict, tp: str, i: int) -> None:
         """Records of transactions in a read_committed answer that its aborted list leaves out

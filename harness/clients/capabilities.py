@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from kafka.protocol.admin import ListTransactionsRequest
 from kafka.protocol.admin.configs import DescribeConfigsRequest
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
@@ -25,6 +26,7 @@ PROBER_NEEDS = {
     "fetch_session": (FetchRequest, FETCH_MIN_VERSION, "KIP-227 fetch sessions"),
     "list_offsets": (ListOffsetsRequest, 1, "ListOffsets probes"),
     "offsets_for_leader_epoch": (OffsetForLeaderEpochRequest, 3, "KIP-392 OffsetsForLeaderEpoch as a consumer"),
+    "transactions": (ListTransactionsRequest, 0, "KIP-664 ListTransactions / DescribeTransactions"),
 }
 #: the Admin calls of the observer's KIP-1166 propagation changes, by API key
 PROPAGATION_APIS = {19: "CreateTopics", 20: "DeleteTopics", 44: "IncrementalAlterConfigs"}

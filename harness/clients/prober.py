@@ -9,6 +9,8 @@ It asks the questions the KIPs answer and clients never ask on purpose:
   epoch, an unknown session id, a forgotten partition, and a close by ID/-1.
 - KIP-1023: ListOffsets with timestamps -1 to -6 (on a tiered topic -4..-6 mean something).
 - KIP-392: OffsetsForLeaderEpoch with replica id -1, to leaders and followers.
+- KIP-664: ListTransactions to every broker, then DescribeTransactions of the open ones to the
+  broker that listed them (their coordinator): how long the coordinator has kept each open.
 
 Every request is one history operation (docs/history.md `fetch`, `list_offsets`,
 `offsets_for_leader_epoch`): an answered request is `ok` whatever its error code, a lost
@@ -25,6 +27,7 @@ import itertools
 import random
 import threading
 
+from kafka.protocol.admin import DescribeTransactionsRequest, ListTransactionsRequest
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
 
@@ -68,7 +71,7 @@ class Prober(Worker):
     # -- the loop ----------------------------------------------------------------------
     def rounds(self):
         every = [self.kip392_cases, self.fetch_session, self.list_offsets, self.offsets_for_leader_epoch,
-                 self.read_committed]
+                 self.read_committed, self.transactions]
         return [r for r in every if r.__name__ not in self.skip]
 
     def work(self):
@@ -206,6 +209,21 @@ class Prober(Worker):
         start = max(self._log_start.get(key, 0), self._hwm.get((state.leader, *key), 0) - 50)
         for broker in [state.leader, *(b for b in state.replicas if b != state.leader and b in self._view.brokers)]:
             self.fetch_one(broker, key, start, None, state.leader_epoch, isolation=1)
+
+    # -- KIP-664: the coordinators' own view of open transactions ---------------------------
+    def transactions(self, key) -> None:
+        """ListTransactions to each broker (it lists those it coordinates), then DescribeTransactions
+        of the ones not yet ended, to the same broker. The describe names a transaction by producer
+        id, epoch and start time, so the checker can tell how long one stayed open (`hanging-transaction`).
+        `key` is unused: the coordinators' state is not per partition."""
+        for broker in sorted(self._view.brokers):
+            if not self.speaks(broker, ListTransactionsRequest, 0, "KIP-664 ListTransactions"):
+                continue
+            listed = self.call("list_transactions", {"broker": broker}, broker, _list_transactions)
+            open_ids = sorted(t for t, _, state in (listed or {}).get("transactions", []) if state not in ENDED)
+            if open_ids and self.speaks(broker, DescribeTransactionsRequest, 0, "KIP-664 DescribeTransactions"):
+                self.call("describe_transactions", {"broker": broker, "transactional_ids": open_ids}, broker,
+                          lambda conn: _describe_transactions(conn, open_ids))
 
     def fetch_one(self, broker: int, key, offset: int, rack: str | None, leader_epoch: int,
                   isolation: int = 0) -> dict | None:
@@ -410,6 +428,31 @@ class Prober(Worker):
                     "leader_epoch": answer.leader_epoch}
 
         return self.call("offsets_for_leader_epoch", value, broker, send)
+
+
+#: coordinator states of a transaction that has ended (TransactionState in Kafka's coordinator)
+ENDED = {"Empty", "CompleteCommit", "CompleteAbort", "Dead"}
+
+
+def _list_transactions(conn: BrokerConnection) -> dict:
+    L = ListTransactionsRequest
+    version = conn.version_for(L, 0)
+    answer = conn.request(L(state_filters=[], producer_id_filters=[]), version)
+    return {"version": version, "error": error_name(answer.error_code),
+            "transactions": sorted([t.transactional_id, t.producer_id, t.transaction_state]
+                                   for t in answer.transaction_states)}
+
+
+def _describe_transactions(conn: BrokerConnection, transactional_ids: list[str]) -> dict:
+    D = DescribeTransactionsRequest
+    version = conn.version_for(D, 0)
+    answer = conn.request(D(transactional_ids=transactional_ids), version)
+    return {"version": version, "transactions": [
+        {"transactional_id": t.transactional_id, "error": error_name(t.error_code), "state": t.transaction_state,
+         "producer_id": t.producer_id, "producer_epoch": t.producer_epoch, "timeout_ms": t.transaction_timeout_ms,
+         "start_time_ms": t.transaction_start_time_ms,
+         "partitions": sorted([d.topic, p] for d in t.topics for p in d.partitions)}
+        for t in answer.transaction_states]}
 
 
 def list_offsets_min_version(timestamp: int) -> int:
