@@ -30,3 +30,11 @@ def test_txn_workload_is_valid_with_every_ending(workload, history):
     sends = [r for r in records if r["f"] == "send"]
     assert sends and all("txn" in r["value"] for r in sends)
     assert verdict["counts"]["by_f"].get("txn-begin", 0) >= counts["committed"]
+    # KIP-664: the prober saw the coordinators' own view of the workload's open transactions, with the
+    # producers' transaction.timeout.ms
+    described = [t for r in records if r["f"] == "describe_transactions" and r["type"] == "ok"
+                 for t in r["value"]["transactions"]]
+    ongoing = [t for t in described if t["error"] == "NONE" and t["state"] == "Ongoing"]
+    assert ongoing, f"no transaction described Ongoing among {len(described)} described"
+    assert {t["timeout_ms"] for t in ongoing} == {10_000}
+    assert all(t["transactional_id"].startswith("kipcheck-") and t["partitions"] for t in ongoing)
