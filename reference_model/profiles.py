@@ -381,7 +381,7 @@ _3X_COMMON = (
     "2026-11-24, after a 3.9.2 -> 4.3.1 upgrade run showed it). response-lso-sampled-before-read: the same "
     "Partition.readRecords takes initialHighWatermark, then initialLastStableOffset, before localLog.read "
     "(read in every 3.x line by `kipcheck profile read` on 2026-11-27, after a 3.3.2 run with no transactions "
-    "answered an LSO above its own HWM under a partition fault).")
+    "answered a read_committed probe with a record at or above the LSO it reported).")
 _BY_3X_LINE = {
     "kafka-3.3": "Read in the 3.3.2 source jar (kafka_2.13). out-of-range-without-offsets: "
     "kafka.server.ReplicaManager.readFromLocalLog's inner read() catches OffsetOutOfRangeException (with "
