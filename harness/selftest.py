@@ -70,7 +70,7 @@ def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, 
                 tiered = cluster.options.tiered if name == CONTROL else seeded.bug(name).tiered
                 seconds = window if name == CONTROL else max(window, seeded.bug(name).min_window)
                 row = _window(cluster, control, root / name, None if name == CONTROL else name, seconds, profiles,
-                              dist.version, tiered, ui, kip1166_judged)
+                              dist.version, tiered, ui, propagation_sample=name in kip1166_judged)
             row["status"] = status(row, profiles, _control(matrix))
             matrix["rows"].append(row)
             (root / "matrix.json").write_text(json.dumps(matrix, indent=2))
@@ -85,7 +85,7 @@ def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, 
 
 
 def _window(cluster, control: Path, wdir: Path, name: str | None, window: float, profiles, version, tiered: bool,
-            ui, kip1166_judged: set[str]) -> dict:
+            ui, propagation_sample: bool) -> dict:
     from kipcheck.checks.api import check, write_verdict
     from kipcheck.harness.run import RunOptions
     wdir.mkdir(parents=True)
@@ -109,9 +109,9 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
         time.sleep(0.6)  # every broker polls the control file each 200 ms
         t_on = history.now()  # the bug is on, on the history's clock
         opts = RunOptions(duration=window, workload=w)
-        driven = time.monotonic()
-        drive(cluster, ctx, opts, [], history, rack, ui, propagation_sample=(name or CONTROL) in kip1166_judged)
-        driven = time.monotonic() - driven  # the window's length, KIP-1166's wait for its sample included
+        started = time.monotonic()
+        drive(cluster, ctx, opts, [], history, rack, ui, propagation_sample=propagation_sample)
+        driven = time.monotonic() - started  # the window's length, KIP-1166's wait for its sample included
         seeded.switch(control, None)
         time.sleep(0.6)
         final_read(cluster.bootstrap_servers(), w, history, timeout=30)

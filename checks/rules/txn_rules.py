@@ -111,7 +111,7 @@ class _Judge:
         self.answers: list = []  # (txn, index, tp, first, last, offsets of it returned): rc fetch answers
         self.faults_on = 0  # faults started and not yet healed
         self.healed = None  # when the last heal completed
-        #: (transactional id, producer id, epoch, start time ms) -> (first seen Ongoing: ask time, index);
+        #: (transactional id, producer id, epoch, start time ms) -> (first described: ask time, index);
         #: None once reported
         self.described: dict = {}
         self.out: list[Anomaly] = []
@@ -234,10 +234,11 @@ class _Judge:
 
     def _described(self, r: dict, v: dict, asked: int) -> None:
         """A coordinator's DescribeTransactions answer: each open transaction it names is one
-        (producer id, epoch, start time); seen `Ongoing` past its timeout plus the bound, it hangs."""
+        (producer id, epoch, start time), first seen at its first answer; whether a later answer
+        shows it hanging is the model's (`described_hanging`: still Ongoing past the deadline)."""
         i = r["index"]
         for d in v.get("transactions") or ():
-            if d.get("error") != "NONE" or d.get("state") != model.ONGOING or type(d.get("timeout_ms")) is not int:
+            if d.get("error") != "NONE" or type(d.get("timeout_ms")) is not int:
                 continue
             key = (d.get("transactional_id"), d.get("producer_id"), d.get("producer_epoch"), d.get("start_time_ms"))
             first = self.described.setdefault(key, (asked, i))

@@ -131,12 +131,6 @@ def full_isr(cluster, topic: str, partition: int = 0):
     return p if p.leader >= 0 and set(p.isr) == set(p.replicas) else None
 
 
-def full_isr_answered_by(cluster, topic: str, node_id: int, partition: int = 0):
-    """`full_isr` as one broker's own Metadata answer shows it."""
-    p = partition_answered_by(cluster, topic, partition, node_id)
-    return p if p.leader >= 0 and set(p.isr) == set(p.replicas) else None
-
-
 def wait_partition(cluster, topic: str, pred, timeout: float, what: str, partition: int = 0, exclude=()):
     """Wait until partition `partition` as seen by brokers outside `exclude` satisfies `pred`; return that view."""
     def seen():

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from kipcheck.faults.base import FaultSpec
-from tests.integration.faults_support import (full_isr, full_isr_answered_by, partition_seen_by, produce, wait_for,
-                                              wait_partition)
+from kipcheck.harness.clients.admin import wait_known_by_each
+from tests.integration.faults_support import full_isr, partition_seen_by, produce, wait_for, wait_partition
 
 pytestmark = pytest.mark.cluster
 
@@ -82,6 +82,5 @@ def test_rolling_restart_restarts_every_broker_and_keeps_the_isr(cluster, topic,
     # the roll waited for a full ISR as one broker answered it; the broker restarted last may still be
     # replaying the metadata log (CI, 2026-11-27: its answer lacked the ISR the others had), so each
     # broker's own answer is asked for, with a bound
-    wait_for(lambda: all(full_isr_answered_by(cluster, topic, b.spec.node_id) for b in cluster.brokers), 30,
-             "a full ISR in every broker's own Metadata answer after the roll")
+    wait_known_by_each([b.spec.client_endpoint for b in cluster.brokers], topic, 30)
     produce(cluster, topic, 5)
