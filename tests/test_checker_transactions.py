@@ -286,7 +286,12 @@ def test_an_lso_above_its_own_hwm_is_the_sampled_hwm_under_kafka_until_a_later_h
     contradicted = reads(base()).fetch(5, 1, lso=9, hwm=7).fetch(5, 1, lso=8, hwm=8)
     # another epoch proves nothing about it
     other_epoch = reads(base()).fetch(5, 1, lso=9, hwm=7).fetch(5, 1, lso=4, hwm=4, epoch=1)
+    # a session fetch names no leader epoch (CI, 2026-11-27: LSO 8101 over HWM 8055 in a healthy control window)
+    epochless = reads(base()).fetch(5, 1, lso=9, hwm=7)
+    del epochless.records[-1]["value"]["current_leader_epoch"], epochless.records[-2]["value"]["current_leader_epoch"]
+    assert judged(epochless, "kip")[0] == {"lso-violation": 1}
     for p in carrying(profiles.RESPONSE_LSO_SAMPLED_BEFORE_READ):  # 3.3 ... 4.4
+        assert judged(epochless, p) == ({}, {"lso-violation": 1}), p
         assert judged(caught_up, p) == ({}, {"lso-violation": 1}), p
         assert judged(unconfirmed, p) == ({}, {"lso-violation": 1}), p
         assert judged(contradicted, p)[0] == {"lso-violation": 1}, p

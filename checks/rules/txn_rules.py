@@ -198,10 +198,11 @@ class _Judge:
             life_key = (broker, tp, epoch, self.lives.get(broker, 0)) if type(epoch) is int and epoch >= 0 else None
             self._judge_lso_over_hwm(life_key, hwm, i, where)
             if not model.lso_within_hwm(lso, hwm):
-                if life_key is not None and profiles.get(self.profile).allows(profiles.RESPONSE_LSO_SAMPLED_BEFORE_READ):
+                sampled = profiles.get(self.profile).allows(profiles.RESPONSE_LSO_SAMPLED_BEFORE_READ)
+                if life_key is not None and sampled:
                     self.lso_over_hwm.setdefault(life_key, []).append((lso, hwm, i))
-                else:
-                    self.out.append(self._lso_over_hwm(lso, hwm, i, where, known=False))
+                else:  # a session fetch names no leader epoch: no later HWM can be matched to it
+                    self.out.append(self._lso_over_hwm(lso, hwm, i, where, known=sampled))
             if committed and e.get("batches") is not None:
                 self._covered(e, tp, i)
             if committed and e.get("records"):
