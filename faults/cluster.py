@@ -28,6 +28,38 @@ class NodeSpec(Protocol):
 
 
 @runtime_checkable
+class NodeFiles(Protocol):
+    """The file verbs of a node's own machine: this one, or a remote host over SSH.
+
+    Disk, clock and log-directory faults touch a node's files only through these, never with
+    this machine's file calls, so they act on a host kipcheck reaches over SSH as on a local
+    node. Paths are the host's (`Node.data_dirs`, ...); only their pure parts (`/`, `.name`,
+    `.stem`, `.with_suffix`) are used."""
+
+    def read_text(self, path) -> str | None: ...  # None: no such file
+
+    def read_bytes(self, path) -> bytes | None: ...  # None: no such file
+
+    def write_text(self, path, text: str) -> None: ...  # whole or not at all
+
+    def write_bytes(self, path, data: bytes) -> None: ...  # whole or not at all
+
+    def exists(self, path) -> bool: ...
+
+    def is_dir(self, path) -> bool: ...
+
+    def list_dir(self, directory, dirs_only: bool = False) -> list[str]: ...  # names, sorted; [] for no such directory
+
+    def file_sizes(self, directory, suffix: str) -> dict[str, int]: ...  # name -> size of the files ending in suffix
+
+    def truncate(self, path, size: int) -> None: ...
+
+    def rename(self, source, target) -> None: ...
+
+    def remove(self, path) -> None: ...  # one file; one already gone is fine
+
+
+@runtime_checkable
 class Node(Protocol):
     """One Kafka node (harness.backends.node.KafkaNode): its process, its disk and its packet filter."""
 
@@ -42,6 +74,9 @@ class Node(Protocol):
 
     @property
     def metadata_dir(self) -> Path: ...  # the KRaft metadata log
+
+    @property
+    def files(self) -> NodeFiles: ...  # its machine's file verbs (every fault's way to its disk)
 
     @property
     def pid(self) -> int | None: ...  # None when not running

@@ -8,10 +8,9 @@ caused by the harness, not by Kafka.
 """
 from __future__ import annotations
 
-import os
 import random
 import struct
-from pathlib import Path
+from pathlib import PurePath
 
 from kipcheck.faults.base import FaultContext, FaultSpec
 from kipcheck.faults.errors import FaultError
@@ -65,40 +64,38 @@ BATCH_HEADER = 12  # baseOffset (8) + length (4): a batch is 12 + length bytes
 CRC_COVERED_FROM = 21  # the batch CRC-32C covers attributes (byte 21) to the batch's end
 
 
-def partition_dir(node, topic: str, partition: int) -> Path:
+def partition_dir(node, topic: str, partition: int) -> PurePath:
     """The log directory holding the node's replica of the partition (JBOD: any of `data_dirs`)."""
     name = f"{topic}-{partition}"
-    return next((d for d in node.data_dirs if (d / name).is_dir()), node.data_dirs[0])
+    return next((d for d in node.data_dirs if node.files.is_dir(d / name)), node.data_dirs[0])
 
 
-def recovery_point(log_dir: Path, topic: str, partition: int) -> int:
+def recovery_point(files, log_dir: PurePath, topic: str, partition: int) -> int:
     """The partition's offset in the log directory's `recovery-point-offset-checkpoint` (0: none).
 
     After an unclean shutdown Kafka's log recovery re-reads (CRC, offsets, and rebuilds the
     indexes of) every segment from the one holding this offset on; data below it is trusted."""
-    try:
-        lines = (log_dir / "recovery-point-offset-checkpoint").read_text().splitlines()[2:]
-    except OSError:
-        return 0
-    for line in lines:
+    text = files.read_text(log_dir / "recovery-point-offset-checkpoint")
+    for line in (text or "").splitlines()[2:]:
         t, p, offset = line.rsplit(" ", 2)
         if t == topic and int(p) == partition:
             return int(offset)
     return 0
 
 
-def recovered_segments(node, topic: str, partition: int) -> tuple[list[Path], int]:
+def recovered_segments(node, topic: str, partition: int) -> tuple[list[PurePath], int]:
     """The partition's segments log recovery will re-read after a kill (oldest first), and the recovery point."""
     log_dir = partition_dir(node, topic, partition)
-    segments = sorted((log_dir / f"{topic}-{partition}").glob("*.log"))
+    replica = log_dir / f"{topic}-{partition}"
+    segments = [replica / name for name in sorted(node.files.file_sizes(replica, ".log"))]
     if not segments:
         raise FaultError(f"node {node.spec.node_id} has no segment of {topic}-{partition}")
-    point = recovery_point(log_dir, topic, partition)
+    point = recovery_point(node.files, log_dir, topic, partition)
     floor = max((i for i, s in enumerate(segments) if int(s.stem) <= point), default=0)
     return segments[floor:], point
 
 
-def pick_segment(node, spec: FaultSpec, ctx: FaultContext) -> tuple[Path, str, int]:
+def pick_segment(node, spec: FaultSpec, ctx: FaultContext) -> tuple[PurePath, str, int]:
     """The segment a `segment: active|closed` param names, among those recovery re-reads:
     the last one, or a closed one (falling back to the active when none is closed); and the role it had."""
     segments, point = recovered_segments(node, *partition_of(spec, ctx))
@@ -132,9 +129,9 @@ class Truncate(_DiskFault):
 
     def damage(self, ctx, node, spec):
         segment, role, point = pick_segment(node, spec, ctx)
-        size = segment.stat().st_size
+        size = node.files.file_sizes(segment.parent, segment.name)[segment.name]
         cut = min(size, int(spec.params.get("bytes", 4096)))
-        os.truncate(segment, size - cut)
+        node.files.truncate(segment, size - cut)
         return {"segment": segment.name, "segment_role": role, "recovery_point": point,
                 "size_before": size, "size_after": size - cut}
 
@@ -156,7 +153,7 @@ class BitFlip(_DiskFault):
         rng = random.Random(int(spec.params.get("seed", 0)))
         flips = max(1, int(spec.params.get("flips", 8)))
         target = segment.with_suffix(".index") if spec.params.get("file", "log") == "index" else segment
-        data = bytearray(target.read_bytes())
+        data = bytearray(node.files.read_bytes(target) or b"")
         if target is segment:
             spans = [(s + CRC_COVERED_FROM, e) for s, e in batch_spans(data) if e - s > CRC_COVERED_FROM]
         else:
@@ -169,7 +166,7 @@ class BitFlip(_DiskFault):
             pos = rng.randrange(lo, hi)
             data[pos] ^= 1 << rng.randrange(8)
             positions.append(pos)
-        target.write_bytes(bytes(data))
+        node.files.write_bytes(target, bytes(data))
         # not "file": the history merges this into the spec's params, whose `file` says log or index
         return {"damaged": target.name, "segment_role": role, "recovery_point": point, "positions": sorted(positions)}
 

@@ -11,7 +11,7 @@ write may be lost. The heal stops the broker, puts the directory back and starts
 """
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import PurePath
 
 from kipcheck.faults.base import FaultContext, FaultSpec
 from kipcheck.faults.errors import FaultError
@@ -21,23 +21,23 @@ from kipcheck.faults.targets import partition_of, resolve_node, wait_full_isr
 ASIDE = ".failed"  # the moved-aside directory: <dir>.failed
 
 
-def _aside(d: Path) -> Path:
+def _aside(d: PurePath) -> PurePath:
     return d.with_name(d.name + ASIDE)
 
 
 def _restore(node) -> bool:
-    """Stop the node if one of its log directories is failed and put every one back; whether any was."""
-    # only this machine's directories (a Path): a remote host's (ssh backend) cannot have failed,
-    # since this kind acts on local files only (docs/backends.md)
-    failed = [d for d in node.data_dirs if isinstance(d, Path) and _aside(d).exists()]
+    """Stop the node if one of its log directories is failed and put every one back; whether any was.
+    Through the node's file verbs, so a remote host's (ssh backend) directory is restored there."""
+    files = node.files
+    failed = [d for d in node.data_dirs if files.is_dir(_aside(d))]
     if not failed:
         return False
     if node.alive():
         node.stop_node(clean_shutdown=True, timeout=10)  # a broker with a failed directory may not finish one
     for d in failed:
-        if d.is_file() or d.is_symlink():
-            d.unlink()
-        _aside(d).rename(d)
+        if not files.is_dir(d):
+            files.remove(d)  # the plain file standing in its place
+        files.rename(_aside(d), d)
     return True
 
 
@@ -69,13 +69,14 @@ class LogDirFailure:
             raise FaultError(f"node {victim} has one log directory: log-dir-failure needs a cluster "
                              "with two (ClusterOptions(log_dirs=2))")
         topic, partition = partition_of(spec, ctx)
-        failed = next((d for d in node.data_dirs if (d / f"{topic}-{partition}").is_dir()), None)
+        files = node.files
+        failed = next((d for d in node.data_dirs if files.is_dir(d / f"{topic}-{partition}")), None)
         if failed is None:
             raise FaultError(f"node {victim} holds no replica of {topic}-{partition}")
-        failed.rename(_aside(failed))
-        failed.write_text("kipcheck: this log directory failed (faults/logdir.py); the heal restores it\n")
+        files.rename(failed, _aside(failed))
+        files.write_text(failed, "kipcheck: this log directory failed (faults/logdir.py); the heal restores it\n")
         return {"targets": [victim], "failed_dir": str(failed),
-                "partitions_in_dir": sorted(p.name for p in _aside(failed).iterdir() if p.is_dir())}
+                "partitions_in_dir": files.list_dir(_aside(failed), dirs_only=True)}
 
     def heal(self, ctx: FaultContext, spec: FaultSpec, injected: dict) -> None:
         for t in injected["targets"]:

@@ -125,9 +125,13 @@ def cmd_cluster(args) -> int:
             print("no clusters")
         for st in states:
             d = st.data
-            from kipcheck.harness.backends.state import same_process_alive
-            nodes = {k: ("up" if same_process_alive(v.get("pid"), v.get("start")) else "down")
-                     for k, v in d.get("nodes", {}).items()}
+            if d.get("mode") == "ssh":  # its pids are the hosts': ask them
+                from kipcheck.harness.backends.ssh_cluster import node_status
+                nodes = node_status(st)
+            else:
+                from kipcheck.harness.backends.state import same_process_alive
+                nodes = {k: ("up" if same_process_alive(v.get("pid"), v.get("start")) else "down")
+                         for k, v in d.get("nodes", {}).items()}
             print(json.dumps({"cluster_id": d["cluster_id"], "kafka_version": d.get("kafka_version"),
                               "mode": d.get("mode"), "bootstrap": d.get("bootstrap"), "nodes": nodes,
                               "owner_pid": d.get("owner_pid"), "dir": d.get("root")}))

@@ -15,9 +15,11 @@ from kipcheck.faults.base import FaultSpec
 from kipcheck.faults.clock import offset_text
 from kipcheck.faults.errors import FaultError
 from kipcheck.faults.registry import DEFAULT_MIX, cluster_options
+from kipcheck.harness.backends.network import Host
 from kipcheck.harness.clients.values import text
 
 CTX = SimpleNamespace(topic="t")  # a FaultContext's workload topic, all these faults read of it
+HERE = Host("n1", "127.0.0.1", None)  # the native runner: the node's files on this machine
 
 
 def _batch(base_offset: int, values: list[bytes]) -> bytes:
@@ -40,7 +42,7 @@ def _partition(tmp_path: Path, segments: dict[int, int], recovery_point: int | N
         (data / "t-0" / f"{base:020d}.index").write_bytes(bytes(80))
     if recovery_point is not None:
         (data / "recovery-point-offset-checkpoint").write_text(f"0\n2\nother 0 5\nt 0 {recovery_point}\n")
-    return SimpleNamespace(data_dir=data, data_dirs=[data], spec=SimpleNamespace(node_id=1))
+    return SimpleNamespace(data_dir=data, data_dirs=[data], spec=SimpleNamespace(node_id=1), files=HERE)
 
 
 def _crc_ok(path: Path) -> list[bool]:
@@ -111,7 +113,7 @@ def test_index_flips_change_the_index_only(tmp_path):
 
 
 def test_no_segment_is_a_fault_error(tmp_path):
-    node = SimpleNamespace(data_dir=tmp_path, data_dirs=[tmp_path], spec=SimpleNamespace(node_id=1))
+    node = SimpleNamespace(data_dir=tmp_path, data_dirs=[tmp_path], spec=SimpleNamespace(node_id=1), files=HERE)
     with pytest.raises(FaultError, match="no segment"):
         disk.BitFlip().damage(CTX, node, FaultSpec("bitflip", 0, 0, {"topic": "t"}))
 

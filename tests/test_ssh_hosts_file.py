@@ -126,6 +126,16 @@ def test_the_native_runner_does_what_a_node_asks_on_this_machine(tmp_path):
     host.truncate(tmp_path / "d" / "s.log", 3)
     assert host.fetch(tmp_path / "d" / "s.log", tmp_path / "x") == tmp_path / "d" / "s.log"
     assert host.read_text(tmp_path / "d" / "s.log") == "012" and host.read_text(tmp_path / "none") is None
+    host.write_bytes(tmp_path / "d" / "b.bin", b"\x00\xff" * 5)
+    assert host.read_bytes(tmp_path / "d" / "b.bin") == b"\x00\xff" * 5 and host.read_bytes(tmp_path / "x") is None
+    host.rename(tmp_path / "d", tmp_path / "e")
+    host.write_text(tmp_path / "d", "a file where the directory was")
+    assert host.is_dir(tmp_path / "e") and not host.is_dir(tmp_path / "d")
+    assert host.list_dir(tmp_path, dirs_only=True) == ["e"] and host.list_dir(tmp_path / "e") == ["b.bin", "s.log"]
+    host.remove(tmp_path / "d")
+    host.remove(tmp_path / "d")  # already gone: fine
+    assert host.list_dir(tmp_path) == ["e"] and host.list_dir(tmp_path / "none") == []
+    host.rename(tmp_path / "e", tmp_path / "d")
     pid, start, proc = host.spawn(["sleep", "300"], tmp_path / "d" / "out.log")
     try:
         assert host.alive(pid, start) and not host.alive(pid, start + 1)

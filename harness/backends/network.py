@@ -95,6 +95,18 @@ class Runner(Protocol):
 
     def truncate(self, path: Path, size: int) -> None: ...
 
+    def read_bytes(self, path: Path) -> bytes | None: ...
+
+    def write_bytes(self, path: Path, data: bytes) -> None: ...
+
+    def list_dir(self, directory: Path, dirs_only: bool = False) -> list[str]: ...
+
+    def is_dir(self, path: Path) -> bool: ...
+
+    def rename(self, source: Path, target: Path) -> None: ...
+
+    def remove(self, path: Path) -> None: ...
+
     def fetch(self, path: Path, local: Path) -> Path | None: ...
 
 
@@ -153,8 +165,20 @@ class Host:
 
     # -- files (the node's directory) ------------------------------------------------------
     def write_text(self, path: Path, text: str) -> None:
+        self.write_bytes(path, text.encode())
+
+    def write_bytes(self, path: Path, data: bytes) -> None:
+        """Write whole or not at all (a reader never sees half: libfaketime's offset file, a segment)."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        tmp = path.with_name(path.name + ".kipcheck-tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+
+    def read_bytes(self, path: Path) -> bytes | None:
+        try:
+            return path.read_bytes()
+        except OSError:
+            return None
 
     def read_text(self, path: Path) -> str | None:
         try:
@@ -174,6 +198,23 @@ class Host:
 
     def truncate(self, path: Path, size: int) -> None:
         os.truncate(path, size)
+
+    def list_dir(self, directory: Path, dirs_only: bool = False) -> list[str]:
+        """The names in `directory` (with `dirs_only`, of its subdirectories), sorted; no such directory: []."""
+        try:
+            return sorted(e.name for e in os.scandir(directory) if not dirs_only or e.is_dir(follow_symlinks=False))
+        except OSError:
+            return []
+
+    def is_dir(self, path: Path) -> bool:
+        return path.is_dir()
+
+    def rename(self, source: Path, target: Path) -> None:
+        os.rename(source, target)
+
+    def remove(self, path: Path) -> None:
+        """Delete one file (or symlink); one already gone is fine."""
+        Path(path).unlink(missing_ok=True)
 
     def fetch(self, path: Path, local: Path) -> Path | None:
         """The file where the harness can read it: here, the file itself (None when absent)."""

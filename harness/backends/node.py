@@ -43,7 +43,7 @@ LIBFAKETIME = next(iter(sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.
                    Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"))
 
 
-def faketime_env(clock_file: Path) -> dict:
+def faketime_env(clock_file: Path, host) -> dict:
     """The environment that preloads libfaketime into a node's JVM, driven by `clock_file`.
 
     The file holds libfaketime's offset ("+60", "-300"); while it is absent the clock is real.
@@ -51,9 +51,10 @@ def faketime_env(clock_file: Path) -> dict:
     move a running JVM's wall clock; the monotonic clock (System.nanoTime) stays real (without
     that the JVM hangs). Debian's 0.9.10 then turns on its pthread_cond_timedwait "monotonic fix",
     which makes the JVM's timed waits spin: a Kafka tool took 26 s instead of 1.7 s, so it is off."""
-    if not LIBFAKETIME.exists():
-        raise HarnessError(f"clock faults need libfaketime ({LIBFAKETIME}): apt-get install libfaketime "
-                           "(scripts/install.sh does)")
+    if not host.exists(LIBFAKETIME):  # on the node's own machine
+        where = f"host {host.name}: " if host.remote else ""
+        raise HarnessError(f"{where}clock faults need libfaketime ({LIBFAKETIME}): apt-get install libfaketime "
+                           "(scripts/install.sh does here)")
     return {"LD_PRELOAD": str(LIBFAKETIME), "FAKETIME_TIMESTAMP_FILE": str(clock_file),
             "FAKETIME_CACHE_DURATION": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1", "FAKETIME_FORCE_MONOTONIC_FIX": "0"}
 
@@ -212,7 +213,7 @@ class KafkaNode:
                 return
             config = self.write_config()
             argv = self.dist.java_command("kafka.Kafka", str(config), jvm_opts=self._jvm_opts())
-            env = faketime_env(self.clock_file) if self.clock_file else None
+            env = faketime_env(self.clock_file, self.spec.host) if self.clock_file else None
             pid, start, self.proc = self.spec.host.spawn(argv, self.dir / "stdout.log", env)
             self._record(pid, start)
 
@@ -283,11 +284,14 @@ class KafkaNode:
             raise HarnessError(f"node {self.spec.node_id} runs without libfaketime: clock faults need a cluster "
                                "started with ClusterOptions(fake_clocks=True)")
         if offset is None:
-            self.clock_file.unlink(missing_ok=True)
+            self.files.remove(self.clock_file)
         else:
-            tmp = self.clock_file.with_suffix(".tmp")
-            tmp.write_text(offset + "\n")
-            tmp.replace(self.clock_file)  # libfaketime never reads half a line
+            self.files.write_text(self.clock_file, offset + "\n")  # whole: libfaketime never reads half a line
+
+    @property
+    def files(self):
+        """The file verbs of the node's machine (faults.cluster.NodeFiles): its host's, here or over SSH."""
+        return self.spec.host
 
     def logs(self) -> list[Path]:
         """The node's logs, readable here (copied from a remote host into `local_dir`)."""

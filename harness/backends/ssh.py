@@ -324,6 +324,41 @@ class SshHost:
     def truncate(self, path: Path, size: int) -> None:
         self.shell(f"truncate -s {int(size)} {shlex.quote(str(path))}", check=True)
 
+    def read_bytes(self, path: Path) -> bytes | None:
+        """A file's bytes, over SFTP (a shell's output is text); None when the host has no such file."""
+        try:
+            with self.sftp().open(str(path), "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise HarnessError(f"host {self.name}: reading {path} failed: {_reason(e)}") from None
+
+    def write_bytes(self, path: Path, data: bytes) -> None:
+        """Written beside, then renamed over `path` (SFTP's posix-rename): a reader never sees half."""
+        tmp = f"{path}.kipcheck-tmp"
+        try:
+            with self.sftp().open(tmp, "wb") as f:
+                f.write(data)
+            self.sftp().posix_rename(tmp, str(path))
+        except OSError as e:
+            raise HarnessError(f"host {self.name}: writing {path} failed: {_reason(e)}") from None
+
+    def list_dir(self, directory: Path, dirs_only: bool = False) -> list[str]:
+        kind = " -type d" if dirs_only else ""
+        out = self.shell(f"find {shlex.quote(str(directory))} -mindepth 1 -maxdepth 1{kind} -printf '%f\\n' "
+                         "2>/dev/null").stdout
+        return sorted(l for l in out.splitlines() if l)
+
+    def is_dir(self, path: Path) -> bool:
+        return self.shell(f"test -d {shlex.quote(str(path))}").returncode == 0
+
+    def rename(self, source: Path, target: Path) -> None:
+        self.shell(f"mv -T {shlex.quote(str(source))} {shlex.quote(str(target))}", check=True)
+
+    def remove(self, path: Path) -> None:
+        self.shell(f"rm -f {shlex.quote(str(path))}", check=True)
+
     def sftp(self):
         with self._sftp_lock:
             if self._sftp is None or self._sftp.get_channel().closed:

@@ -168,6 +168,24 @@ def clean_recorded(state: ClusterState) -> None:
         raise HarnessError("; ".join(errors))
 
 
+def node_status(state: ClusterState) -> dict[str, str]:
+    """Each recorded node as its own host answers (`kipcheck cluster status`): "up", "down", or
+    "unreachable: <why>" for a host that does not answer (a pid means nothing on this machine)."""
+    hosts = ssh.HostsFile.from_json(state.data["hosts"])
+    by_name = {e.ssh.host: e for e in hosts.nodes}
+    nodes = state.data.get("nodes", {})
+
+    def one(rec: dict) -> str:
+        entry = by_name.get(rec.get("host"))
+        if entry is None or not rec.get("pid"):
+            return "down"
+        try:
+            return "up" if ssh.SshHost(entry.ssh, entry.address, "").alive(rec["pid"], rec.get("start")) else "down"
+        except HarnessError as e:
+            return f"unreachable: {e}"
+    return dict(zip(nodes, ssh.parallel(lambda r=r: one(r) for r in nodes.values())))
+
+
 def down_hosts(path: str) -> list[str]:
     """`kipcheck cluster down --hosts FILE`: every host of the file left as kipcheck found it,
     from the hosts alone (ssh.clean_host), whatever state this machine kept or lost."""

@@ -4,9 +4,15 @@ The namespaces are made the native backend's way (harness.backends.network.Bridg
 recorded in a cluster state owned by the test process, so a killed pytest is cleaned by the
 next `reap_stale`), without kipcheck's chain: a host starts as a machine kipcheck has never
 touched. Each runs Debian's /usr/sbin/sshd with a host key and a client key made for this
-run, its own config and port 22 on its own address. Everything goes on exit: sshd, the
-namespaces, the bridge, the keys, /run/sshd when the fixture made it, and kipcheck's directory
-of the hosts (`kipcheck.dir`, on this shared filesystem) should a failed test have left it.
+run, its own config and port 22 on its own address.
+
+Each sshd also has a mount namespace of its own with a private tmpfs on the hosts' scratch
+directory, where the cluster file's `kipcheck.dir` lies: what kipcheck puts on a host (the
+classpath, node directories, segments, clock files) exists only there, as on a machine of its
+own, so a verb that touched this machine's files instead of going over SSH fails the tests.
+The tests look inside with `SshdHosts.exists` (nsenter into a host's mount namespace).
+Everything goes on exit: sshd (and with it each host's tmpfs), the namespaces, the bridge, the
+keys, and /run/sshd when the fixture made it.
 """
 from __future__ import annotations
 
@@ -62,6 +68,11 @@ class SshdHosts:
     client_key: Path
     tmp: Path
     entries: list[dict] = field(default_factory=list)  # the cluster file's nodes
+    sshd_pids: list[int] = field(default_factory=list)  # each host's sshd: its mount namespace is the host's disk
+
+    def exists(self, index: int, path: str) -> bool:
+        """Whether `path` exists on host `index` (0-based), inside its own filesystem."""
+        return subprocess.run(["nsenter", "-t", str(self.sshd_pids[index]), "-m", "test", "-e", path]).returncode == 0
 
     def chains(self, host: network.Host) -> list[str]:
         out = subprocess.run(host.wrap(["iptables", "-w", "-S"]), capture_output=True, text=True).stdout
@@ -107,7 +118,8 @@ def sshd_hosts(count: int = 3, roles: list[list[str]] | None = None):
     state = ClusterState.create(cluster_id, os.getpid(), root=str(tmp), mode="sshd-hosts")
     privsep = Path("/run/sshd")  # sshd's privilege separation directory (Debian's service makes it)
     made_privsep = not privsep.exists()
-    remote_dir = f"/tmp/kipcheck-hosts-{cluster_id}"
+    scratch = Path(f"/tmp/kipcheck-hosts-{cluster_id}")  # here an empty mount point; on each host its own tmpfs
+    remote_dir = str(scratch / "kipcheck")
     try:
         if made_privsep:
             privsep.mkdir(mode=0o755, parents=True)
@@ -117,15 +129,20 @@ def sshd_hosts(count: int = 3, roles: list[list[str]] | None = None):
         _keygen(tmp / "host_key")
         _keygen(tmp / "client_key")
         shutil.copy(tmp / "client_key.pub", tmp / "authorized_keys")
-        hosts, entries = [], []
+        hosts, entries, sshd_pids = [], [], []
         for i in range(1, count + 1):
             host = net.add_host(f"h{i}", 10 + i, chain=False)
             config = tmp / f"sshd_config.{i}"
             config.write_text(SSHD_CONFIG.format(address=host.address, dir=tmp))
+            scratch.mkdir(exist_ok=True)
+            # unshare and sh exec: the pid is sshd's, and its mount namespace (with the tmpfs) the host's
+            own_disk = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                        'mount -t tmpfs -o size=4g,mode=1777 kipcheck-host "$0" && exec "$@"', str(scratch)]
             with open(tmp / f"sshd.{i}.log", "ab") as log:
-                proc = subprocess.Popen(host.wrap([str(SSHD), "-D", "-e", "-f", str(config)]), stdout=log,
+                proc = subprocess.Popen(host.wrap([*own_disk, str(SSHD), "-D", "-e", "-f", str(config)]), stdout=log,
                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
             state.set_entry("helpers", f"sshd-{i}", {"pid": proc.pid, "start": process_start_time(proc.pid)})
+            sshd_pids.append(proc.pid)
             hosts.append(host)
             entry = {"externally_routable_ip": host.address,
                      "ssh_config": {"host": f"worker{i}", "hostname": host.address, "user": "root", "port": 22,
@@ -137,13 +154,12 @@ def sshd_hosts(count: int = 3, roles: list[list[str]] | None = None):
             _wait_banner(h.address)
         cluster_file = tmp / "cluster.json"
         cluster_file.write_text(json.dumps({"nodes": entries, "kipcheck": {"dir": remote_dir}}, indent=1))
-        yield SshdHosts(cluster_file, hosts, remote_dir, tmp / "client_key", tmp, entries)
+        yield SshdHosts(cluster_file, hosts, remote_dir, tmp / "client_key", tmp, entries, sshd_pids)
     finally:
         ssh.close_all()
         teardown(state)  # the sshd helpers, the namespaces (every rule in them) and the bridge
         if made_privsep:
             shutil.rmtree(privsep, ignore_errors=True)
-        # the hosts share this filesystem: what a failed test left in kipcheck's directory goes too
-        # (a passing test has already asserted that kipcheck itself left nothing there)
-        shutil.rmtree(remote_dir, ignore_errors=True)
+        # each host's files went with its tmpfs; here only the empty mount point is left
+        shutil.rmtree(scratch, ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)

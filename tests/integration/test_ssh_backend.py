@@ -53,6 +53,19 @@ def test_ssh_host_verbs_errors_and_clean_host(tmp_path):
         assert host.fetch(base / "a" / "f.log", tmp_path / "got.log") == tmp_path / "got.log"
         assert (tmp_path / "got.log").read_text() == "0123"
         assert host.fetch(base / "none", tmp_path / "none") is None
+        # the verbs disk, clock and log-dir faults use (faults.cluster.NodeFiles): bytes over SFTP, whole
+        blob = bytes(range(256)) * 3
+        host.write_bytes(base / "a" / "seg.log", blob)
+        assert host.read_bytes(base / "a" / "seg.log") == blob and host.read_bytes(base / "none") is None
+        host.rename(base / "a", base / "b")
+        host.write_text(base / "a", "a file where the directory was\n")
+        assert host.is_dir(base / "b") and not host.is_dir(base / "a") and host.exists(base / "a")
+        assert host.list_dir(base) == ["a", "b"] and host.list_dir(base, dirs_only=True) == ["b"]
+        assert host.list_dir(base / "b") == ["f.log", "seg.log"] and host.list_dir(base / "none") == []
+        host.remove(base / "a")
+        host.remove(base / "a")  # already gone: fine
+        assert host.list_dir(base) == ["b"]
+        assert not Path(base).exists()  # all of it on the host's own disk, none on this machine's
 
         # processes: spawn, SIGSTOP shows as T, kill_recorded (the native code) over SSH
         pid, start, _ = host.spawn(["sleep", "300"], base / "node-1" / "stdout.log")
@@ -87,7 +100,7 @@ def test_ssh_host_verbs_errors_and_clean_host(tmp_path):
         removed = ssh.clean_host(entry.ssh, env.remote_dir)
         assert f"process {pid}" in removed and "chain KIPCHECK-test0001" in removed and env.remote_dir in removed
         assert not host.alive(pid, start) and env.chains(env.hosts[0]) == []
-        assert not Path(env.remote_dir).exists()  # the test hosts share this machine's filesystem
+        assert not env.exists(0, env.remote_dir)
 
         # errors: one line, naming the host
         wrong_key = tmp_path / "wrong"
@@ -105,16 +118,21 @@ def _kipcheck(*args: str, timeout: float) -> subprocess.CompletedProcess:
 
 def _assert_hosts_clean(env) -> None:
     assert env.processes("kafka.Kafka") == []
-    for h in env.hosts:
+    for i, h in enumerate(env.hosts):
         assert env.chains(h) == [], h.name
-    assert not Path(env.remote_dir).exists()
+        assert not env.exists(i, env.remote_dir), h.name  # inside the host's own filesystem
+    assert not Path(env.remote_dir).exists()  # and nothing of it ever reached this machine's
 
 
-def test_run_on_ssh_hosts_partition_kill_is_valid_and_leaves_nothing(tmp_path):
+def test_run_on_ssh_hosts_with_file_faults_is_valid_and_leaves_nothing(tmp_path):
+    """The faults that touch a node's files (a bit-flipped segment index, a JBOD log directory
+    failed, a clock file libfaketime reads) on hosts whose disks this machine cannot see:
+    seed 181's 40 s schedule over these kinds is bitflip, clock-skew, log-dir-failure."""
     with sshd_hosts(3) as env:
         started = time.monotonic()
-        proc = _kipcheck("run", "--backend", "ssh", "--hosts", str(env.cluster_file), "--faults", "partition,kill",
-                         "--seed", "3", "--duration", "30", "--runs-dir", str(tmp_path), "--quiet", timeout=400)
+        proc = _kipcheck("run", "--backend", "ssh", "--hosts", str(env.cluster_file), "--faults",
+                         "partition,truncate,bitflip,log-dir-failure,clock-skew", "--seed", "181", "--duration", "40",
+                         "--runs-dir", str(tmp_path), "--quiet", timeout=500)
         took = time.monotonic() - started
         print(proc.stdout[-3000:], proc.stderr[-3000:], f"run took {took:.0f} s", sep="\n")
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -124,8 +142,14 @@ def test_run_on_ssh_hosts_partition_kill_is_valid_and_leaves_nothing(tmp_path):
         records = [json.loads(l) for l in (run_dir / "history.jsonl").read_text().splitlines()]
         injected = [r["value"]["fault"] for r in records if r["f"] == "fault" and r["type"] == "ok"
                     and r["value"].get("phase") == "start"]
-        assert injected == [s["kind"] for s in config["schedule"]] and injected, injected  # every window, over SSH
+        assert injected == ["bitflip", "clock-skew", "log-dir-failure"], injected  # every window, over SSH
         assert not [r for r in records if r["f"] == "fault" and r["type"] == "info"]
+        started = {r["value"]["fault"]: r["value"] for r in records if r["f"] == "fault" and r["type"] == "ok"
+                   and r["value"].get("phase") == "start"}
+        assert started["bitflip"]["positions"] and started["bitflip"]["damaged"].endswith((".log", ".index"))
+        failed = started["log-dir-failure"]
+        assert f"{failed['topic']}-{failed['partition']}" in failed["partitions_in_dir"], failed
+        assert failed["failed_dir"].startswith(env.remote_dir)  # a directory of the host, not of this machine
         for n in (1, 2, 3):  # every node's logs and configuration were copied back from its host
             node = run_dir / "cluster" / f"node-{n}"
             assert (node / "server.log").stat().st_size > 0 and (node / "server.properties").exists()
