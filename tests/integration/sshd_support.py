@@ -6,11 +6,12 @@ next `reap_stale`), without kipcheck's chain: a host starts as a machine kipchec
 touched. Each runs Debian's /usr/sbin/sshd with a host key and a client key made for this
 run, its own config and port 22 on its own address.
 
-Each sshd also has a mount namespace of its own with a private tmpfs on the hosts' scratch
-directory, where the cluster file's `kipcheck.dir` lies: what kipcheck puts on a host (the
-classpath, node directories, segments, clock files) exists only there, as on a machine of its
-own, so a verb that touched this machine's files instead of going over SSH fails the tests.
-The tests look inside with `SshdHosts.exists` (nsenter into a host's mount namespace).
+Each sshd also runs as the init of a pid namespace and in a mount namespace of its own, with a
+private tmpfs on the hosts' scratch directory, where the cluster file's `kipcheck.dir` lies.
+What kipcheck puts on a host (the classpath, node directories, segments, clock files) exists
+only there, and the pids it records are the host's own, as on a machine of its own: a verb
+that touched this machine's files or pids instead of going over SSH fails the tests. The
+tests look inside with `SshdHosts.exists` (nsenter into a host's mount namespace).
 Everything goes on exit: sshd (and with it each host's tmpfs), the namespaces, the bridge, the
 keys, and /run/sshd when the fixture made it.
 """
@@ -68,7 +69,7 @@ class SshdHosts:
     client_key: Path
     tmp: Path
     entries: list[dict] = field(default_factory=list)  # the cluster file's nodes
-    sshd_pids: list[int] = field(default_factory=list)  # each host's sshd: its mount namespace is the host's disk
+    sshd_pids: list[int] = field(default_factory=list)  # each host's unshare: its mount namespace is the host's disk
 
     def exists(self, index: int, path: str) -> bool:
         """Whether `path` exists on host `index` (0-based), inside its own filesystem."""
@@ -79,16 +80,19 @@ class SshdHosts:
         return [l for l in out.splitlines() if "KIPCHECK" in l]
 
     def processes(self, pattern: str) -> list[str]:
-        """Command lines of processes in the hosts' namespaces that contain `pattern`."""
+        """`host:pid:command line` of the hosts' processes whose command line contains `pattern`;
+        the pid as the host itself numbers it (the last of /proc's NSpid), as kipcheck records it."""
         found = []
         for h in self.hosts:
             for pid in network.namespace_pids(h.netns):
                 try:
                     cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-                except OSError:
+                    nspid = next(l for l in Path(f"/proc/{pid}/status").read_text().splitlines()
+                                 if l.startswith("NSpid:")).split()[-1]
+                except (OSError, StopIteration):
                     continue
                 if pattern in cmd:
-                    found.append(f"{h.name}:{pid}:{cmd[:120]}")
+                    found.append(f"{h.name}:{nspid}:{cmd[:120]}")
         return found
 
 
@@ -135,11 +139,13 @@ def sshd_hosts(count: int = 3, roles: list[list[str]] | None = None):
             config = tmp / f"sshd_config.{i}"
             config.write_text(SSHD_CONFIG.format(address=host.address, dir=tmp))
             scratch.mkdir(exist_ok=True)
-            # unshare and sh exec: the pid is sshd's, and its mount namespace (with the tmpfs) the host's
-            own_disk = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                        'mount -t tmpfs -o size=4g,mode=1777 kipcheck-host "$0" && exec "$@"', str(scratch)]
+            # the host's own disk (a tmpfs in its mount namespace) and own pids (a pid namespace, sshd its
+            # init: when it goes, every process of the host goes); the helper pid is unshare's, in both
+            own_machine = ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child",
+                           "--mount-proc", "sh", "-c",
+                           'mount -t tmpfs -o size=4g,mode=1777 kipcheck-host "$0" && exec "$@"', str(scratch)]
             with open(tmp / f"sshd.{i}.log", "ab") as log:
-                proc = subprocess.Popen(host.wrap([*own_disk, str(SSHD), "-D", "-e", "-f", str(config)]), stdout=log,
+                proc = subprocess.Popen(host.wrap([*own_machine, str(SSHD), "-D", "-e", "-f", str(config)]), stdout=log,
                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
             state.set_entry("helpers", f"sshd-{i}", {"pid": proc.pid, "start": process_start_time(proc.pid)})
             sshd_pids.append(proc.pid)

@@ -70,7 +70,7 @@ def test_ssh_host_verbs_errors_and_clean_host(tmp_path):
         # processes: spawn, SIGSTOP shows as T, kill_recorded (the native code) over SSH
         pid, start, _ = host.spawn(["sleep", "300"], base / "node-1" / "stdout.log")
         assert host.alive(pid, start) and not host.alive(pid, start + 1)
-        assert str(pid) in " ".join(env.processes("sleep 300"))
+        assert env.processes("sleep 300") == [f"h1:{pid}:sleep 300 "]  # the host's own pid
         host.signal(pid, signal.SIGSTOP)
         assert host.process_state(pid) == "T"
         kill_recorded(pid, start, host=host)
@@ -179,6 +179,12 @@ def test_sigkill_mid_partition_then_cluster_down_hosts_cleans_every_host(tmp_pat
             assert partitioned, "no partition was injected"
             [state] = [st for st in all_states() if st.data.get("mode") == "ssh"
                        and st.data["hosts"]["path"] == str(env.cluster_file.resolve())]
+            # `cluster status` asks the hosts: the pids it holds are theirs, meaningless on this machine
+            status = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", "cluster", "status"], cwd=ROOT,
+                                    env=env_vars, capture_output=True, text=True, timeout=60)
+            [mine] = [json.loads(l) for l in status.stdout.splitlines()
+                      if l.startswith("{") and json.loads(l)["cluster_id"] == state.data["cluster_id"]]
+            assert mine["mode"] == "ssh" and mine["nodes"] == {"1": "up", "2": "up", "3": "up"}, status.stdout
             os.kill(state.data["helpers"]["reaper"]["pid"], signal.SIGKILL)
             proc.kill()
             proc.wait()
