@@ -105,6 +105,36 @@ def test_an_unreachable_host_is_one_line_naming_it(tmp_path):
         ssh.SshHost(config, "127.0.0.1", "KIPCHECK-x").shell("true")
 
 
+def test_a_host_that_never_speaks_ssh_is_one_line_and_no_traceback(tmp_path):
+    """A port that accepts and closes at once (a host whose sshd is going away): paramiko fails
+    reading the banner in its own thread and would log a traceback; the user sees one line."""
+    import socket
+    import threading
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def refuse():
+        for _ in range(6):  # the connection, and the one retry of each of the two calls
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.close()
+    threading.Thread(target=refuse, daemon=True).start()
+    port = server.getsockname()[1]
+    (tmp_path / "c.json").write_text(json.dumps({"nodes": [{"externally_routable_ip": "127.0.0.1", "ssh_config": {
+        "host": "worker7", "hostname": "127.0.0.1", "port": port, "identityfile": str(tmp_path / "none")}}]}))
+    try:
+        proc = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", "cluster", "down", "--hosts",
+                               str(tmp_path / "c.json")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    finally:
+        server.close()
+    assert proc.returncode != 0
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(f"kipcheck: host worker7 (root@127.0.0.1:{port}) unreachable: "), proc.stderr
+
+
 def test_run_with_the_ssh_backend_needs_a_cluster_file_and_fails_in_one_line(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", "run", "--backend", "ssh",
                            "--runs-dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=60)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import select
@@ -29,6 +30,10 @@ from pathlib import Path, PurePosixPath
 
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.backends.state import parse_stat
+
+# paramiko logs a failed handshake, traceback and all, from its own thread to stderr; the
+# HarnessError raised here says it in one line naming the host
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 CONNECT_TIMEOUT = 10.0
 COMMAND_TIMEOUT = 60.0
