@@ -166,9 +166,11 @@ def _resolve_upgrade(options: RunOptions, ui):
     from kipcheck.harness import upgrade
     if not (options.upgrade_from and options.upgrade_to):
         raise HarnessError("a rolling upgrade needs both --upgrade-from and --upgrade-to")
-    if options.backend != "native" or options.kafka_version or options.kafka_home:
-        raise HarnessError("--upgrade-from/--upgrade-to run the native backend on Maven's releases: "
-                           "drop --kafka-version, --kafka-home and --backend external")
+    if options.backend not in ("native", "ssh"):
+        raise HarnessError(f"--upgrade-from/--upgrade-to run the native or the ssh backend, not {options.backend}")
+    if options.kafka_version or options.kafka_home:
+        raise HarnessError("--upgrade-from/--upgrade-to roll between Maven's releases: "
+                           "drop --kafka-version and --kafka-home")
     if options.tiered:
         raise HarnessError("--tiered is not supported with a rolling upgrade (the tiered configuration is per release)")
     upgrade.direction(options.upgrade_from, options.upgrade_to)

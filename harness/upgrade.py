@@ -87,6 +87,7 @@ class Upgrader(threading.Thread):
         self.start_after, self.gap, self.finalize, self.step_timeout = start_after, gap, finalize, step_timeout
         self.error: BaseException | None = None
         self.steps: list[dict] = []  # config.json's upgrade.steps
+        self.placed: dict = {}  # node id -> the target distribution on its machine (Cluster.distribution_for)
         self.finalized: dict | None = None
         self.done = threading.Event()
 
@@ -108,6 +109,9 @@ class Upgrader(threading.Thread):
             if self.stop_event.wait(self.start_after):
                 return
             order = self.order()
+            # the target as each node will run it (on a remote host: its classpath copied there first),
+            # before the first step, so no copy lengthens a step's mixed window
+            self.placed = {n: self.ctx.cluster.distribution_for(self.ctx.cluster.node(n), self.target) for n in order}
             for k, node_id in enumerate(order, start=1):
                 if k > 1 and self.stop_event.wait(self.gap):
                     return
@@ -139,7 +143,7 @@ class Upgrader(threading.Thread):
             with node.lock:
                 node.stop_node(clean_shutdown=True, timeout=30)
                 phases["stopped"] = round(time.monotonic() - begin, 1)
-                node.dist = self.target
+                node.dist = self.placed[node_id]
                 node.start_node()
             node.wait_listening(START_TIMEOUT)
             phases["listening"] = round(time.monotonic() - begin, 1)

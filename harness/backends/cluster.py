@@ -110,6 +110,11 @@ class NativeCluster:
         if self.toxiproxy is not None:
             self.toxiproxy.reset()
 
+    def distribution_for(self, node: KafkaNode, dist: KafkaDistribution) -> KafkaDistribution:
+        """`dist` as `node` will run it (a rolling upgrade's target): here, as it is; on a remote
+        host, its classpath copied there first (SshCluster)."""
+        return dist
+
     def versions(self) -> dict[int, str]:
         """node id -> the Kafka version it runs (each node carries its own distribution)."""
         return {n.spec.node_id: n.dist.version for n in self.nodes}

@@ -93,7 +93,7 @@ class SshCluster(NativeCluster):
         step(f"reaching {len(hosts)} hosts over SSH")
         javas = ssh.parallel(lambda h=h: self._prepare(h) for h in hosts)
         step(f"the Kafka {self.dist.version} classpath on the hosts")
-        lib = PurePosixPath(self.hosts.dir) / "kafka" / f"{self.dist.version}-{ssh.classpath_tag(self.dist.classpath)}"
+        lib = self._lib(self.dist)
         paths = ssh.parallel(lambda h=h: ssh.sync_classpath(h, self.dist.classpath, lib) for h in hosts)
         self.host_dists = {h.name: KafkaDistribution(self.dist.version, tuple(p), java)
                            for h, p, java in zip(hosts, paths, javas)}
@@ -102,6 +102,17 @@ class SshCluster(NativeCluster):
             self.state.append("chains", h.name)  # recorded before it exists: teardown removes what is there
             network.install_chain(h)
         self._launch(specs, timeout, step)
+
+    def _lib(self, dist: KafkaDistribution) -> PurePosixPath:
+        """Where a release's classpath lies on every host (a changed local cache: a new directory)."""
+        return PurePosixPath(self.hosts.dir) / "kafka" / f"{dist.version}-{ssh.classpath_tag(dist.classpath)}"
+
+    def distribution_for(self, node: KafkaNode, dist: KafkaDistribution) -> KafkaDistribution:
+        """A rolling upgrade's target on the node's host: its java checked for that release, its
+        classpath copied there (once per host), the host's paths in the distribution."""
+        host = node.spec.host
+        java = ssh.check_java(host, self.hosts.java, dist.version)
+        return KafkaDistribution(dist.version, tuple(ssh.sync_classpath(host, dist.classpath, self._lib(dist))), java)
 
     def _prepare(self, host: ssh.SshHost) -> str:
         """Connect, check java and sudo, and make the cluster's directory; the host's java."""

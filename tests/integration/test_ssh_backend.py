@@ -258,3 +258,33 @@ def test_the_pytest_fixtures_run_on_the_hosts_of_kipcheck_hosts(tmp_path):
         props = list((tmp_path / "inner").rglob("node-1/server.properties"))
         assert props and all(f"CLIENT://{env.hosts[0].address}:" in p.read_text() for p in props)
         _assert_hosts_clean(env)
+
+
+@pytest.mark.long
+def test_a_rolling_upgrade_on_ssh_hosts_rolls_every_node_and_leaves_nothing(tmp_path):
+    """`--upgrade-from 3.9.2 --upgrade-to 4.3.1` on the ssh backend: the target's classpath is
+    copied to each host before the first step, every node rolls over SSH, metadata.version is
+    raised, the mixed history is judged under kafka-3.9 and VALID, and the hosts are clean."""
+    old, new = "3.9.2", "4.3.1"
+    with sshd_hosts(3) as env:
+        proc = _kipcheck("run", "--backend", "ssh", "--hosts", str(env.cluster_file), "--upgrade-from", old,
+                         "--upgrade-to", new, "--faults", "partition,kill", "--seed", "8", "--duration", "40",
+                         "--runs-dir", str(tmp_path), "--quiet", timeout=1200)
+        print(proc.stdout[-3000:], proc.stderr[-3000:], sep="\n")
+        [run_dir] = [p for p in tmp_path.iterdir() if p.is_dir()]
+        verdict = json.loads((run_dir / "verdict.json").read_text())
+        assert proc.returncode == 0 and verdict["valid"] is True, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert verdict["profile"] == "kafka-3.9"
+        records = [json.loads(l) for l in (run_dir / "history.jsonl").read_text().splitlines()]
+        rolls = [r for r in records if r["f"] == "upgrade" and r["type"] == "ok" and r["value"]["step"] == "roll"]
+        assert [r["value"]["node"] for r in rolls] == [1, 2, 3]
+        assert rolls[-1]["value"]["versions"] == {"1": new, "2": new, "3": new}
+        finalize = [r for r in records if r["f"] == "upgrade" and r["value"]["step"] == "finalize"]
+        assert [r["type"] for r in finalize] == ["invoke", "ok"]
+        config = json.loads((run_dir / "config.json").read_text())
+        assert config["mode"] == "ssh" and config["upgrade"]["completed"] is True
+        # each node's log, copied back from its host, shows it started on the old release, then the new
+        for n in (1, 2, 3):
+            log = (run_dir / "cluster" / f"node-{n}" / "server.log").read_text()
+            assert -1 < log.find(f"Kafka version: {old}") < log.rfind(f"Kafka version: {new}"), n
+        _assert_hosts_clean(env)

@@ -60,7 +60,9 @@ def test_upgrade_refuses_bad_input_in_one_line(tmp_path):
     for args, words in ((["--upgrade-from", NEW, "--upgrade-to", NEW], "nothing to roll"),
                         (["--upgrade-from", OLD], "needs both"),
                         (["--upgrade-from", "2.8.2", "--upgrade-to", NEW], "predates production KRaft"),
-                        (["--upgrade-from", OLD, "--upgrade-to", NEW, "--kafka-version", NEW], "drop --kafka-version")):
+                        (["--upgrade-from", OLD, "--upgrade-to", NEW, "--kafka-version", NEW], "drop --kafka-version"),
+                        (["--upgrade-from", OLD, "--upgrade-to", NEW, "--backend", "external", "--bootstrap", "x:9"],
+                         "the native or the ssh backend, not external")):
         proc = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", "run", *args, "--runs-dir", str(tmp_path),
                                "--quiet"], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and words in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
