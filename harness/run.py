@@ -111,6 +111,8 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
     fault_skips: list[capabilities.Skipped] = []
     if options.backend == "testcontainers":
         options, fault_skips = _container_faults(options, ui)
+    if (options.upgrade_from or options.upgrade_to) and options.backend not in ("native", "ssh"):
+        raise HarnessError(f"--upgrade-from/--upgrade-to run the native or the ssh backend, not {options.backend}")
     hosts = None
     if options.backend == "ssh":  # first: a bad cluster file leaves nothing behind
         hosts, options = _ssh_hosts(options)
@@ -166,8 +168,6 @@ def _resolve_upgrade(options: RunOptions, ui):
     from kipcheck.harness import upgrade
     if not (options.upgrade_from and options.upgrade_to):
         raise HarnessError("a rolling upgrade needs both --upgrade-from and --upgrade-to")
-    if options.backend not in ("native", "ssh"):
-        raise HarnessError(f"--upgrade-from/--upgrade-to run the native or the ssh backend, not {options.backend}")
     if options.kafka_version or options.kafka_home:
         raise HarnessError("--upgrade-from/--upgrade-to roll between Maven's releases: "
                            "drop --kafka-version and --kafka-home")
@@ -193,8 +193,9 @@ def _ssh_hosts(options: RunOptions):
     from kipcheck.harness.backends.ssh import load_hosts
     if not options.hosts:
         raise HarnessError("the ssh backend needs --hosts CLUSTER_JSON (ducktape's cluster file)")
-    if options.tiered or options.upgrade_from or options.upgrade_to:
-        raise HarnessError("--tiered and rolling upgrades run on the native backend only")
+    if options.tiered:  # before the run directory (SshCluster refuses it too, for the pytest fixtures)
+        from kipcheck.harness.backends.ssh_cluster import TIERED_REFUSED
+        raise HarnessError(TIERED_REFUSED)
     hosts = load_hosts(options.hosts)
     nodes = hosts.kafka_nodes
     if all(n.roles for n in nodes):
