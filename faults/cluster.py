@@ -29,7 +29,8 @@ class NodeSpec(Protocol):
 
 @runtime_checkable
 class NodeFiles(Protocol):
-    """The file verbs of a node's own machine: this one, or a remote host over SSH.
+    """The file verbs of a node's own machine: this one, or a remote host over SSH (both runners,
+    harness.backends.network.Runner, extend it; tests/test_ssh_hosts_file.py holds them to it).
 
     Disk, clock and log-directory faults touch a node's files only through these, never with
     this machine's file calls, so they act on a host kipcheck reaches over SSH as on a local

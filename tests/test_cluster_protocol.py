@@ -27,8 +27,6 @@ from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.backends.external import ExternalCluster
 from kipcheck.rundir.writer import History
 from kipcheck.harness.backends.node import KafkaNode, NodeSpec
-from kipcheck.harness.backends.network import Host
-from kipcheck.harness.backends.ssh import SshHost
 from kipcheck.harness.backends.toxiproxy import ClientProxy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,8 +35,6 @@ IMPLEMENTATIONS = [
     (protocols.Cluster, NativeCluster),
     (protocols.Cluster, ExternalCluster),
     (protocols.Node, KafkaNode),
-    (protocols.NodeFiles, Host),  # a node's files here ...
-    (protocols.NodeFiles, SshHost),  # ... and on a remote host
     (protocols.NodeSpec, NodeSpec),
     (protocols.ClientProxy, ClientProxy),
     (protocols.Admin, Admin),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from kipcheck.faults.cluster import NodeFiles
 from kipcheck.harness.backends import firewall
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.backends.state import process_start_time, process_state, same_process_alive
@@ -59,9 +60,10 @@ def namespace_pids(ns: str) -> list[int]:
     return [int(x) for x in out.split()]
 
 
-class Runner(Protocol):
+class Runner(NodeFiles, Protocol):
     """What a `KafkaNode` asks of the machine it runs on: `Host` here, `harness.backends.ssh.SshHost`
-    over SSH (tests/test_ssh_hosts_file.py holds both to it)."""
+    over SSH (tests/test_ssh_hosts_file.py holds both to it). The file verbs faults use are
+    `faults.cluster.NodeFiles`'s; these are the rest."""
 
     name: str
     address: str
@@ -83,29 +85,7 @@ class Runner(Protocol):
 
     def process_state(self, pid: int) -> str | None: ...
 
-    def write_text(self, path: Path, text: str) -> None: ...
-
-    def read_text(self, path: Path) -> str | None: ...
-
-    def exists(self, path: Path) -> bool: ...
-
     def remove_tree(self, path: Path) -> None: ...
-
-    def file_sizes(self, directory: Path, suffix: str) -> dict[str, int]: ...
-
-    def truncate(self, path: Path, size: int) -> None: ...
-
-    def read_bytes(self, path: Path) -> bytes | None: ...
-
-    def write_bytes(self, path: Path, data: bytes) -> None: ...
-
-    def list_dir(self, directory: Path, dirs_only: bool = False) -> list[str]: ...
-
-    def is_dir(self, path: Path) -> bool: ...
-
-    def rename(self, source: Path, target: Path) -> None: ...
-
-    def remove(self, path: Path) -> None: ...
 
     def fetch(self, path: Path, local: Path) -> Path | None: ...
 
