@@ -46,6 +46,7 @@ SKIPPED_RULES = {
     "prober.offsets_for_leader_epoch": ("kip392.epoch_end_offset_possible",),
     "observer.metadata_propagation": ("kip1166.propagation_statistic",),
     "consumer.follower_fetching": ("kip392.preferred_read_replica_outcomes",),
+    "harness.metadata_log": ("kip966.may_lead",),
 }
 
 

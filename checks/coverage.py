@@ -21,9 +21,10 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from kipcheck.reference_model import kip227, kip392, kip1023, kip1166, transactions
+from kipcheck.reference_model import kip227, kip392, kip966, kip1023, kip1166, transactions
 
 from kipcheck.checks.rules.base import Anomaly, BaseRule
+from kipcheck.checks.rules.election_rules import decides as election_decided
 from kipcheck.checks.rules.kip1166_rules import counted_probes
 
 #: the verdict key of the coverage table (the summary row's name)
@@ -58,6 +59,7 @@ OBSERVED: dict[str, str] = {
                             "(their order against the other answers over time)",
     "kip1166.propagation_statistic": "metadata changes measured without a fault on a node they depend on "
                                       "(from 20 on: fewer decide nothing)",
+    "kip966.may_lead": "partition creations and leader changes in the controller's metadata log",
     "transactions.lso_within_hwm": "fetch answers that carried a last stable offset",
     "transactions.lso_may_follow": "fetch answers that carried a last stable offset for a known leader epoch",
     "transactions.read_committed_offsets_allowed": "read_committed fetch answers that returned records",
@@ -89,6 +91,8 @@ REACHED_BY: dict[str, tuple[str, ...]] = {
     "kip227.top_level_error_view": _SESSIONS,
     "kip1023.offset_order": ("probes", "prober.list_offsets@-4"),
     "kip1166.propagation_statistic": ("probes", "observer.metadata_propagation"),
+    # read from the controllers' disks after the run, probes or not (harness/metadata_log.py)
+    "kip966.may_lead": ("harness.metadata_log",),
     # KIP-98: every fetch answer carries an LSO; the prober's read_committed round returns records;
     # read_committed consumers poll (the default consumers cycle read_committed in)
     "transactions.lso_within_hwm": ("probes", "prober.kip392_cases"),
@@ -104,7 +108,7 @@ REACHED_BY: dict[str, tuple[str, ...]] = {
 def model_rules() -> dict[str, dict]:
     """Every KIP rule of the model: `module.function` -> {"kip", "section"}, in source order."""
     rules = {}
-    for module in (kip392, kip227, kip1023, kip1166, transactions):
+    for module in (kip392, kip227, kip1023, kip1166, kip966, transactions):
         short = module.__name__.rsplit(".", 1)[1]
         functions = [f for name, f in vars(module).items()
                      if inspect.isfunction(f) and not name.startswith("_") and f.__module__ == module.__name__]
@@ -189,6 +193,8 @@ def opportunities(record: dict) -> tuple[str, ...]:
         return ("kip392.epoch_end_offset_possible",)
     if f == "metadata_propagation" and v.get("seen_by"):
         return ("kip1166.propagation_statistic",)
+    if f == "partition_change" and election_decided(v):
+        return ("kip966.may_lead",)
     if f == "poll" and v.get("isolation") == "read_committed" and v.get("records"):
         return ("transactions.read_committed_verdict", "transactions.torn_offsets")
     return ()

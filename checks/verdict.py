@@ -23,7 +23,7 @@ from kipcheck.checks.rules.base import DEVIATIONS, RULE, UNKNOWN, Anomaly, Rule
 ANOMALY_NAMES = (
     "lost-write", "duplicate", "inconsistent-offset", "nonmonotonic-poll", "poll-skip",
     "uncommitted-read", "hwm-regression", "wrong-fetch-error", "preferred-replica-violation",
-    "fetch-session-violation", "tiered-offset-violation", "hwm-propagation-delay",
+    "fetch-session-violation", "tiered-offset-violation", "hwm-propagation-delay", "ineligible-leader",
     # transactions (checks/rules/txn_rules.py)
     "aborted-read", "precommitted-read", "torn-transaction", "lso-violation",
     # liveness (checks/rules/liveness_rules.py)

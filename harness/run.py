@@ -29,7 +29,7 @@ from kipcheck.harness.reproduce import reproduce_command
 from kipcheck.rundir.writer import History
 from kipcheck.harness.backends.kafka_dist import LATEST, KafkaDistribution, resolve
 from kipcheck.harness.backends import releases
-from kipcheck.harness.runlog import LOG_NAME, harness_log, internal_error
+from kipcheck.harness.runlog import LOG_NAME, harness_log, internal_error, one_line
 from kipcheck.harness.session import RunContext, create_topic, drive, follower_rack, release_gaps
 from kipcheck.harness.clients.workload import PRODUCER_REQUEST_TIMEOUT_MS, WorkloadOptions, final_read
 from kipcheck.faults.nemesis import heal_all
@@ -286,6 +286,7 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
     finally:
         try:
             if cluster.state is not None:
+                _record_metadata_log(cluster, history, ui)  # before down: a crashed run keeps it too
                 with ui.step("stopping the cluster"):
                     try:
                         if cluster.nodes:  # a cluster stopped before any node was made has nothing to heal
@@ -343,10 +344,29 @@ def _so_far(verdict: dict | None, run_dir: Path) -> str:
     return f"history so far: {state}, {n} anomal{'y' if n == 1 else 'ies'}; see {run_dir / 'verdict.json'}, {log}"
 
 
+def _record_metadata_log(cluster, history: History, ui) -> None:
+    """The controllers' metadata log into the history (KIP-966's election rule); a run goes on without it."""
+    if not getattr(cluster, "nodes", None):
+        return  # the external backend: no disk to read (named in `skipped`)
+    from kipcheck.harness import metadata_log
+    with ui.step("reading the controllers' metadata log"):
+        try:
+            decoded = metadata_log.record(history, cluster.nodes)
+        except Exception as e:  # a host gone, a torn tail, a decoding slip: the traceback goes to harness.log
+            why = one_line(e) if isinstance(e, KipcheckError) else internal_error("run", "reading the metadata log", e)
+            ui.note(f"warning: the metadata log could not be read ({why}): KIP-966 decides nothing")
+            return
+    if decoded.skipped_versions:
+        ui.note(f"metadata records newer than kipcheck decodes were skipped: {decoded.skipped_versions}")
+
+
 def _skipped(cluster, parts, rack: str | None, options: RunOptions) -> list[capabilities.Skipped]:
     """What this cluster cannot be asked (its ApiVersions, its replication), named with why."""
     p0 = next((p for p in parts if p.partition == 0), None)
     skipped = capabilities.replication_gaps(list(p0.replicas) if p0 else [], rack)
+    if not cluster.nodes:
+        skipped.append(capabilities.Skipped("harness.metadata_log", "KIP-966 leader eligibility",
+                                            "the external backend cannot read the controllers' metadata log"))
     skipped += release_gaps(cluster, options) if options.probes else []
     if options.probes:
         try:

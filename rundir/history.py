@@ -54,6 +54,7 @@ KNOWN_F = frozenset({
     "send", "poll", "fetch", "list_offsets", "offsets_for_leader_epoch", "metadata",
     "metadata_propagation", "assign", "fault", "upgrade",
     "list_transactions", "describe_transactions",  # the prober's KIP-664 round
+    "partition_change", "metadata_feature",  # the controller's metadata log, read after the run
     "txn-begin", "txn-commit", "txn-abort",  # transactions (docs/history.md)
     # sane extras: consumer positioning and bookkeeping, admin probes, run markers
     "seek", "subscribe", "commit", "create_topics", "describe_cluster", "log",

@@ -24,7 +24,7 @@ def statuses(verdict):
 
 def test_every_judged_rule_has_one_row_grouped_by_kip():
     v = check_records(history(*sends(3), fetch(1, hwm=3, records=[1, 2])))
-    assert list(v["conformance"]) == ["KIP-392", "KIP-227", "KIP-1023", "KIP-1166", "KIP-98"]
+    assert list(v["conformance"]) == ["KIP-392", "KIP-227", "KIP-1023", "KIP-1166", "KIP-966", "KIP-98"]
     assert set(rows(v)) == set(OBSERVED)
     assert all(row["status"] in conformance.STATUSES for row in rows(v).values())
 
@@ -126,7 +126,8 @@ def test_every_model_rule_anomaly_names_a_judged_rule():
     owner of the anomaly -> rule map. Each raise site in the model-backed rules passes one."""
     rules_dir = Path(conformance.__file__).parent / "rules"
     named = set()
-    for name in ("fetch_rules.py", "session_rules.py", "replica_rules.py", "kip1023_rules.py", "kip1166_rules.py"):
+    for name in ("fetch_rules.py", "session_rules.py", "replica_rules.py", "kip1023_rules.py", "kip1166_rules.py",
+                 "election_rules.py"):
         text = (rules_dir / name).read_text()
         sites = re.findall(r"(?:_anomaly|self\.flag)\((?!kind: )[^,]+, [^,]+,", text) if name in (
             "fetch_rules.py", "session_rules.py") else re.findall(r"RULE: \"([a-z0-9_.]+)\"", text)

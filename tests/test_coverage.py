@@ -20,7 +20,7 @@ def test_every_counted_rule_is_a_model_rule_with_its_kip_section():
     import re
     from pathlib import Path
     asked = {m for f in Path(coverage.__file__).parent.joinpath("rules").glob("*.py")
-             for m in re.findall(r"\b(kip(?:392|227|1023|1166)\.[a-z_]+)\(", f.read_text())}
+             for m in re.findall(r"\b(kip(?:392|227|1023|1166|966)\.[a-z_]+)\(", f.read_text())}
     assert len(asked) >= 10, asked
     assert {a for a in asked if a in rules} <= set(coverage.OBSERVED) | NOT_COUNTED
     assert all(meta["kip"].startswith("KIP-") and meta["section"] for meta in rules.values())
@@ -107,7 +107,9 @@ def test_every_judged_rule_says_what_makes_it_reachable():
 @pytest.mark.parametrize("config, absent, present", [
     (MAIN_JOB, set(), set(coverage.OBSERVED)),
     ({**MAIN_JOB, "skipped": [{"key": "prober.list_offsets@-4"}]}, {"kip1023.offset_order"}, {"kip227.may_omit"}),
-    ({"options": {"probes": False}}, set(coverage.OBSERVED), set()),
+    # the metadata log is read after every run, probes or not
+    ({"options": {"probes": False}}, set(coverage.OBSERVED) - {"kip966.may_lead"}, {"kip966.may_lead"}),
+    ({**MAIN_JOB, "skipped": [{"key": "harness.metadata_log"}]}, {"kip966.may_lead"}, {"kip392.records_committed"}),
     ({**MAIN_JOB, "skipped": [{"key": "observer.metadata_propagation"}, {"key": "consumer.follower_fetching"}]},
      {"kip1166.propagation_statistic", "kip392.preferred_read_replica_outcomes"}, {"kip392.records_committed"}),
 ])
@@ -123,7 +125,8 @@ def test_a_valid_run_whose_reachable_rule_decided_nothing_is_unknown():
     assert gated["valid"] == "unknown" and "kip227.may_be_evicted" in gated["uncovered"]
     assert any("kip1166.propagation_statistic (no observation)" in u["message"] for u in gated["unknown"])
     # with nothing reachable (no probes) the same history stays valid
-    assert coverage.require_reachable(check_records(valid_history()), {"options": {"probes": False}})["valid"] is True
+    nothing = {"options": {"probes": False}, "skipped": [{"key": "harness.metadata_log"}]}
+    assert coverage.require_reachable(check_records(valid_history()), nothing)["valid"] is True
 
 
 def test_the_gate_never_hides_an_anomaly():

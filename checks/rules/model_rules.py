@@ -1,4 +1,5 @@
 """The model-backed rules the engines run (import `MODEL_RULES`)."""
+from kipcheck.checks.rules.election_rules import ElectionRule
 from kipcheck.checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
 from kipcheck.checks.rules.kip1023_rules import TieredOffsetRule
 from kipcheck.checks.rules.kip1166_rules import PropagationRule
@@ -12,4 +13,5 @@ MODEL_RULES = [
     FetchSessionRule(),
     TieredOffsetRule(),
     PropagationRule(),
+    ElectionRule(),
 ]
