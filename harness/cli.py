@@ -74,7 +74,7 @@ def cmd_run(args) -> int:
                       kafka_version=args.kafka_version,
                       kafka_home=args.kafka_home, brokers=args.brokers, controllers=args.controllers,
                       faults=faults, intensity=args.intensity, runs_dir=args.runs_dir, engine=args.engine,
-                      profile=args.profile, probes=not args.no_probes, tiered=args.tiered,
+                      profile=args.profile, probes=not args.no_probes, tiered=args.tiered, elr=args.elr,
                       require_coverage=args.require_coverage, allow_uncovered=args.allow_uncovered,
                       recovery_bound=recovery_bound, crash_loop=crash_loop,
                       broker_jvm_args=tuple(args.broker_jvm_args),
@@ -261,6 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--tiered", action="store_true",
                    help="tiered storage (kipcheck's file-backed remote storage manager) on every broker and for the workload topic: "
                         "gives KIP-1023's tiered offsets something to be about")
+    r.add_argument("--elr", choices=("on", "off"), default=None,
+                   help="eligible leader replicas (KIP-966, Kafka 4.0+) on or off, set at format "
+                        "(default: the release's own; 4.3 formats with it on)")
     r.add_argument("--no-probes", action="store_true",
                    help="no raw-protocol prober or metadata observer (client workload only)")
     w = WorkloadDefaults()

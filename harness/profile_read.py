@@ -441,6 +441,8 @@ def read_features(version: str) -> dict:
     seen = {name: highest.get("ListOffsets", -1) >= v for name, v in _LIST_OFFSETS.items()}
     seen["kip-1166"] = highest.get("Fetch", -1) >= 18 and b"isHighWatermarkUpdated" in krc
     seen["kip-1023"] = has_config and b"shouldFetchFromLastTieredOffset" in aft
+    seen["eligible-leader-replicas"] = rel.class_bytes("org.apache.kafka.server.common.EligibleLeaderReplicasVersion") \
+        is not None
     return {
         "fetch_highest_version": highest.get("Fetch"),
         "list_offsets_highest_version": highest.get("ListOffsets"),

@@ -13,7 +13,7 @@ _FLAGS = {"duration": "--duration", "backend": "--backend", "bootstrap": "--boot
           "profile": "--profile", "tiered": "--tiered", "require_coverage": "--require-coverage",
           "allow_uncovered": "--allow-uncovered",
           "recovery_bound": "--recovery-bound", "crash_loop": "--crash-loop",
-          "upgrade_from": "--upgrade-from", "upgrade_to": "--upgrade-to"}
+          "upgrade_from": "--upgrade-from", "upgrade_to": "--upgrade-to", "elr": "--elr"}
 #: WorkloadOptions field -> its flag (the workload options `kipcheck run` takes)
 _WORKLOAD_FLAGS = {"producers": "--producers", "in_flight": "--in-flight", "rate": "--rate",
                    "consumers": "--consumers", "workload": "--workload"}

@@ -61,6 +61,7 @@ class RunOptions:
     profile: str | None = None
     workload: WorkloadOptions = field(default_factory=WorkloadOptions)
     tiered: bool = False  # remote storage on every broker, the workload topic tiered (KIP-1023 data)
+    elr: str | None = None  # "on"/"off": eligible.leader.replicas.version 1/0 at format (KIP-966); None: the release's
     probes: bool = True  # the raw-protocol prober and the metadata observer (harness.clients.prober/observer)
     require_coverage: str | None = None  # checks.coverage.parse_requirement: too little makes the verdict unknown
     allow_uncovered: bool = False  # VALID although a reachable rule decided nothing (checks.coverage.require_reachable)
@@ -136,6 +137,8 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         version = dist.version
         if options.kafka_version == LATEST:
             ui.note(f"--kafka-version latest: Kafka {version}, the newest release Maven Central serves whole")
+        if options.elr and not releases.has(version, "eligible-leader-replicas"):
+            raise HarnessError(f"Kafka {version} has no eligible leader replicas (KIP-966 ships from 4.0): drop --elr")
         if options.tiered:
             if not releases.has(version, "tiered-storage"):
                 raise HarnessError(f"Kafka {version} has no tiered storage (KIP-405 ships from 3.6): drop --tiered")
@@ -188,6 +191,14 @@ def _upgrade_config(options: RunOptions) -> dict:
             "format_release": upgrade.format_release(a, b), "finalize": upgrade.direction(a, b) == "upgrade"}
 
 
+ELR_FEATURE = "eligible.leader.replicas.version"
+
+
+def elr_feature(elr: str | None) -> tuple[tuple[str, int], ...]:
+    """`--elr on|off` as the feature level StorageTool formats with (none: the release's default)."""
+    return () if elr is None else ((ELR_FEATURE, 1 if elr == "on" else 0),)
+
+
 def _ssh_hosts(options: RunOptions):
     """The ssh backend's cluster file, read, and the options with its broker and controller counts."""
     from kipcheck.harness.backends.ssh import load_hosts
@@ -237,7 +248,8 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
         from kipcheck.faults.registry import cluster_options as fault_needs  # proxies, JBOD, libfaketime
         cluster_options = ClusterOptions(options.brokers, options.controllers, **fault_needs(options.faults or []),
                                          tiered=options.tiered, broker_jvm_args=tuple(options.broker_jvm_args),
-                                         release_version=config.get("upgrade", {}).get("format_release"))
+                                         release_version=config.get("upgrade", {}).get("format_release"),
+                                         features=elr_feature(options.elr))
         if options.backend == "testcontainers":
             from kipcheck.harness.backends.containers import ContainerCluster
             cluster = ContainerCluster(dist, run_dir / "cluster", cluster_options, owner_pid=os.getpid())

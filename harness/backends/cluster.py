@@ -46,6 +46,8 @@ class ClusterOptions:
     # format at this release's metadata.version ("3.9"), not the distribution's newest: a
     # cluster a rolling downgrade can leave (harness.upgrade); None: the distribution's newest
     release_version: str | None = None
+    # feature levels set at format (StorageTool --feature, KIP-1022), e.g. (("eligible.leader.replicas.version", 0),)
+    features: tuple[tuple[str, int], ...] = ()
     log_dirs: int = 1  # log directories per broker (JBOD; the log-dir-failure fault needs 2)
     fake_clocks: bool = False  # every node's JVM preloads libfaketime (clock faults: harness.backends.node.faketime_env)
 
@@ -191,6 +193,7 @@ class NativeCluster:
         self.nodes = [self._node(s, uuid_, voters) for s in specs]
         for n in self.nodes:
             n.release_version = self.options.release_version
+            n.features = self.options.features
         self.state.update(cluster_uuid=uuid_, bootstrap=self.bootstrap_servers(),
                           specs=[_spec_json(s) for s in specs])
         step("formatting storage")

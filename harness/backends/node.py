@@ -130,6 +130,7 @@ class KafkaNode:
         # upgrade's stop-swap-start never interleave on one node (harness.upgrade).
         self.lock = threading.RLock()
         self.release_version: str | None = None  # ClusterOptions.release_version
+        self.features: tuple[tuple[str, int], ...] = ()  # ClusterOptions.features
 
     # -- configuration -------------------------------------------------------------
     def server_properties(self) -> dict:
@@ -193,6 +194,7 @@ class KafkaNode:
         `--release-version`, KIP-778) instead of this distribution's newest."""
         config = self.write_config()
         release = ("--release-version", self.release_version) if self.release_version else ()
+        release += tuple(a for name, level in self.features for a in ("--feature", f"{name}={level}"))
         argv = self.dist.java_command(
             "kafka.tools.StorageTool", "format", "-t", self.cluster_uuid, "-c", str(config), "--ignore-formatted",
             *release,

@@ -58,6 +58,10 @@ FEATURES: dict[str, tuple[tuple[int, int], str]] = {
     # follower.fetch.last.tiered.offset.enable; kafka.server.AbstractFetcherThread has no
     # shouldFetchFromLastTieredOffset in 4.2.1 and has it in 4.3.1 (reference_model.profiles)
     "kip-1023": ((4, 3), "followers start at the last tiered offset (follower.fetch.last.tiered.offset.enable)"),
+    # KIP-966's feature flag eligible.leader.replicas.version (`--elr on|off` sets it at format):
+    # org.apache.kafka.server.common.EligibleLeaderReplicasVersion is in 4.0.2's kafka-server-common
+    # jar, not in 3.9.2's
+    "eligible-leader-replicas": ((4, 0), "eligible leader replicas (KIP-966), eligible.leader.replicas.version"),
     # kipcheck's own choice, not a Kafka feature: Kafka's poms declare slf4j-api 1.7.36 up to
     # 4.0 (and a log4j 1 binding, slf4j-log4j12 / reload4j, which kipcheck leaves out); kipcheck
     # binds SLF4J to log4j2 for every release, with the SLF4J 2 binding from 3.7 (as before
