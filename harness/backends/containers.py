@@ -66,11 +66,9 @@ class ContainerNode(KafkaNode):
         so a directory a disk fault wiped is formatted again with the cluster's id."""
 
     def _command(self) -> list[str]:
-        config = str(self.dir / "server.properties")
-        log4j = f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}"
-        fmt = self.dist.java_command("kafka.tools.StorageTool", "format", "-t", self.cluster_uuid, "-c", config,
-                                     "--ignore-formatted", jvm_opts=("-Xmx256m", log4j))
-        run = self.dist.java_command("kafka.Kafka", config, jvm_opts=self._jvm_opts())
+        config = self.dir / "server.properties"
+        fmt = self.format_command(config)
+        run = self.dist.java_command("kafka.Kafka", str(config), jvm_opts=self._jvm_opts())
         out = shlex.quote(str(self.dir / "stdout.log"))
         return ["/bin/sh", "-c", f"{shlex.join(fmt)} >>{out} 2>&1 && exec {shlex.join(run)} >>{out} 2>&1"]
 

@@ -188,17 +188,20 @@ class KafkaNode:
                 "-Dkafka.logs.dir=" + str(self.dir), *self.jvm_args)
 
     # -- lifecycle -------------------------------------------------------------------
-    def format(self) -> None:
-        """Format storage with the cluster's id (`kafka.tools.StorageTool format`); with
-        `release_version` set, at that release's metadata.version (StorageTool's
-        `--release-version`, KIP-778) instead of this distribution's newest."""
-        config = self.write_config()
+    def format_command(self, config: Path) -> list[str]:
+        """`kafka.tools.StorageTool format` with the cluster's id; with `release_version` set, at
+        that release's metadata.version (`--release-version`, KIP-778) instead of this
+        distribution's newest; with `features`, at those feature levels (`--feature`, KIP-1022)."""
         release = ("--release-version", self.release_version) if self.release_version else ()
         release += tuple(a for name, level in self.features for a in ("--feature", f"{name}={level}"))
-        argv = self.dist.java_command(
+        return self.dist.java_command(
             "kafka.tools.StorageTool", "format", "-t", self.cluster_uuid, "-c", str(config), "--ignore-formatted",
             *release,
             jvm_opts=("-Xmx256m", f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}"))
+
+    def format(self) -> None:
+        """Format storage (`format_command`) on the node's host."""
+        argv = self.format_command(self.write_config())
         proc = self.spec.host.run(argv, timeout=120)
         if proc.returncode != 0:
             raise HarnessError(f"formatting node {self.spec.node_id} failed: {_first_error(proc.stderr + proc.stdout)}")
