@@ -132,13 +132,15 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
         dist = _resolve_upgrade(options, ui)
         version = dist.version
     else:
+        if options.elr and releases.parse(options.kafka_version):
+            _refuse_without_elr(options.kafka_version)  # the release asked for, before anything shows
         with ui.step("resolving Kafka"):  # first: a bad version or no java leaves nothing behind
             dist = resolve(options.kafka_version, options.kafka_home)
         version = dist.version
         if options.kafka_version == LATEST:
             ui.note(f"--kafka-version latest: Kafka {version}, the newest release Maven Central serves whole")
-        if options.elr and not releases.has(version, "eligible-leader-replicas"):
-            raise HarnessError(f"Kafka {version} has no eligible leader replicas (KIP-966 ships from 4.0): drop --elr")
+        if options.elr:
+            _refuse_without_elr(version)  # a --kafka-home distribution's own release
         if options.tiered:
             if not releases.has(version, "tiered-storage"):
                 raise HarnessError(f"Kafka {version} has no tiered storage (KIP-405 ships from 3.6): drop --tiered")
@@ -192,6 +194,11 @@ def _upgrade_config(options: RunOptions) -> dict:
 
 
 ELR_FEATURE = "eligible.leader.replicas.version"
+
+
+def _refuse_without_elr(version: str) -> None:
+    if not releases.has(version, "eligible-leader-replicas"):
+        raise HarnessError(f"Kafka {version} has no eligible leader replicas (KIP-966 ships from 4.0): drop --elr")
 
 
 def elr_feature(elr: str | None) -> tuple[tuple[str, int], ...]:

@@ -43,6 +43,12 @@ def test_missing_java_is_one_line(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+def test_elr_on_a_release_without_it_is_one_line_and_starts_nothing(tmp_path):
+    code, _, err = kipcheck("run", "--kafka-version", "3.9.2", "--elr", "off", "--runs-dir", str(tmp_path))
+    assert_one_line_error(code, err, "3.9.2", "KIP-966", "drop --elr")
+    assert not any(tmp_path.iterdir())
+
+
 def test_kafka_version_that_does_not_exist(tmp_path):
     code, _, err = kipcheck("run", "--kafka-version", "0.0.1", "--runs-dir", str(tmp_path))
     assert_one_line_error(code, err, "0.0.1")
