@@ -5,14 +5,16 @@ controller's own metadata log (harness/metadata_log.py: every PartitionRecord an
 PartitionChangeRecord, in commit order) through `PartitionState` and asks `may_lead` of
 every leader change.
 
-What Kafka does, read in its source (metadata `PartitionChangeBuilder.electLeader`,
-`isValidNewLeader`, `tryElection`): a clean election picks a replica of the target ISR, or,
-when the ISR is empty, one of the ELR (the ELR member then becomes the whole ISR); an
-unclean election (`unclean.leader.election.enable`, an `elect-unclean` request, or the
-"last known leader" recovery) sets the ISR to the new leader alone and marks the partition
-RECOVERING (LeaderRecoveryState 1). Without ELR (`eligible.leader.replicas.version` 0, or a
-release before 4.0) the ELR is always empty and the rule is the plain one: leaders come
-from the ISR.
+What Kafka does, read in the 4.3.1 sources (kafka-metadata `PartitionChangeBuilder.electAnyLeader`,
+`isValidNewLeader`, `canElectLastKnownLeader`, `tryElection`; `ReplicationControlManager` asks
+for an unclean election only where `unclean.leader.election.enable` holds for the topic or
+an ElectLeaders UNCLEAN request names it): a clean election picks a replica of the target ISR,
+or, when the ISR is empty, one of the ELR (the ELR member then becomes the whole ISR); an
+unclean election, or with ELR on the "last known leader" recovery (ISR and ELR empty, the
+one-member LastKnownElr alive; `useLastKnownLeaderInBalancedRecovery` is never turned off),
+sets the ISR to the new leader alone and marks the partition RECOVERING (LeaderRecoveryState
+1). Without ELR (`eligible.leader.replicas.version` 0, or a release before 4.0) the ELR is
+always empty and the rule is the plain one: leaders come from the ISR.
 """
 from __future__ import annotations
 
@@ -30,26 +32,31 @@ class PartitionState:
     isr: tuple[int, ...]
     elr: tuple[int, ...] = ()
     recovery: int = 0
+    last_known_elr: tuple[int, ...] = ()
 
 
-def created(leader: int, isr, elr=(), recovery: int = 0) -> PartitionState:
+def created(leader: int, isr, elr=(), recovery: int = 0, last_known_elr=()) -> PartitionState:
     """A PartitionRecord: the partition's whole state (at creation, or restated in full)."""
-    return PartitionState(leader, tuple(isr), tuple(elr or ()), recovery)
+    return PartitionState(leader, tuple(isr), tuple(elr or ()), recovery, tuple(last_known_elr or ()))
 
 
 def changed(state: PartitionState, leader: int | None = None, isr=None, elr=None,
-            recovery: int | None = None) -> PartitionState:
+            recovery: int | None = None, last_known_elr=None) -> PartitionState:
     """A PartitionChangeRecord applied: a field it leaves out (None) keeps its value."""
-    return replace(state, leader=state.leader if leader is None else leader,
-                   isr=state.isr if isr is None else tuple(isr), elr=state.elr if elr is None else tuple(elr),
-                   recovery=state.recovery if recovery is None else recovery)
+    def keep(new, old):
+        return old if new is None else tuple(new)
+    return replace(state, leader=state.leader if leader is None else leader, isr=keep(isr, state.isr),
+                   elr=keep(elr, state.elr), recovery=state.recovery if recovery is None else recovery,
+                   last_known_elr=keep(last_known_elr, state.last_known_elr))
 
 
-def may_lead(before: PartitionState, after: PartitionState) -> bool:
+def may_lead(before: PartitionState, after: PartitionState, unclean_permitted: bool = False) -> bool:
     """KIP-966 "Leader election" (and KIP-704's unclean recovery state): a new leader is a member
-    of the ISR or of the ELR the partition had before the change, or the change is an unclean
-    election, which Kafka marks: the ISR becomes the new leader alone and the partition is
-    RECOVERING. No leader (-1) and an unchanged leader are always allowed.
+    of the ISR or of the ELR the partition had before the change. Otherwise only an unclean
+    election, which Kafka marks (the ISR becomes the new leader alone, the partition RECOVERING),
+    and only where one may happen: `unclean_permitted` (unclean.leader.election.enable, or an
+    ElectLeaders UNCLEAN request), or the last known leader recovery of ELR (the partition's
+    LastKnownElr is that one broker). No leader (-1) and an unchanged leader are always allowed.
 
     "Before" is the committed state, not Kafka's target ISR of the same change: that target is
     the committed ISR minus fenced or removed replicas (a shrink never adds a candidate), and an
@@ -59,4 +66,5 @@ def may_lead(before: PartitionState, after: PartitionState) -> bool:
         return True
     if after.leader in before.isr or after.leader in before.elr:
         return True
-    return after.recovery == RECOVERING and after.isr == (after.leader,)
+    marked_unclean = after.recovery == RECOVERING and after.isr == (after.leader,)
+    return marked_unclean and (unclean_permitted or before.last_known_elr == (after.leader,))

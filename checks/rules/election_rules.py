@@ -28,19 +28,37 @@ def decides(value: dict) -> bool:
 def _state(before: kip966.PartitionState | None, v: dict) -> kip966.PartitionState:
     if v.get("kind") == "create" or before is None:
         return kip966.created(v.get("leader", kip966.NO_LEADER), v.get("isr") or (), v.get("elr") or (),
-                              v.get("recovery", 0))
-    return kip966.changed(before, v.get("leader"), v.get("isr"), v.get("elr"), v.get("recovery"))
+                              v.get("recovery", 0), v.get("last_known_elr") or ())
+    return kip966.changed(before, v.get("leader"), v.get("isr"), v.get("elr"), v.get("recovery"),
+                          v.get("last_known_elr"))
+
+
+def _unclean_asked(record: dict) -> bool:
+    """An `elect-unclean` fault: kipcheck's only way to permit an unclean election (its brokers run
+    with unclean.leader.election.enable false, harness/backends/node.py)."""
+    return record.get("f") == "fault" and (record.get("value") or {}).get("fault") == "elect-unclean"
 
 
 class ElectionRule(BaseRule):
+    """One group: every partition's records, and whether the run asked for an unclean election."""
+
     anomalies = ("ineligible-leader",)
+    key = "elections"
 
     def group_keys(self, record: dict) -> Iterable[str]:
-        if record.get("f") == F and record.get("type") == "ok":
-            v = record.get("value") or {}
-            yield f"election:{v.get('topic')}/{v.get('partition')}"
+        if record.get("f") == F and record.get("type") == "ok" or _unclean_asked(record):
+            yield self.key
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
+        unclean_permitted = any(_unclean_asked(r) for r in records)
+        by_partition: dict[tuple, list[dict]] = {}
+        for r in records:
+            if r.get("f") == F:
+                by_partition.setdefault((r["value"].get("topic"), r["value"].get("partition")), []).append(r)
+        return [a for rs in by_partition.values() for a in self._partition(rs, unclean_permitted)]
+
+    @staticmethod
+    def _partition(records: list[dict], unclean_permitted: bool) -> list[Anomaly]:
         out, before, last_index = [], None, None
         for r in sorted(records, key=lambda r: (r["value"].get("offset", 0), r["index"])):
             v = r["value"]
@@ -48,14 +66,15 @@ class ElectionRule(BaseRule):
             # a creation is judged against no leader with its own ISR and ELR
             judged_from = kip966.created(kip966.NO_LEADER, after.isr, after.elr) if v.get("kind") == "create" \
                 else before
-            if judged_from is not None and decides(v) and not kip966.may_lead(judged_from, after):
+            if judged_from is not None and decides(v) and not kip966.may_lead(judged_from, after, unclean_permitted):
                 proof = (r["index"],) if last_index is None or v.get("kind") == "create" else (last_index, r["index"])
                 out.append(Anomaly(
                     "ineligible-leader", proof,
                     f"the controller made broker {after.leader} leader of {v.get('topic')}/{v.get('partition')} "
                     f"(metadata log offset {v.get('offset')}) though it was in neither the ISR {list(judged_from.isr)} "
-                    f"nor the ELR {list(judged_from.elr)}, and the change is no unclean election (recovery state "
-                    f"{after.recovery}, ISR {list(after.isr)})",
+                    f"nor the ELR {list(judged_from.elr)}, and the change is no unclean election that could happen "
+                    f"(recovery state {after.recovery}, ISR {list(after.isr)}, last known ELR "
+                    f"{list(judged_from.last_known_elr)}, unclean election asked: {unclean_permitted})",
                     details={"topic": v.get("topic"), "partition": v.get("partition"), "leader": after.leader,
                              "offset": v.get("offset"), "isr_before": list(judged_from.isr),
                              "elr_before": list(judged_from.elr), RULE: "kip966.may_lead"}))
