@@ -188,11 +188,13 @@ def longest_log(nodes) -> list[bytes]:
     return best
 
 
-def record(history, nodes) -> Decoded:
-    """Append the controller's partition records and feature levels to the history; what was decoded."""
+def record(history, nodes, topics=None) -> Decoded:
+    """Append the controller's partition records (of `topics` only, when given: a selftest window's)
+    and feature levels to the history; what was decoded."""
     decoded = decode(longest_log(nodes))
     for value in decoded.features:
         history.append(PROCESS, "ok", "metadata_feature", value)
     for value in decoded.changes:
-        history.append(PROCESS, "ok", "partition_change", value)
+        if topics is None or value["topic"] in topics:
+            history.append(PROCESS, "ok", "partition_change", value)
     return decoded

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 
 from kipcheck.rundir import config as run_config
+from kipcheck.harness import metadata_log
 from kipcheck.harness.backends import seeded
 from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster
 from kipcheck.rundir.writer import History
@@ -104,24 +106,30 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
     node_dirs = [n.dir for n in cluster.brokers]
     before = seeded.read_reports(node_dirs)["fired"].get(name, 0) if name else 0
     history = History(wdir / JSONL_NAME)
+    provocation = _Provocation(cluster, topic, seeded.bug(name).provoke) if name and seeded.bug(name).provoke else None
     try:
         seeded.switch(control, name)
         time.sleep(0.6)  # every broker polls the control file each 200 ms
-        t_on = history.now()  # the bug is on, on the history's clock
+        t_on, t_on_wall = history.now(), time.time()  # the bug is on, on the history's clock and the wall's
         opts = RunOptions(duration=window, workload=w)
         started = time.monotonic()
+        if provocation:
+            provocation.start()
         drive(cluster, ctx, opts, [], history, rack, ui, propagation_sample=propagation_sample)
+        provoked = provocation.result() if provocation else None
         driven = time.monotonic() - started  # the window's length, KIP-1166's wait for its sample included
         seeded.switch(control, None)
         time.sleep(0.6)
         final_read(cluster.bootstrap_servers(), w, history, timeout=30)
+        # the controller's decisions about this window's topics (KIP-966's election rule)
+        metadata_log.record(history, cluster.nodes, topics={topic, *w.topics, *(provoked or {}).get("topics", ())})
     finally:
         seeded.switch(control, None)
         history.close()
     time.sleep(0.6)  # one more agent report after the window
     report = seeded.read_reports(node_dirs)
     row = {"bug": name or CONTROL, "window_dir": str(wdir), "window": window, "driven": round(driven, 1), "fires": 0,
-           "flagged": {}, "valid": {}, "seconds_to_detection": {}}
+           "flagged": {}, "valid": {}, "seconds_to_detection": {}, **({"provoked": provoked} if provoked else {})}
     if name:
         b = seeded.bug(name)
         row.update(kafka_method=b.kafka_method, rule=b.rule, slip=b.slip, anomaly=b.anomaly,
@@ -141,14 +149,19 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
         row.setdefault("known", {})[p] = sorted(k for k, v in verdict["known"].items() if v)
         if name:
             row["seconds_to_detection"][p] = _detection_seconds(wdir, verdict["anomalies"].get(row["anomaly"]) or [],
-                                                                t_on)
+                                                                t_on, t_on_wall)
     return row
 
 
-def _detection_seconds(wdir: Path, examples: list[dict], bug_on_ns: int) -> float | None:
-    """Seconds from the bug switching on to the record completing the earliest proof of it."""
+def _detection_seconds(wdir: Path, examples: list[dict], bug_on_ns: int, bug_on_wall: float) -> float | None:
+    """Seconds from the bug switching on to the record completing the earliest proof of it; for a
+    proof from the controller's metadata log (read after the window), to the controller's own
+    time of the change (`log_time_ms`, the same machine's wall clock)."""
     if not examples:
         return None
+    logged = [e["log_time_ms"] / 1e3 for e in examples if e.get("log_time_ms")]
+    if logged:
+        return round(max(0.0, min(logged) - bug_on_wall), 2)
     wanted = {max(e["indices"]) for e in examples if e.get("indices")}
     times = {}
     with open(wdir / JSONL_NAME) as f:
@@ -157,6 +170,32 @@ def _detection_seconds(wdir: Path, examples: list[dict], bug_on_ns: int) -> floa
             if rec["index"] in wanted:
                 times[rec["index"]] = rec["time"]
     return round(max(0, min(times.values()) - bug_on_ns) / 1e9, 2) if times else None
+
+
+class _Provocation(threading.Thread):
+    """A bug window's provocation (harness.provocations), beside the workload; its result or its error."""
+
+    def __init__(self, cluster, topic: str, kind: str):
+        super().__init__(name=f"provoke-{kind}", daemon=True)
+        self.cluster, self.topic, self.kind = cluster, topic, kind
+        self.stop = threading.Event()
+        self.outcome: dict = {}
+
+    def run(self):
+        from kipcheck.harness.provocations import PROVOCATIONS
+        try:
+            done = PROVOCATIONS[self.kind](self.cluster, self.topic, self.stop)
+            self.outcome = {"kind": self.kind, **done, "topics": [done["topic"]]}
+        except Exception as e:  # the window goes on: the row says why nothing was provoked
+            self.outcome = {"kind": self.kind, "error": str(e) or type(e).__name__}
+
+    def result(self, timeout: float = 120.0) -> dict:
+        """Wait for the provocation to end (it heals what it did); past `timeout`, ask it to stop."""
+        self.join(timeout)
+        if self.is_alive():
+            self.stop.set()
+            self.join(30)
+        return self.outcome
 
 
 def _control(matrix: dict) -> dict | None:

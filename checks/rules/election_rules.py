@@ -76,7 +76,8 @@ class ElectionRule(BaseRule):
                     f"(recovery state {after.recovery}, ISR {list(after.isr)}, last known ELR "
                     f"{list(judged_from.last_known_elr)}, unclean election asked: {unclean_permitted})",
                     details={"topic": v.get("topic"), "partition": v.get("partition"), "leader": after.leader,
-                             "offset": v.get("offset"), "isr_before": list(judged_from.isr),
+                             "offset": v.get("offset"), "log_time_ms": v.get("log_time_ms"),
+                             "isr_before": list(judged_from.isr),
                              "elr_before": list(judged_from.elr), RULE: "kip966.may_lead"}))
             before, last_index = after, r["index"]
         return out

@@ -35,6 +35,7 @@ class SeededBug:
     clients: bool = True  # its window runs the producers and consumers (False: only the prober and observer)
     workload: str = "default"  # its window's workload (WorkloadOptions.workload): "txn" for transaction slips
     expects: str = ""  # the anomaly the checker must flag, when it is not `name` (a second slip of one family)
+    provoke: str = ""  # what its window must make happen (harness.provocations.PROVOCATIONS): "" for nothing
 
     @property
     def anomaly(self) -> str:
@@ -110,6 +111,14 @@ BUGS: tuple[SeededBug, ...] = (
               # the metadata log, which no producer or consumer touches: without them the observer's changes
               # come faster (35 in 30 s beside a cluster test) and the window's history stays small.
               min_window=30.0, clients=False),
+    SeededBug("ineligible-leader", "org.apache.kafka.controller.PartitionChangeBuilder.isValidNewLeader",
+              "every replica the controller could make leader at all (registered, unfenced, not shutting down) "
+              "passes as a valid new leader, in the ISR or not: an election takes the first in replica order and "
+              "writes it as a clean one",
+              "KIP-966: a clean election picks from the ISR, or from the ELR when the ISR is empty",
+              # a healthy window elects nobody: the window makes an election with a live replica outside the
+              # ISR (harness.provocations.outsider_election: about 15-25 s)
+              provoke="outsider-election", min_window=30.0),
 )
 BY_NAME = {b.name: b for b in BUGS}
 

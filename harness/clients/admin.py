@@ -53,10 +53,14 @@ class Admin:
             time.sleep(0.5)
         raise HarnessError(f"cluster not ready within {timeout:.0f} s: {last}")
 
-    def create_topic(self, topic: str, partitions: int, replication_factor: int, config: dict | None = None) -> None:
+    def create_topic(self, topic: str, partitions: int, replication_factor: int, config: dict | None = None,
+                     assignment: list[list[int]] | None = None) -> None:
+        """Create `topic` (already there: fine); `assignment` places each partition's replicas, in
+        order (the first is the preferred leader), instead of `partitions` x `replication_factor`."""
+        new = NewTopic(topic, replica_assignment=assignment, config=config or {}) if assignment else \
+            NewTopic(topic, partitions, replication_factor, config=config or {})
         for attempt in (1, 2):
-            fut = self.client.create_topics([NewTopic(topic, partitions, replication_factor, config=config or {})],
-                                            request_timeout=self.timeout)[topic]
+            fut = self.client.create_topics([new], request_timeout=self.timeout)[topic]
             try:
                 fut.result(timeout=self.timeout + 5)
                 return

@@ -249,4 +249,14 @@ def metadata(conn: BrokerConnection, topics: list[str] | None) -> MetadataView:
     return MetadataView(conn.request(request, version))
 
 
+def quorum_leader(conn: BrokerConnection) -> int:
+    """The KRaft quorum's leader (the active controller) as `conn`'s broker knows it (DescribeQuorum); -1: none."""
+    from kafka.protocol.admin.cluster import DescribeQuorumRequest
+    request = DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
+        topic_name="__cluster_metadata", partitions=[DescribeQuorumRequest.TopicData.PartitionData(partition_index=0)])])
+    response = conn.request(request, conn.version_for(DescribeQuorumRequest))
+    parts = [p for t in response.topics for p in t.partitions]
+    return parts[0].leader_id if parts and not response.error_code else -1
+
+
 keep_primary_response_classes()  # on import: before any prober, observer or fault runs

@@ -73,3 +73,23 @@ def test_a_replica_that_left_the_isr_under_min_isr_pressure_leads_only_with_elr(
         records = [{"index": i, "time": 0, "process": "metadata-log", "type": "ok", "f": "partition_change",
                     "value": c} for i, c in enumerate(changes)]
         assert ElectionRule().check(records, "kip") == []
+
+
+def test_the_outsider_election_provocation_alone_elects_from_the_isr(kafka_dist, tmp_path):
+    """The selftest's provocation for the `ineligible-leader` slip (harness/provocations.py) on a
+    healthy cluster: the cut-off follower leaves the ISR, the leader's controlled shutdown elects
+    the ISR's other member (the active controller's broker), never the follower, and the KIP-966
+    rule finds nothing. So a flagged window is the slip's doing, not the provocation's."""
+    import threading
+    from kipcheck.harness.provocations import outsider_election
+    with native_cluster(kafka_dist, tmp_path / "c", brokers=3) as cluster:
+        done = outsider_election(cluster, "calm", threading.Event())
+        leader, follower, controller = done["replicas"]
+        assert done["elected"] == controller, done
+        assert all(n.alive() for n in cluster.nodes)  # healed: the leader runs again
+        changes, _ = _partition_log(cluster, done["topic"])
+        assert any(c.get("isr") is not None and follower not in c["isr"] for c in changes), changes  # it left
+        assert follower not in [c.get("leader") for c in changes]
+        records = [{"index": i, "time": 0, "process": "metadata-log", "type": "ok", "f": "partition_change",
+                    "value": c} for i, c in enumerate(changes)]
+        assert ElectionRule().check(records, "kip") == []

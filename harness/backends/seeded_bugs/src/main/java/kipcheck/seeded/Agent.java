@@ -58,7 +58,9 @@ public final class Agent {
             new Target("hwm-propagation-delay", "org.apache.kafka.raft.KafkaRaftClient", "isHighWatermarkUpdated",
                     SLIPS + "RaftHighWatermarkUpdated"),
             new Target("hwm-propagation-delay", "org.apache.kafka.raft.internals.ThresholdPurgatory", "completeAll",
-                    SLIPS + "RaftParkedFetchRelease"));
+                    SLIPS + "RaftParkedFetchRelease"),
+            new Target("ineligible-leader", "org.apache.kafka.controller.PartitionChangeBuilder", "isValidNewLeader",
+                    SLIPS + "ElectionCandidate"));
 
     /** Matchers narrowing a method name to the one overload each slip is written for. */
     static ElementMatcher<MethodDescription> methodMatcher(Target t) {
@@ -76,6 +78,7 @@ public final class Agent {
             case "fetchEarliestPendingUploadOffset": return m.and(ElementMatchers.takesArguments(1));
             case "isHighWatermarkUpdated": return m.and(ElementMatchers.takesArguments(2));
             case "completeAll": return m.and(ElementMatchers.takesArguments(long.class));
+            case "isValidNewLeader": return m.and(ElementMatchers.takesArguments(int.class));
             default: return m;
         }
     }

@@ -284,4 +284,24 @@ public final class Slips {
             return false;
         }
     }
+
+    /**
+     * org.apache.kafka.controller.PartitionChangeBuilder.isValidNewLeader(int): ineligible-leader:
+     * every replica the controller could make leader at all (registered, unfenced, not shutting
+     * down: the builder's {@code isAcceptableLeader}) passes as a valid new leader, in the ISR or
+     * not. The election then takes the first such replica in replica order, and writes it as a
+     * clean election (no RECOVERING state, the ISR left as it was). Breaks KIP-966 "Leader
+     * election": a clean election picks from the ISR, or from the ELR when the ISR is empty.
+     */
+    public static final class ElectionCandidate {
+        @Advice.OnMethodExit
+        public static void exit(@Advice.Argument(0) int replica,
+                                @Advice.FieldValue("isAcceptableLeader") java.util.function.IntPredicate acceptable,
+                                @Advice.Return(readOnly = false) boolean valid) {
+            if (!valid && Bugs.on("ineligible-leader") && replica >= 0 && acceptable.test(replica)) {
+                Bugs.fired("ineligible-leader");
+                valid = true;
+            }
+        }
+    }
 }
