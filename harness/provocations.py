@@ -12,7 +12,7 @@ import threading
 import time
 
 from kipcheck.harness.clients import wire
-from kipcheck.harness.clients.admin import Admin
+from kipcheck.harness.clients.admin import Admin, quiet_logger
 from kipcheck.harness.errors import HarnessError
 
 LAG_TIMEOUT = 40.0  # the follower leaves the ISR after replica.lag.time.max.ms (8 s) of not catching up
@@ -52,7 +52,7 @@ def outsider_election(cluster, topic: str, stop: threading.Event) -> dict:
     lead, follow = brokers[leader], brokers[follower]
     from confluent_kafka import Producer
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers(), "acks": "1", "linger.ms": 5,
-                         "message.timeout.ms": 10000})
+                         "message.timeout.ms": 10000, "logger": quiet_logger()})
     try:
         lead.drop_packets_from(follow)
         follow.drop_packets_from(lead)
@@ -65,8 +65,10 @@ def outsider_election(cluster, topic: str, stop: threading.Event) -> dict:
             return follower not in p.isr and p
         _wait(out_of_isr, LAG_TIMEOUT, f"broker {follower} out of the ISR of {elect_topic}", stop)
         producer.flush(10)
+        del producer  # librdkafka's handle goes now, not whenever the collector runs
         lead.stop_node(clean_shutdown=True, timeout=30)  # the controlled shutdown asks for the election
-        after = _wait(lambda: next((p for p in admin.partitions(elect_topic) if p.leader >= 0), None), 30,
+        survivors = Admin(",".join(brokers[b].spec.client_endpoint for b in (follower, active)))
+        after = _wait(lambda: next((p for p in survivors.partitions(elect_topic) if p.leader >= 0), None), 60,
                       f"a new leader of {elect_topic}", stop)
     finally:
         lead.allow_packets_from(follow)

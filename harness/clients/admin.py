@@ -57,7 +57,8 @@ class Admin:
                      assignment: list[list[int]] | None = None) -> None:
         """Create `topic` (already there: fine); `assignment` places each partition's replicas, in
         order (the first is the preferred leader), instead of `partitions` x `replication_factor`."""
-        new = NewTopic(topic, replica_assignment=assignment, config=config or {}) if assignment else \
+        # librdkafka wants the partition count beside an assignment (and refuses a replication factor)
+        new = NewTopic(topic, len(assignment), replica_assignment=assignment, config=config or {}) if assignment else \
             NewTopic(topic, partitions, replication_factor, config=config or {})
         for attempt in (1, 2):
             fut = self.client.create_topics([new], request_timeout=self.timeout)[topic]
