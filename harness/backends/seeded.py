@@ -117,8 +117,9 @@ BUGS: tuple[SeededBug, ...] = (
               "writes it as a clean one",
               "KIP-966: a clean election picks from the ISR, or from the ELR when the ISR is empty",
               # a healthy window elects nobody: the window makes an election with a live replica outside the
-              # ISR (harness.provocations.outsider_election: about 15-25 s)
-              provoke="outsider-election", min_window=30.0),
+              # ISR (harness.provocations.outsider_election, 35 s measured; the window waits for it). The
+              # proof is in the controller's metadata log, which no client touches: no producers, no consumers
+              provoke="outsider-election", min_window=20.0, clients=False),
 )
 BY_NAME = {b.name: b for b in BUGS}
 
