@@ -91,3 +91,13 @@ def test_a_users_own_checks_package_lives_beside_the_plugin(installed, tmp_path)
     proc = _in(venv, tmp_path, "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_users.py")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "1 passed" in proc.stdout
+
+
+def test_no_tracked_file_holds_a_merge_conflict_marker():
+    """A merge once left `<<<<<<<` in docs/faults.md; nothing shipped or documented may carry one."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    markers = ("<<<<<<< ", ">>>>>>> ")
+    found = [f"{name}:{number}" for name in tracked if name.endswith((".py", ".md", ".toml", ".sh", ".java", ".cfg"))
+             for number, line in enumerate((ROOT / name).read_text(errors="replace").splitlines(), 1)
+             if line.startswith(markers)]
+    assert found == []
