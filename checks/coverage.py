@@ -21,7 +21,7 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from kipcheck.reference_model import kip227, kip392, kip966, kip1023, kip1166, transactions
+from kipcheck.reference_model import kip32, kip227, kip392, kip966, kip1023, kip1166, transactions
 
 from kipcheck.checks.rules.base import Anomaly, BaseRule
 from kipcheck.checks.rules.election_rules import decides as election_decided
@@ -60,6 +60,7 @@ OBSERVED: dict[str, str] = {
     "kip1166.propagation_statistic": "metadata changes measured without a fault on a node they depend on "
                                       "(from 20 on: fewer decide nothing)",
     "kip966.may_lead": "partition creations and leader changes in the controller's metadata log",
+    "kip32.append_time_allowed": "polls that read records with a LogAppendTime stamp",
     "transactions.lso_within_hwm": "fetch answers that carried a last stable offset",
     "transactions.lso_may_follow": "fetch answers that carried a last stable offset for a known leader epoch",
     "transactions.read_committed_offsets_allowed": "read_committed fetch answers that returned records",
@@ -93,6 +94,8 @@ REACHED_BY: dict[str, tuple[str, ...]] = {
     "kip1166.propagation_statistic": ("probes", "observer.metadata_propagation"),
     # read from the controllers' disks after the run, probes or not (harness/metadata_log.py)
     "kip966.may_lead": ("harness.metadata_log",),
+    # every poll of a LogAppendTime topic (workload topics on the backends that share this machine's clock)
+    "kip32.append_time_allowed": ("stamped_polls", "workload.log_append_time"),
     # KIP-98: every fetch answer carries an LSO; the prober's read_committed round returns records;
     # read_committed consumers poll (the default consumers cycle read_committed in)
     "transactions.lso_within_hwm": ("probes", "prober.kip392_cases"),
@@ -108,7 +111,7 @@ REACHED_BY: dict[str, tuple[str, ...]] = {
 def model_rules() -> dict[str, dict]:
     """Every KIP rule of the model: `module.function` -> {"kip", "section"}, in source order."""
     rules = {}
-    for module in (kip392, kip227, kip1023, kip1166, kip966, transactions):
+    for module in (kip392, kip227, kip1023, kip1166, kip966, kip32, transactions):
         short = module.__name__.rsplit(".", 1)[1]
         functions = [f for name, f in vars(module).items()
                      if inspect.isfunction(f) and not name.startswith("_") and f.__module__ == module.__name__]
@@ -195,8 +198,11 @@ def opportunities(record: dict) -> tuple[str, ...]:
         return ("kip1166.propagation_statistic",)
     if f == "partition_change" and election_decided(v):
         return ("kip966.may_lead",)
-    if f == "poll" and v.get("isolation") == "read_committed" and v.get("records"):
-        return ("transactions.read_committed_verdict", "transactions.torn_offsets")
+    if f == "poll" and v.get("records"):
+        stamped = ("kip32.append_time_allowed",) if any(s is not None for s in v.get("append_ms") or ()) else ()
+        if v.get("isolation") == "read_committed":
+            return ("transactions.read_committed_verdict", "transactions.torn_offsets", *stamped)
+        return stamped
     return ()
 
 
@@ -322,7 +328,8 @@ def reachable(config: dict) -> list[str]:
     workload = config.get("workload") or {}
     have = {"probes": options.get("probes", True),
             "read_committed_polls": workload.get("consumers", 1) > 0
-            and "read_committed" in (workload.get("consumer_isolation") or ("read_committed",))}
+            and "read_committed" in (workload.get("consumer_isolation") or ("read_committed",)),
+            "stamped_polls": workload.get("consumers", 1) > 0}
     skipped = {s.get("key") for s in config.get("skipped") or []}
     return [rid for rid, needs in REACHED_BY.items()
             if all(have.get(n, n not in skipped) for n in needs)]

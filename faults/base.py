@@ -40,8 +40,8 @@ class FaultContext(Protocol):
 
 class FaultKind(Protocol):
     name: str
-    needs_proxies: bool  # True for Toxiproxy link faults: the cluster must run with proxied clients
-    # optional: ClusterOptions fields the cluster must start with (e.g. {"log_dirs": 2}); faults.registry.cluster_options
+    # optional: ClusterOptions fields the cluster must start with (e.g. {"log_dirs": 2}, {"proxied_clients": True});
+    # faults.registry.cluster_options
     cluster_options: dict
 
     def inject(self, ctx: FaultContext, spec: FaultSpec) -> dict:

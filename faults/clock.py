@@ -46,7 +46,6 @@ class ClockSkew:
     """Offset one node's wall clock by `offset` seconds (default 60; negative: behind) for the window."""
 
     name = "clock-skew"
-    needs_proxies = False
     cluster_options = {"fake_clocks": True}
     heal_all = staticmethod(heal_clocks)
 

@@ -123,9 +123,15 @@ class Node(Protocol):
         """Remove every drop rule of this node (heal-all; a node without rules is fine)."""
 
 
+#: The listeners a link fault can slow: clients' links to a broker, followers' fetches from a
+#: leader (and every other inter-broker request), and KRaft traffic to a controller
+LISTENERS = ("client", "replication", "controller")
+
+
 @runtime_checkable
-class ClientProxy(Protocol):
-    """The Toxiproxy proxy in front of one broker's client listener (harness.backends.toxiproxy.ClientProxy)."""
+class LinkProxy(Protocol):
+    """The Toxiproxy proxy in front of one node's listener (harness.backends.toxiproxy.LinkProxy):
+    its client listener (clients' links) or its replication or controller listener (links between nodes)."""
 
     @property
     def name(self) -> str: ...
@@ -159,11 +165,12 @@ class Cluster(Protocol):
 
     def kraft_settings(self) -> dict: ...
 
-    def client_proxy(self, node_id: int) -> ClientProxy | None:
-        """The proxy clients use to reach this broker; None when clients connect directly."""
+    def link_proxy(self, node_id: int, listener: str = "client") -> LinkProxy | None:
+        """The proxy in front of this node's `listener` (one of LISTENERS); None when that listener
+        is reached directly (the cluster runs without such proxies, or the node has no such listener)."""
 
-    def reset_client_proxies(self) -> None:
-        """Remove every toxic from every client proxy (nothing to do without proxies)."""
+    def reset_link_proxies(self) -> None:
+        """Remove every toxic from every proxy (nothing to do without proxies)."""
 
 
 class Admin(Protocol):

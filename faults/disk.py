@@ -20,7 +20,6 @@ from kipcheck.faults.targets import partition_of, resolve_node, wait_full_isr
 
 class _DiskFault:
     name = ""
-    needs_proxies = False
     default_target = "follower"
     heal_all = staticmethod(heal_processes)
 

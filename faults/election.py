@@ -58,7 +58,6 @@ class Elect:
     partition with no leader and no in-sync replica left, which a schedule rarely makes:
     then too the answer is recorded."""
 
-    needs_proxies = False
 
     def __init__(self, name: str, election: ElectionType):
         self.name, self.election = name, election
@@ -127,7 +126,6 @@ class Reassign:
     `replace: true` swaps the last replica for a broker outside the set, which copies the log."""
 
     name = "reassign"
-    needs_proxies = False
     heal_all = staticmethod(heal_reassignments)
 
     def inject(self, ctx: FaultContext, spec: FaultSpec) -> dict:

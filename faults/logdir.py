@@ -57,7 +57,6 @@ class LogDirFailure:
     """Fail the log directory that holds the spec's partition on the target node (default: its leader)."""
 
     name = "log-dir-failure"
-    needs_proxies = False
     cluster_options = {"log_dirs": 2}
     heal_all = staticmethod(heal_log_dirs)
 

@@ -48,7 +48,6 @@ class _Partition:
     """Shared inject/heal: a subclass only says which grudge it holds."""
 
     name = ""
-    needs_proxies = False
     heal_all = staticmethod(heal_partitions)
 
     def grudge(self, ctx: FaultContext, spec: FaultSpec) -> tuple[Grudge, list[int], dict]:

@@ -52,7 +52,6 @@ class _NodeDown:
     """Take one node down at inject and start it again at heal; subclasses say how it goes down."""
 
     name = ""
-    needs_proxies = False
     default_target = "leader"
     heal_all = staticmethod(heal_processes)
 
@@ -108,7 +107,6 @@ class RollingRestart:
     the run ends, and heal-all restarts whatever is still down."""
 
     name = "rolling-restart"
-    needs_proxies = False
     heal_all = staticmethod(heal_processes)
 
     def inject(self, ctx: FaultContext, spec: FaultSpec) -> dict:

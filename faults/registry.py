@@ -39,15 +39,10 @@ def parse_kinds(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def needs_proxies(names) -> bool:
-    """Whether a cluster for these kinds must start with proxied clients."""
-    return any(kind(n).needs_proxies for n in names)
-
-
 def cluster_options(names) -> dict:
     """The ClusterOptions fields these kinds need (`FaultKind.cluster_options`, e.g. log_dirs=2,
-    fake_clocks=True), with proxied_clients for link faults."""
-    out = {"proxied_clients": needs_proxies(names)}
+    fake_clocks=True, proxied_clients=True for client link faults, proxied_links=True for links between nodes)."""
+    out = {"proxied_clients": False, "proxied_links": False}
     for n in names:
         for key, value in getattr(kind(n), "cluster_options", {}).items():
             out[key] = max(out.get(key, value), value)

@@ -19,6 +19,8 @@ WINDOWS = {
     "partition": (6, 15), "partition-majority": (6, 15), "partition-bridge": (6, 15), "partition-oneway": (6, 15),
     "latency": (4, 10), "bandwidth": (4, 10), "slow-close": (4, 10), "timeout": (3, 8), "reset-peer": (3, 8),
     "slicer": (4, 10), "limit-data": (4, 10),
+    "replication-latency": (4, 10), "replication-bandwidth": (4, 10), "replication-reset": (3, 8),
+    "controller-latency": (4, 10),
     "elect": (1, 2), "elect-unclean": (1, 2), "reassign": (3, 8),
     "kill": (5, 15), "pause": (3, 10), "restart": (5, 15), "rolling-restart": (1, 2),
     "wipe": (5, 12), "truncate": (3, 8), "bitflip": (3, 8), "wipe-metadata": (5, 12),
@@ -49,6 +51,14 @@ PARAMS = {
     "slicer": lambda r: {"target": r.choice(["leader", "all"]), "average_size": r.choice([16, 64, 256]),
                          "size_variation": 8, "delay": r.choice([0, 100, 1000])},
     "limit-data": lambda r: {"target": "leader", "bytes": r.choice([1024, 16384, 65536])},
+    # a leader's replication listener: its followers' fetches (downstream: the answers) slow down
+    "replication-latency": lambda r: {"target": r.choice(["leader", "all"]), "latency": r.choice([100, 500, 2000]),
+                                      "jitter": r.choice([0, 50]), "stream": r.choice(["downstream", "upstream"])},
+    "replication-bandwidth": lambda r: {"target": r.choice(["leader", "all"]), "rate": r.choice([8, 32, 128])},
+    "replication-reset": lambda r: {"target": "leader", "timeout": r.choice([0, 500, 2000])},
+    # KRaft: fetches from the quorum, votes, broker heartbeats (one controller, or all of them)
+    "controller-latency": lambda r: {"target": r.choice(["controller", "all"]), "index": r.randrange(3),
+                                     "latency": r.choice([100, 300, 1000]), "jitter": r.choice([0, 50])},
     "elect": lambda r: {"partition": "all"},
     "elect-unclean": lambda r: {"partition": "all"},
     "reassign": lambda r: {"rotate": r.choice([1, 2])},

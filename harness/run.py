@@ -30,7 +30,7 @@ from kipcheck.rundir.writer import History
 from kipcheck.harness.backends.kafka_dist import LATEST, KafkaDistribution, resolve
 from kipcheck.harness.backends import releases
 from kipcheck.harness.runlog import LOG_NAME, harness_log, internal_error, one_line
-from kipcheck.harness.session import RunContext, create_topic, drive, follower_rack, release_gaps
+from kipcheck.harness.session import SAME_CLOCK_BACKENDS, RunContext, create_topic, drive, follower_rack, release_gaps
 from kipcheck.harness.clients.workload import PRODUCER_REQUEST_TIMEOUT_MS, WorkloadOptions, final_read
 from kipcheck.faults.nemesis import heal_all
 from kipcheck.faults import schedule as schedules
@@ -280,10 +280,10 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
             ui.note("not root: nodes share loopback; packet-level partitions are unavailable, proxy faults only")
         ctx = RunContext(cluster, w.topic)
         with ui.step("creating the workload topic"):
-            parts = create_topic(ctx, w.topic, w.partitions, min(3, len(cluster.racks()) or options.brokers),
-                                 options.tiered)
+            rf, stamped = min(3, len(cluster.racks()) or options.brokers), options.backend in SAME_CLOCK_BACKENDS
+            parts = create_topic(ctx, w.topic, w.partitions, rf, options.tiered, log_append_time=stamped)
             for extra in w.topics[1:]:  # the txn workload's second topic and its copier's output
-                create_topic(ctx, extra, w.partitions, min(3, len(cluster.racks()) or options.brokers), options.tiered)
+                create_topic(ctx, extra, w.partitions, rf, options.tiered, log_append_time=stamped)
         rack = w.consumer_rack or follower_rack(cluster, parts)
         skipped = [*fault_skips, *_skipped(cluster, parts, rack, options)]
         for s in skipped:
@@ -386,6 +386,10 @@ def _skipped(cluster, parts, rack: str | None, options: RunOptions) -> list[capa
     if not cluster.nodes:
         skipped.append(capabilities.Skipped("harness.metadata_log", "KIP-966 leader eligibility",
                                             "the external backend cannot read the controllers' metadata log"))
+    if options.backend not in SAME_CLOCK_BACKENDS:
+        skipped.append(capabilities.Skipped(
+            "workload.log_append_time", "KIP-32 LogAppendTime stamps",
+            f"the {options.backend} backend's brokers may not stamp with this machine's clock"))
     skipped += release_gaps(cluster, options) if options.probes else []
     if options.probes:
         try:

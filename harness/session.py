@@ -48,12 +48,21 @@ class RunContext(FaultContext):
         return leader
 
 
-def create_topic(ctx: RunContext, topic: str, partitions: int, replication_factor: int, tiered: bool = False):
-    """Create the workload topic (tiered: with remote storage, harness.backends.tiered) and
-    wait until every partition has a full ISR; return its partitions (Admin.wait_full_isr)."""
+#: the backends whose brokers stamp with this machine's clock, the one the history keeps: their
+#: workload topics take LogAppendTime, which the checker judges (checks/rules/timestamp_rules.py)
+SAME_CLOCK_BACKENDS = ("native", "testcontainers")
+
+
+def create_topic(ctx: RunContext, topic: str, partitions: int, replication_factor: int, tiered: bool = False,
+                 log_append_time: bool = False):
+    """Create the workload topic (tiered: with remote storage, harness.backends.tiered; with
+    `log_append_time`, stamped by its leader's clock, KIP-32) and wait until every partition has
+    a full ISR; return its partitions (Admin.wait_full_isr)."""
     from kipcheck.harness.backends.tiered import topic_config
     admin = ctx.admin()
-    admin.create_topic(topic, partitions, replication_factor, config=topic_config() if tiered else None)
+    config = {**(topic_config() if tiered else {}),
+              **({"message.timestamp.type": "LogAppendTime"} if log_append_time else {})}
+    admin.create_topic(topic, partitions, replication_factor, config=config or None)
     return admin.wait_full_isr(topic, 60)
 
 

@@ -48,6 +48,9 @@ class History:
         self._max_pending = max_pending
         self._index = itertools.count()
         self._t0 = time.monotonic_ns()
+        # this machine's wall clock (Unix ms) at time 0: where a broker's wall-clock stamp
+        # (LogAppendTime) lies on the history's own clock (`since_start_ms`)
+        self.wall_origin_ms = time.time_ns() / 1e6 - (time.monotonic_ns() - self._t0) / 1e6
         self._sync_interval, self._flush_interval_ns = sync_interval, int(flush_interval * 1e9)
         self._idle_interval = idle_interval
         self._oldest = 0  # monotonic ns of the oldest queued line
@@ -63,6 +66,10 @@ class History:
     def now(self) -> int:
         """Nanoseconds since the run started (monotonic)."""
         return time.monotonic_ns() - self._t0
+
+    def since_start_ms(self, unix_ms: int) -> int:
+        """A wall-clock stamp of this machine (Unix ms) as ms since the history's time 0."""
+        return int(unix_ms - self.wall_origin_ms)
 
     def new_process(self) -> int:
         """A fresh client process id (Jepsen: a process that saw `info` never issues again)."""

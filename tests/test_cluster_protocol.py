@@ -27,7 +27,7 @@ from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.backends.external import ExternalCluster
 from kipcheck.rundir.writer import History
 from kipcheck.harness.backends.node import KafkaNode, NodeSpec
-from kipcheck.harness.backends.toxiproxy import ClientProxy
+from kipcheck.harness.backends.toxiproxy import LinkProxy
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,7 +36,7 @@ IMPLEMENTATIONS = [
     (protocols.Cluster, ExternalCluster),
     (protocols.Node, KafkaNode),
     (protocols.NodeSpec, NodeSpec),
-    (protocols.ClientProxy, ClientProxy),
+    (protocols.LinkProxy, LinkProxy),
     (protocols.Admin, Admin),
 ]
 
@@ -156,11 +156,11 @@ def test_the_protocol_check_flags_a_backend_that_falls_short():
         def kraft_settings(self):
             return {}
 
-        def client_proxy(self, node_id):
+        def link_proxy(self, node_id, listener="client"):
             return None
 
     gaps = protocol_gaps(protocols.Cluster, Short)
-    assert "reset_client_proxies: missing" in gaps
+    assert "reset_link_proxies: missing" in gaps
     assert "node: no parameter 'node_id'" in gaps
     assert "bootstrap_servers: extra parameter 'extra' without a default" in gaps
     assert "brokers: the protocol's is an attribute, Short's is a method" in gaps
@@ -246,12 +246,14 @@ def test_a_harness_error_from_a_cluster_verb_is_a_known_reason_to_the_nemesis(tm
 @pytest.mark.parametrize("kind,message", [
     ("kill", "this fault needs node access: use the native backend"),
     ("partition", "this fault needs node access: use the native backend"),
-    ("latency", "link faults need a cluster with proxied clients"),
+    ("latency", "client link faults need a cluster with proxies in front of that listener"),
+    ("replication-latency", "replication link faults need a cluster with proxies in front of that listener"),
+    ("controller-latency", "controller link faults need a cluster with proxies in front of that listener"),
 ])
 def test_the_external_backend_refuses_node_and_link_faults_in_one_line(tmp_path, kind, message):
     """The nemesis records the external backend's refusal as a known reason (info, not internal)."""
     cluster = ExternalCluster("127.0.0.1:1")
-    params = {"target": "all"} if kind == "latency" else {"target": 1}
+    params = {"target": "all"} if kind.endswith("latency") else {"target": 1}
     with History(tmp_path / "history.jsonl") as history:
         nemesis = Nemesis(_Context(cluster), [], history, threading.Event())
         nemesis.apply(FaultSpec(kind, 0, 1, params))

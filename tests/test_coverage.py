@@ -107,8 +107,12 @@ def test_every_judged_rule_says_what_makes_it_reachable():
 @pytest.mark.parametrize("config, absent, present", [
     (MAIN_JOB, set(), set(coverage.OBSERVED)),
     ({**MAIN_JOB, "skipped": [{"key": "prober.list_offsets@-4"}]}, {"kip1023.offset_order"}, {"kip227.may_omit"}),
-    # the metadata log is read after every run, probes or not
-    ({"options": {"probes": False}}, set(coverage.OBSERVED) - {"kip966.may_lead"}, {"kip966.may_lead"}),
+    # the metadata log is read after every run, probes or not; the consumers' polls carry the stamps
+    ({"options": {"probes": False}}, set(coverage.OBSERVED) - {"kip966.may_lead", "kip32.append_time_allowed"},
+     {"kip966.may_lead", "kip32.append_time_allowed"}),
+    ({**MAIN_JOB, "skipped": [{"key": "workload.log_append_time"}]}, {"kip32.append_time_allowed"},
+     {"kip392.records_committed"}),
+    ({**MAIN_JOB, "workload": {"consumers": 0}}, {"kip32.append_time_allowed"}, {"kip966.may_lead"}),
     ({**MAIN_JOB, "skipped": [{"key": "harness.metadata_log"}]}, {"kip966.may_lead"}, {"kip392.records_committed"}),
     ({**MAIN_JOB, "skipped": [{"key": "observer.metadata_propagation"}, {"key": "consumer.follower_fetching"}]},
      {"kip1166.propagation_statistic", "kip392.preferred_read_replica_outcomes"}, {"kip392.records_committed"}),
@@ -125,7 +129,8 @@ def test_a_valid_run_whose_reachable_rule_decided_nothing_is_unknown():
     assert gated["valid"] == "unknown" and "kip227.may_be_evicted" in gated["uncovered"]
     assert any("kip1166.propagation_statistic (no observation)" in u["message"] for u in gated["unknown"])
     # with nothing reachable (no probes) the same history stays valid
-    nothing = {"options": {"probes": False}, "skipped": [{"key": "harness.metadata_log"}]}
+    nothing = {"options": {"probes": False},
+               "skipped": [{"key": "harness.metadata_log"}, {"key": "workload.log_append_time"}]}
     assert coverage.require_reachable(check_records(valid_history()), nothing)["valid"] is True
 
 

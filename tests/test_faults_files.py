@@ -152,7 +152,8 @@ def test_offset_text_is_libfaketimes_relative_offset():
 
 
 def test_cluster_options_come_from_the_kinds():
-    assert cluster_options(["kill"]) == {"proxied_clients": False}
+    assert cluster_options(["kill"]) == {"proxied_clients": False, "proxied_links": False}
     assert cluster_options(["clock-skew", "log-dir-failure", "latency"]) == {
-        "proxied_clients": True, "fake_clocks": True, "log_dirs": 2}
+        "proxied_clients": True, "proxied_links": False, "fake_clocks": True, "log_dirs": 2}
+    assert cluster_options(["replication-latency", "controller-latency"]) == {"proxied_clients": False, "proxied_links": True}
     assert {"bitflip", "clock-skew", "clock-strobe", "log-dir-failure"} <= set(DEFAULT_MIX)

@@ -52,7 +52,7 @@ def test_toxic_params_are_attributes_the_toxic_knows():
     import random
     for k in TOXIC_KINDS:
         drawn = PARAMS[k.name](random.Random(0))
-        assert set(drawn) - {"target", "stream", "toxicity"} <= set(k.defaults), k.name
+        assert set(drawn) - {"target", "index", "stream", "toxicity"} <= set(k.defaults), k.name
 
 
 def test_parse_kinds():

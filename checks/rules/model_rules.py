@@ -5,6 +5,7 @@ from kipcheck.checks.rules.kip1023_rules import TieredOffsetRule
 from kipcheck.checks.rules.kip1166_rules import PropagationRule
 from kipcheck.checks.rules.replica_rules import PreferredReplicaRule
 from kipcheck.checks.rules.session_rules import FetchSessionRule
+from kipcheck.checks.rules.timestamp_rules import AppendTimeRule
 
 MODEL_RULES = [
     ConsumerFetchRule(),
@@ -14,4 +15,5 @@ MODEL_RULES = [
     TieredOffsetRule(),
     PropagationRule(),
     ElectionRule(),
+    AppendTimeRule(),
 ]

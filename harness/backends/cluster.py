@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING
 from kipcheck.harness.backends import firewall, network
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.backends.kafka_dist import KafkaDistribution
-from kipcheck.harness.backends.node import KafkaNode, NodeSpec, kraft_settings
+from kipcheck.harness.backends.node import KafkaNode, NodeSpec, kraft_settings, quorum_voters
 from kipcheck.harness.backends.ports import free_port
 from kipcheck.harness.backends.state import ClusterState, all_states, kill_recorded, process_start_time
 
 if TYPE_CHECKING:
-    from kipcheck.harness.backends.toxiproxy import ClientProxy
+    from kipcheck.harness.backends.toxiproxy import LinkProxy
 
 BROKER_PORT, CONTROLLER_PORT, CLIENT_PORT = 9092, 9093, 9094
 
@@ -39,6 +39,9 @@ class ClusterOptions:
     heap: str = "512m"
     extra_config: tuple[tuple[str, str], ...] = ()
     proxied_clients: bool = False  # clients reach each broker through a Toxiproxy proxy (link faults)
+    # nodes reach each other's INTERNAL and CONTROLLER listeners through a Toxiproxy proxy in the
+    # listener's namespace (faults on links between nodes: replication-*, controller-latency)
+    proxied_links: bool = False
     tiered: bool = False  # remote storage on every broker (harness.backends.tiered), for KIP-1023 probes
     # extra JVM arguments for every broker (profilers, debug agents, harness.backends.seeded's bug agent);
     # "{node_dir}" in an argument becomes the node's directory
@@ -78,6 +81,7 @@ class NativeCluster:
         self.nodes: list[KafkaNode] = []
         self.net: network.BridgeNetwork | None = None
         self.toxiproxy = None  # harness.backends.toxiproxy.Toxiproxy when options.proxied_clients
+        self.link_servers: dict[int, object] = {}  # node id -> its own Toxiproxy, when options.proxied_links
 
     # -- topology --------------------------------------------------------------------
     @property
@@ -101,16 +105,33 @@ class NativeCluster:
     def bootstrap_servers(self) -> str:
         return ",".join(n.spec.client_endpoint for n in self.brokers)
 
-    def client_proxy(self, node_id: int) -> ClientProxy | None:
-        """The Toxiproxy proxy in front of the broker's client listener (link faults); None unless proxied."""
-        if self.toxiproxy is None:
-            return None
-        from kipcheck.harness.backends.toxiproxy import ClientProxy, client_proxy_name
-        return ClientProxy(self.toxiproxy, client_proxy_name(self.node(node_id).spec.node_id))
+    def link_proxy(self, node_id: int, listener: str = "client") -> LinkProxy | None:
+        """The Toxiproxy proxy in front of a node's `listener` (faults.cluster.LISTENERS): the clients'
+        proxies when options.proxied_clients, the node's own when options.proxied_links; else None."""
+        from kipcheck.harness.backends.toxiproxy import LinkProxy, client_proxy_name, node_proxy_name
+        spec = self.node(node_id).spec
+        if listener == "client":
+            server, name, has = self.toxiproxy, client_proxy_name(node_id), spec.is_broker
+        else:
+            server, name = self.link_servers.get(node_id), node_proxy_name(listener, node_id)
+            has = spec.is_broker if listener == "replication" else spec.is_controller
+        return LinkProxy(server, name) if server is not None and has else None
 
-    def reset_client_proxies(self) -> None:
-        if self.toxiproxy is not None:
-            self.toxiproxy.reset()
+    def reset_link_proxies(self) -> None:
+        for server in (self.toxiproxy, *self.link_servers.values()):
+            if server is not None:
+                server.reset()
+
+    def _front_node_links(self, specs: list[NodeSpec], step) -> list[NodeSpec]:
+        """With options.proxied_links, a Toxiproxy server in every node's namespace fronting its
+        INTERNAL and CONTROLLER listeners (harness.backends.toxiproxy.front_node_listeners)."""
+        if not self.options.proxied_links:
+            return specs
+        from kipcheck.harness.backends import toxiproxy
+        step("starting toxiproxy beside every node")
+        self.link_servers = dict(zip((s.node_id for s in specs), _parallel_results(
+            lambda s=s: toxiproxy.start_server(self.state, self.root, host=s.host) for s in specs)))
+        return [toxiproxy.front_node_listeners(self.link_servers[s.node_id], s) for s in specs]
 
     def distribution_for(self, node: KafkaNode, dist: KafkaDistribution) -> KafkaDistribution:
         """`dist` as `node` will run it (a rolling upgrade's target): here, as it is; on a remote
@@ -188,7 +209,8 @@ class NativeCluster:
             step("starting toxiproxy")
             self.toxiproxy = toxiproxy.start_server(self.state, self.root)
             specs = [toxiproxy.front_client_listener(self.toxiproxy, s) if s.is_broker else s for s in specs]
-        voters = ",".join(f"{s.node_id}@{s.host.address}:{s.controller_port}" for s in specs if s.is_controller)
+        specs = self._front_node_links(specs, step)
+        voters = quorum_voters(specs)
         uuid_ = kafka_uuid()
         self.nodes = [self._node(s, uuid_, voters) for s in specs]
         for n in self.nodes:
@@ -260,7 +282,11 @@ class NativeCluster:
             from kipcheck.harness.backends.toxiproxy import Toxiproxy
             c.toxiproxy = Toxiproxy(state.data["toxiproxy"]["api"])
         specs = [_spec_from_json(d) for d in state.data.get("specs", [])]
-        voters = ",".join(f"{s.node_id}@{s.host.address}:{s.controller_port}" for s in specs if s.is_controller)
+        if state.data.get("link_toxiproxies"):
+            from kipcheck.harness.backends.toxiproxy import Toxiproxy
+            servers = {name: Toxiproxy(rec["api"]) for name, rec in state.data["link_toxiproxies"].items()}
+            c.link_servers = {s.node_id: servers[s.host.name] for s in specs if s.host.name in servers}
+        voters = quorum_voters(specs)
         c.nodes = [KafkaNode(s, c.root, dist, state, state.data["cluster_uuid"], voters) for s in specs]
         return c
 
@@ -269,22 +295,28 @@ def _spec_json(s: NodeSpec) -> dict:
     return {"node_id": s.node_id, "roles": list(s.roles), "rack": s.rack,
             "host": [s.host.name, s.host.address, s.host.netns], "remote": s.host.remote,
             "ports": [s.internal_port, s.controller_port, s.client_port], "advertised_client": s.advertised_client,
+            "advertised_internal": s.advertised_internal, "advertised_controller": s.advertised_controller,
             "extra_config": s.extra_config}
 
 
 def _spec_from_json(d: dict) -> NodeSpec:
     return NodeSpec(node_id=d["node_id"], roles=tuple(d["roles"]), rack=d["rack"], host=network.Host(*d["host"]),
                     internal_port=d["ports"][0], controller_port=d["ports"][1], client_port=d["ports"][2],
-                    advertised_client=d.get("advertised_client"), extra_config=d.get("extra_config", {}))
+                    advertised_client=d.get("advertised_client"), advertised_internal=d.get("advertised_internal"),
+                    advertised_controller=d.get("advertised_controller"), extra_config=d.get("extra_config", {}))
 
 
 def _parallel(calls) -> None:
     """Run blocking node operations side by side (formatting is a JVM start each)."""
+    _parallel_results(calls)
+
+
+def _parallel_results(calls) -> list:
+    """Run blocking calls side by side; their results in order (the first failure is raised)."""
     from concurrent.futures import ThreadPoolExecutor
     calls = list(calls)
     with ThreadPoolExecutor(max_workers=max(1, len(calls))) as pool:
-        for f in [pool.submit(c) for c in calls]:
-            f.result()
+        return [f.result() for f in [pool.submit(c) for c in calls]]
 
 
 def teardown(state: ClusterState) -> None:

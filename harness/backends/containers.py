@@ -31,7 +31,7 @@ from kipcheck.harness.backends.cluster import (BROKER_PORT, CLIENT_PORT, CONTROL
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.backends.kafka_dist import KafkaDistribution
 from kipcheck.harness.backends.network import Host
-from kipcheck.harness.backends.node import KafkaNode
+from kipcheck.harness.backends.node import KafkaNode, quorum_voters
 from kipcheck.harness.backends.docker_cleanup import LABEL, docker_client, owner_label, reap_stale_containers
 from kipcheck.harness.backends.state import ClusterState
 
@@ -189,7 +189,7 @@ class ContainerCluster(NativeCluster):
             step("starting toxiproxy")
             self.toxiproxy = toxiproxy.start_server(self.state, self.root)
             specs = [toxiproxy.front_client_listener(self.toxiproxy, s) if s.is_broker else s for s in specs]
-        voters = ",".join(f"{s.node_id}@{s.host.address}:{s.controller_port}" for s in specs if s.is_controller)
+        voters = quorum_voters(specs)
         image_dist = container_image.in_image(self.dist)
         uuid_ = kafka_uuid()
         self.nodes = [ContainerNode(s, self.root, image_dist, None, uuid_, voters, self.options.heap,

@@ -51,9 +51,9 @@ class ExternalCluster:
     def node(self, node_id: int):
         raise FaultError("this fault needs node access: use the native backend (the external one only elects leaders)")
 
-    def client_proxy(self, node_id: int) -> None:
-        """Clients connect to the brokers directly: no proxy to put toxics on."""
+    def link_proxy(self, node_id: int, listener: str = "client") -> None:
+        """Clients and nodes connect to the brokers directly: no proxy to put toxics on."""
         return None
 
-    def reset_client_proxies(self) -> None:
+    def reset_link_proxies(self) -> None:
         pass

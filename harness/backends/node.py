@@ -85,6 +85,10 @@ class NodeSpec:
     client_port: int  # what clients (and the fetch prober) connect to
     advertised_client: str | None = None  # host:port clients are told (a proxy, when one fronts the node)
     extra_config: dict = field(default_factory=dict)
+    # host:port peers are told for the INTERNAL and CONTROLLER listeners: a proxy in the node's own
+    # namespace when links between nodes are proxied (harness.backends.toxiproxy.front_node_listeners)
+    advertised_internal: str | None = None
+    advertised_controller: str | None = None
 
     @property
     def is_broker(self) -> bool:
@@ -102,6 +106,21 @@ class NodeSpec:
     def client_endpoint(self) -> str:
         """Where a client connects: the proxy when one fronts the node, else the node itself."""
         return self.advertised_client or self.client_address
+
+    @property
+    def internal_endpoint(self) -> str:
+        """Where other brokers (followers' fetches) reach this broker."""
+        return self.advertised_internal or f"{self.host.address}:{self.internal_port}"
+
+    @property
+    def controller_endpoint(self) -> str:
+        """Where brokers and other controllers reach this controller (its entry in the voter list)."""
+        return self.advertised_controller or f"{self.host.address}:{self.controller_port}"
+
+
+def quorum_voters(specs) -> str:
+    """controller.quorum.voters for these nodes: id@endpoint of each controller."""
+    return ",".join(f"{s.node_id}@{s.controller_endpoint}" for s in specs if s.is_controller)
 
 
 class KafkaNode:
@@ -153,8 +172,7 @@ class KafkaNode:
         }
         if s.is_broker:
             props.update({
-                "advertised.listeners": f"INTERNAL://{s.host.address}:{s.internal_port},"
-                                        f"CLIENT://{s.client_endpoint}",
+                "advertised.listeners": f"INTERNAL://{s.internal_endpoint},CLIENT://{s.client_endpoint}",
                 "inter.broker.listener.name": "INTERNAL",
                 "broker.rack": s.rack,
                 # KIP-392: consumers with client.rack fetch from the closest in-sync replica

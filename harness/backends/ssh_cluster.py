@@ -106,6 +106,11 @@ class SshCluster(NativeCluster):
             network.install_chain(h)
         self._launch(specs, timeout, step)
 
+    def _front_node_links(self, specs: list[NodeSpec], step) -> list[NodeSpec]:
+        """Links between nodes stay direct on remote hosts (no Toxiproxy runs there yet): their
+        link faults are not injected, each recorded as `info` naming the missing proxies."""
+        return specs
+
     def _lib(self, dist: KafkaDistribution) -> PurePosixPath:
         """Where a release's classpath lies on every host (a changed local cache: a new directory)."""
         return PurePosixPath(self.hosts.dir) / "kafka" / f"{dist.version}-{ssh.classpath_tag(dist.classpath)}"

@@ -1,9 +1,11 @@
-"""Toxiproxy: a pinned server on loopback, started for one cluster, driven by toxiproxy-python.
+"""Toxiproxy: pinned servers started for one cluster, driven by toxiproxy-python.
 
-Clients reach brokers through one proxy per broker (`front_client_listener`), so link
-faults (latency, bandwidth, resets, ...) are toxics on those proxies. The server is a
-helper process recorded in the cluster state, so `teardown()` and the reaper kill it
-like a node. Its lifecycle (build, start, readiness, stop) is ours; the HTTP API is
+Clients reach brokers through one proxy per broker on a server on loopback
+(`front_client_listener`); with links between nodes proxied, each node runs a server of
+its own in its namespace, fronting its INTERNAL and CONTROLLER listeners
+(`front_node_listeners`). Link faults (latency, bandwidth, resets, ...) are toxics on
+those proxies. Each server is a helper process recorded in the cluster state, so
+`teardown()` and the reaper kill it like a node. Its lifecycle (build, start, readiness, stop) is ours; the HTTP API is
 spoken by toxiproxy-python (PyPI `toxiproxy-python` 0.1.1), which works against server
 2.5.0 for everything kipcheck does: create a proxy, list proxies and toxics, add and
 remove a toxic, reset, destroy a proxy.
@@ -141,46 +143,62 @@ class Toxiproxy:
             server.reset()
 
 
-def start_server(state: ClusterState, log_dir: Path, seed: int = 1, attempts: int = 3) -> Toxiproxy:
-    """Start the pinned server on 127.0.0.1 and record it as the cluster's `toxiproxy` helper.
+#: the API port of a server in a node's namespace (the namespace is the node's alone, so it is free)
+NODE_API_PORT = 8474
 
-    `-seed` fixes the server's random draws (jitter, toxicity), so a run is reproducible."""
+
+def start_server(state: ClusterState, log_dir: Path, seed: int = 1, attempts: int = 3, host=None) -> Toxiproxy:
+    """Start the pinned server and record it as a helper of the cluster, which `teardown()` and the
+    reaper kill like a node.
+
+    Without `host`, on 127.0.0.1 (the clients' proxies, recorded as `toxiproxy`); with a node's
+    `host`, in its namespace on its address (the proxies of its links to other nodes, recorded as
+    `toxiproxy-<host>`). `-seed` fixes the server's random draws (jitter, toxicity), so a run is
+    reproducible."""
+    from kipcheck.harness.backends.network import Host
     from kipcheck.harness.backends.ports import free_port
     binary = ensure_installed()
+    helper = f"{HELPER}-{host.name}" if host else HELPER
+    host = host or Host("control", "127.0.0.1", None)
     log_dir.mkdir(parents=True, exist_ok=True)
-    config = log_dir / "toxiproxy.json"  # no proxies at start; on the command line it tells whose server this is
+    config = log_dir / f"{helper}.json"  # no proxies at start; on the command line it tells whose server this is
     config.write_text("[]\n")
     last = ""
-    for _ in range(attempts):  # the free port may be taken between the probe and the bind
-        port = free_port()
-        with open(log_dir / "toxiproxy.log", "ab") as out:
-            proc = subprocess.Popen([str(binary), "-host", "127.0.0.1", "-port", str(port), "-seed", str(seed),
-                                     "-config", str(config)],
-                                    stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
-        state.set_entry("helpers", HELPER, {"pid": proc.pid, "start": process_start_time(proc.pid)})
-        client = Toxiproxy(f"http://127.0.0.1:{port}")
+    for _ in range(attempts):  # a free port may be taken between the probe and the bind
+        port = NODE_API_PORT if host.netns else free_port()
+        argv = [str(binary), "-host", host.address, "-port", str(port), "-seed", str(seed), "-config", str(config)]
+        pid, start, proc = host.spawn(argv, log_dir / f"{helper}.log")
+        state.set_entry("helpers", helper, {"pid": pid, "start": start})
+        client = Toxiproxy(f"http://{host.address}:{port}")
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and proc.poll() is None:
             try:
                 client.version()
-                state.update(toxiproxy={"api": client.api, "version": VERSION})
+                if host.name == "control":
+                    state.update(toxiproxy={"api": client.api, "version": VERSION})
+                else:
+                    state.set_entry("link_toxiproxies", host.name, {"api": client.api, "version": VERSION})
                 return client
             except requests.RequestException:
                 time.sleep(0.1)
         proc.kill()
         proc.wait()
         last = f"exit code {proc.returncode}"
-    raise HarnessError(f"toxiproxy server did not start ({last}); see {log_dir / 'toxiproxy.log'}")
+    raise HarnessError(f"toxiproxy server on {host.address} did not start ({last}); see {log_dir / (helper + '.log')}")
 
 
 def client_proxy_name(node_id: int) -> str:
     return f"client-{node_id}"
 
 
+def node_proxy_name(listener: str, node_id: int) -> str:
+    """The proxy in front of a node's "replication" (INTERNAL) or "controller" listener."""
+    return f"{listener}-{node_id}"
+
+
 @dataclass(frozen=True)
-class ClientProxy:
-    """One broker's client proxy on a server (faults.cluster.ClientProxy: what link faults touch)."""
+class LinkProxy:
+    """One proxy on a server (faults.cluster.LinkProxy: what link faults touch)."""
 
     server: Toxiproxy
     name: str
@@ -197,3 +215,23 @@ def front_client_listener(proxy: Toxiproxy, spec):
     """Put a proxy in front of a broker's CLIENT listener; return the spec advertising the proxy."""
     created = proxy.create_proxy(client_proxy_name(spec.node_id), upstream=spec.client_address)
     return replace(spec, advertised_client=created["listen"])
+
+
+def front_node_listeners(server: Toxiproxy, spec):
+    """Put proxies in front of a node's INTERNAL and CONTROLLER listeners, served by `server` in the
+    node's own namespace on its own address; return the spec advertising them to its peers.
+
+    A peer's connection reaches the proxy with the peer's own source address, so the node's
+    partition rules (iptables in its namespace, matching peers by address) drop it exactly as
+    they would without the proxy; the proxy's own connection to the listener is local."""
+    address = spec.host.address
+    fronted = {}
+    if spec.is_broker:
+        fronted["advertised_internal"] = server.create_proxy(
+            node_proxy_name("replication", spec.node_id), upstream=f"{address}:{spec.internal_port}",
+            listen=f"{address}:0")["listen"]
+    if spec.is_controller:
+        fronted["advertised_controller"] = server.create_proxy(
+            node_proxy_name("controller", spec.node_id), upstream=f"{address}:{spec.controller_port}",
+            listen=f"{address}:0")["listen"]
+    return replace(spec, **fronted)

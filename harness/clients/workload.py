@@ -23,7 +23,8 @@ import warnings
 from collections import deque
 from dataclasses import dataclass
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (OFFSET_BEGINNING, TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError, KafkaException,
+                             Producer, TopicPartition)
 
 from kipcheck.harness.clients import values
 from kipcheck.harness.clients.admin import quiet_logger
@@ -434,18 +435,22 @@ class ConsumerWorker(Worker):
         op = self.history.invoke(process, "poll", {"topic": self.options.topic, "isolation": self.isolation})
         msgs = self._client_call(op, lambda: self.consumer.consume(num_messages=self.options.poll_batch,
                                                                    timeout=0.5))
-        records, fatal = [], self._crash
+        records, stamps, fatal = [], [], self._crash
         for m in msgs:
             err = m.error()
             if err is None:
                 records.append([m.topic(), m.partition(), m.offset(), values.text(m.value())])
+                kind, unix_ms = m.timestamp()
+                stamps.append(self.history.since_start_ms(unix_ms) if kind == TIMESTAMP_LOG_APPEND_TIME else None)
             elif err.fatal():
                 fatal = fatal or error_text(err)
+        # the leader's LogAppendTime of each record (a topic with message.timestamp.type LogAppendTime)
+        stamped = {"append_ms": stamps} if any(s is not None for s in stamps) else {}
         if fatal:  # the records came before the error: real observations, kept (`ok`) when there are any
-            (op.ok if records else op.fail)(records=records, error=fatal, fatal=True)
+            (op.ok if records else op.fail)(records=records, error=fatal, fatal=True, **stamped)
             self._crash = None
             raise _Crashed(fatal)
-        op.ok(records=records)
+        op.ok(records=records, **stamped)
         self.read += len(records)
         return records
 

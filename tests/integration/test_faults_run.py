@@ -49,6 +49,7 @@ def test_run_with_every_fault_kind_is_valid_and_leaves_nothing(tmp_path, pytestc
     assert not [l for l in _processes("kafka.Kafka") if root in l]
     assert not [l for l in _processes("toxiproxy-server") if root in l]  # its -config file lives in the root
     assert (run_dir / "cluster" / "toxiproxy.log").exists()  # the link faults ran through proxies
+    assert (run_dir / "cluster" / "toxiproxy-n1.log").exists()  # and those between nodes through each node's own
     assert not _paused_pids()
     # clock faults' offset files and failed log directories (faults/clock.py, faults/logdir.py) are gone too
     assert not list((run_dir / "cluster").glob("node-*/faketime*"))

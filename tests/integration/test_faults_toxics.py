@@ -1,13 +1,16 @@
-"""Toxiproxy link faults on a cluster whose clients reach brokers through proxies.
+"""Toxiproxy link faults on a cluster whose clients reach brokers through proxies, and whose
+nodes reach each other's replication and controller listeners through proxies of their own.
 
 Most effects are seen on one raw ApiVersions round trip through the leader's proxy
-(precise: one request, one answer); latency and bandwidth also on real produce calls.
+(precise: one request, one answer); latency and bandwidth also on real produce calls, the
+links between nodes on acks=all sends (followers' fetches) and topic creation (KRaft commits).
 """
 from __future__ import annotations
 
 import socket
 import statistics
 import struct
+import sys
 import time
 
 import pytest
@@ -22,7 +25,8 @@ API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 1, 8) + b"kipcheck"
 
 @pytest.fixture(scope="module")
 def proxied(kafka_dist, tmp_path_factory):
-    with native_cluster(kafka_dist, tmp_path_factory.mktemp("proxied"), proxied_clients=True) as c:
+    with native_cluster(kafka_dist, tmp_path_factory.mktemp("proxied"), proxied_clients=True,
+                        proxied_links=True) as c:
         yield c
 
 
@@ -41,7 +45,8 @@ def link(proxied, history):
     handle.topic, handle.leader_address = topic, proxied.node(leader).spec.advertised_client
     yield handle
     handle.heal_all()
-    assert all(not proxied.toxiproxy.toxics(p) for p in proxied.toxiproxy.proxies())
+    for server in (proxied.toxiproxy, *proxied.link_servers.values()):
+        assert all(not server.toxics(p) for p in server.proxies())
 
 
 def roundtrip(address: str, timeout: float = 15.0) -> tuple[str, float, int]:
@@ -137,3 +142,88 @@ def test_slicer_splits_the_answer_into_many_pieces(proxied, link):
     link.heal(spec, injected)
     assert outcome == "answer" and chunks >= 10 > baseline
 
+
+
+# -- links between nodes: each node's own Toxiproxy, in its namespace -----------------------
+
+def test_nodes_reach_each_other_through_proxies_in_the_listeners_namespace(proxied):
+    voters = proxied.nodes[0].server_properties()["controller.quorum.voters"]
+    for n in proxied.nodes:
+        server = proxied.link_servers[n.spec.node_id]
+        assert server.host == n.spec.host.address  # in the node's own namespace, on its own address
+        names = set(server.proxies())
+        assert names == {f"replication-{n.spec.node_id}", f"controller-{n.spec.node_id}"}
+        props = n.server_properties()
+        assert f"INTERNAL://{n.spec.advertised_internal}" in props["advertised.listeners"]
+        assert n.spec.advertised_internal.split(":")[0] == n.spec.host.address
+        assert n.spec.advertised_internal != f"{n.spec.host.address}:{n.spec.internal_port}"
+        assert f"{n.spec.node_id}@{n.spec.advertised_controller}" in voters.split(",")
+
+
+def _connects(from_node, address: str) -> bool:
+    """Whether a TCP connection from `from_node`'s namespace to `address` opens within 2 s."""
+    host, port = address.rsplit(":", 1)
+    code = f"import socket; socket.create_connection(({host!r}, {port}), timeout=2).close()"
+    return from_node.spec.host.run([sys.executable, "-c", code], timeout=30).returncode == 0
+
+
+def test_a_partition_still_cuts_a_proxied_link_by_the_peers_address(proxied):
+    """The proxy sees the peer's own address, so the victim's drop rule for one peer stops that
+    peer's connections to its proxies and no other's (a proxy in the root namespace would not)."""
+    victim, peer, other = proxied.nodes[:3]
+    assert _connects(peer, victim.spec.advertised_internal)
+    victim.drop_packets_from(peer)
+    try:
+        assert not _connects(peer, victim.spec.advertised_internal)
+        assert not _connects(peer, victim.spec.advertised_controller)
+        assert _connects(other, victim.spec.advertised_internal)
+    finally:
+        victim.allow_packets_from(peer)
+    assert _connects(peer, victim.spec.advertised_internal)
+
+
+def test_replication_latency_on_the_leader_slows_acks_all_sends_until_healed(proxied, link):
+    """acks=all waits for the followers' next fetch; their fetch answers leave the leader through its
+    replication proxy, so downstream latency there delays every acknowledgement."""
+    before = statistics.median(produce(proxied, link.topic, 10))
+    spec = _spec("replication-latency", link, latency=800, jitter=0)
+    injected = link.inject(spec)
+    during = statistics.median(produce(proxied, link.topic, 5))
+    link.heal(spec, injected)
+    after = statistics.median(produce(proxied, link.topic, 10))
+    print(f"acks=all produce p50: before {before * 1000:.0f} ms, under 800 ms replication latency "
+          f"{during * 1000:.0f} ms, after {after * 1000:.0f} ms")
+    assert injected["proxies"] == [f"replication-{injected['targets'][0]}"]
+    assert during >= 0.7 and during > before + 0.5
+    assert after < during - 0.5
+
+
+def test_replication_reset_cuts_connections_to_the_leaders_replication_listener(proxied, link):
+    spec = _spec("replication-reset", link, timeout=0)
+    injected = link.inject(spec)
+    address = proxied.node(injected["targets"][0]).spec.advertised_internal
+    outcome = roundtrip(address)[0]
+    link.heal(spec, injected)
+    assert outcome in ("reset", "eof")
+    assert roundtrip(address)[0] == "answer"
+    assert roundtrip(link.leader_address)[0] == "answer"  # the clients' link was never touched
+
+
+def test_controller_latency_slows_every_metadata_commit(proxied, link):
+    """A topic's creation commits once a majority of controllers fetched it: latency on every
+    controller's listener delays the fetches that carry it."""
+    from kipcheck.harness.clients.admin import Admin
+    import uuid
+
+    def create() -> float:
+        t0 = time.monotonic()
+        Admin(proxied.bootstrap_servers()).create_topic(f"c-{uuid.uuid4().hex[:8]}", 1, 3)
+        return time.monotonic() - t0
+    before = statistics.median(create() for _ in range(3))
+    spec = _spec("controller-latency", link, target="all", latency=1000, jitter=0)
+    injected = link.inject(spec)
+    during = statistics.median(create() for _ in range(3))
+    link.heal(spec, injected)
+    print(f"topic creation p50: before {before * 1000:.0f} ms, under 1000 ms controller latency {during * 1000:.0f} ms")
+    assert sorted(injected["targets"]) == sorted(n.spec.node_id for n in proxied.nodes if n.spec.is_controller)
+    assert during > before + 0.8

@@ -1,0 +1,148 @@
+"""KIP-32 LogAppendTime stamps, judged against the clocks the history shows: `append-time-violation`.
+
+A run whose workload topics stamp LogAppendTime records each read record's stamp in its poll
+(`append_ms`, ms since the history's time 0, harness/clients/workload.py). A stamp is the clock
+of the leader that appended the record, so `kip32.append_time_allowed` asks whether it lies
+between the record's send and the earlier of its acknowledgement and the poll that read it, moved
+by a skew some node's clock may have had meanwhile: 0, or the `skew_s` of a `clock-skew` or
+`clock-strobe` fault whose window (from its start's invoke to its stop's completion, widened by
+`CLOCK_LAG_MS` for libfaketime's once-a-second reread) overlaps that span.
+
+One group, streamed in index order. It holds two ms stamps and a value hash per acknowledged
+offset (arrays, dense by offset: 24 bytes an offset) and the sends still in flight, never a poll: each read is judged when its poll
+completes, with every send and fault start before it, which is all a stamp can depend on (the
+append came after the send and the fault's start, and before the poll).
+"""
+from __future__ import annotations
+
+from array import array
+from typing import Iterable
+
+from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
+from kipcheck.reference_model import kip32
+
+GROUP = "append-times"
+CLOCK_FAULTS = ("clock-skew", "clock-strobe")
+#: libfaketime rereads a node's offset file at most once a second (harness/backends/node.py):
+#: a node may run on its old clock this long after the fault's file changed
+CLOCK_LAG_MS = 1500
+#: the stamp's ms truncation, the history's own ms rounding, and the gap between the invoke
+#: record and the real produce call, on one machine's clocks
+TOLERANCE_MS = 100
+#: the wall clock may be slewed against the monotonic one the history keeps (NTP: at most
+#: 500 ppm): the stamp is mapped to history time when it is read, so the error grows with the
+#: time between the send and the read that showed it
+SLEW_PER_MS = 0.0005
+_UNSET = -(1 << 31)
+
+
+def _ms(record: dict) -> int:
+    return int(record.get("time", 0)) // 1_000_000
+
+
+def _clock_fault(record: dict) -> bool:
+    return record.get("f") == "fault" and (record.get("value") or {}).get("fault") in (*CLOCK_FAULTS, "heal-all")
+
+
+class AppendTimeRule(BaseRule):
+    anomalies = ("append-time-violation",)
+    streams = True
+    one_pass = True
+    key = GROUP
+
+    def group_keys(self, record: dict) -> Iterable[str]:
+        f = record.get("f")
+        if f == "send" or _clock_fault(record) or f == "poll" and "append_ms" in (record.get("value") or {}):
+            return (GROUP,)
+        return ()
+
+    def start(self, key: str, profile: str) -> "_Stamps":
+        return _Stamps()
+
+
+class _Stamps:
+    """The streaming judge: sends by offset, in-flight sends by value, the clock windows so far."""
+
+    def __init__(self):
+        self.sent: dict[tuple, array] = {}  # (topic, partition) -> send invoke ms by offset
+        self.acked: dict[tuple, array] = {}  # (topic, partition) -> send completion ms by offset
+        self.values: dict[tuple, array] = {}  # (topic, partition) -> hash of the acknowledged value at each offset
+        self.in_flight: dict[str, int] = {}  # value -> invoke ms (the workload's values are unique: "process-n")
+        self.unsure: dict = {}  # value -> invoke ms of a send that ended `info` (may have landed anywhere)
+        self.windows: list[list] = []  # [start ms, end ms or None (open), skew ms]
+        self.starting: int | None = None  # invoke ms of the clock fault whose ok is awaited
+        self.out: list[Anomaly] = []
+
+    def add(self, r: dict) -> None:
+        f, v, t = r.get("f"), r.get("value") or {}, r.get("type")
+        if f == "send":
+            self._send(r, v, t)
+        elif f == "fault":
+            self._fault(r, v, t)
+        elif t == "ok":
+            self._poll(r, v)
+
+    def _send(self, r: dict, v: dict, t: str) -> None:
+        value = str(v.get("value"))
+        if t == "invoke":
+            self.in_flight[value] = _ms(r)
+            return
+        sent = self.in_flight.pop(value, None)
+        if sent is None:
+            return
+        if t == "info":
+            self.unsure[value] = sent
+        elif t == "ok" and isinstance(v.get("offset"), int) and v["offset"] >= 0:
+            tp, offset = (v.get("topic"), v.get("partition")), v["offset"]
+            sent_at, acked_at = self.sent.setdefault(tp, array("q")), self.acked.setdefault(tp, array("q"))
+            values = self.values.setdefault(tp, array("q"))
+            if offset >= len(sent_at):
+                grow = offset + 1 - len(sent_at)
+                sent_at.extend([_UNSET] * grow)
+                acked_at.extend([_UNSET] * grow)
+                values.extend([0] * grow)
+            sent_at[offset], acked_at[offset], values[offset] = sent, _ms(r), hash(value)
+
+    def _fault(self, r: dict, v: dict, t: str) -> None:
+        if v.get("phase") == "start" and v.get("fault") in CLOCK_FAULTS:
+            if t == "invoke":
+                self.starting = _ms(r)
+            elif t == "ok" and self.starting is not None and isinstance(v.get("skew_s"), (int, float)):
+                self.windows.append([self.starting - CLOCK_LAG_MS, None, int(v["skew_s"] * 1000), v.get("fault")])
+                self.starting = None
+        elif v.get("phase") == "stop" and t in ("ok", "info"):
+            for w in self.windows:  # a stop (or heal-all) ends every open clock window before it
+                if w[1] is None and (v.get("fault") == "heal-all" or v.get("fault") == w[3]):
+                    w[1] = _ms(r) + CLOCK_LAG_MS
+
+    def _skews(self, start: int, end: int) -> list[int]:
+        return [0, *(w[2] for w in self.windows if w[0] <= end and (w[1] is None or w[1] >= start))]
+
+    def _poll(self, r: dict, v: dict) -> None:
+        read_at = _ms(r)
+        for rec, stamp in zip(v.get("records") or (), v.get("append_ms") or ()):
+            if stamp is None:
+                continue
+            tp, offset, value = (rec[0], rec[1]), rec[2], str(rec[3])
+            sent_at = self.sent.get(tp)
+            if sent_at is not None and offset < len(sent_at) and sent_at[offset] != _UNSET \
+                    and self.values[tp][offset] == hash(value):
+                sent, upper = sent_at[offset], min(self.acked[tp][offset], read_at)
+            else:  # acknowledged after this read, or never (info): bounded by the read
+                sent, upper = self.in_flight.get(value, self.unsure.get(value)), read_at
+                if sent is None:  # no send of ours, or another one at this offset: other rules judge that
+                    continue
+            tolerance = TOLERANCE_MS + int(SLEW_PER_MS * max(0, read_at - sent))
+            skews = self._skews(sent, upper)
+            if not kip32.append_time_allowed(stamp, sent, upper, skews, tolerance):
+                self.out.append(Anomaly(
+                    "append-time-violation", (r["index"],),
+                    f"{tp[0]}/{tp[1]} offset {offset} was read with LogAppendTime {stamp} ms (history time), "
+                    f"but it was sent at {sent} ms and appended by {upper} ms, and no node's clock was off "
+                    f"by more than the skews {sorted(set(skews))} ms then (tolerance {tolerance} ms)",
+                    details={"topic": tp[0], "partition": tp[1], "offset": offset, "stamp_ms": stamp,
+                             "sent_ms": sent, "appended_by_ms": upper, "skews_ms": sorted(set(skews)),
+                             RULE: "kip32.append_time_allowed"}))
+
+    def finish(self) -> list[Anomaly]:
+        return self.out

@@ -1,0 +1,128 @@
+"""KIP-32 LogAppendTime stamps against the clocks the history shows (checks/rules/timestamp_rules.py).
+
+Histories are written by hand with real-looking times (ms), so each case names the send, its
+acknowledgement, the read and the clock fault that decide whether a stamp may be what it is."""
+from __future__ import annotations
+
+from hypothesis import assume, given, settings, strategies as st
+
+from kipcheck.checks.engine_local import check_records
+from kipcheck.checks.rules.timestamp_rules import CLOCK_LAG_MS, SLEW_PER_MS, TOLERANCE_MS
+
+MS = 1_000_000  # history time is ns
+
+
+class Builder:
+    def __init__(self):
+        self.records = []
+
+    def add(self, at_ms, process, type_, f, value):
+        self.records.append({"index": len(self.records), "time": int(at_ms * MS), "process": process,
+                             "type": type_, "f": f, "value": value})
+        return self
+
+    def send(self, sent_ms, acked_ms, offset, value=None, process=1, outcome="ok"):
+        v = {"topic": "t", "partition": 0, "key": "k", "value": value or f"1-{offset}"}
+        self.add(sent_ms, process, "invoke", "send", v)
+        if acked_ms is not None:
+            self.add(acked_ms, process, outcome, "send", {**v, "offset": offset} if outcome == "ok" else v)
+        return self
+
+    def poll(self, at_ms, *reads, process=9):
+        """reads: (offset, stamp ms) of partition t/0, values as `send` names them."""
+        self.add(at_ms - 1, process, "invoke", "poll", {"topic": "t"})
+        return self.add(at_ms, process, "ok", "poll", {"topic": "t", "records": [["t", 0, o, f"1-{o}"] for o, _ in reads],
+                                                        "append_ms": [s for _, s in reads]})
+
+    def clock(self, kind, start_ms, stop_ms, skew_s, target=2):
+        params = {"fault": kind, "targets": [target], "phase": "start"}
+        self.add(start_ms, "nemesis", "invoke", "fault", params)
+        self.add(start_ms + 5, "nemesis", "ok", "fault", {**params, "skew_s": skew_s})
+        stop = {"fault": kind, "targets": [target], "phase": "stop"}
+        self.add(stop_ms - 5, "nemesis", "invoke", "fault", stop)
+        return self.add(stop_ms, "nemesis", "ok", "fault", stop)
+
+    def verdict(self):
+        return check_records(self.records)
+
+
+def violations(verdict):
+    return verdict["anomalies"].get("append-time-violation", [])
+
+
+def test_a_stamp_between_the_send_and_its_acknowledgement_holds_and_counts():
+    v = Builder().send(1000, 1040, 0).send(1010, 1050, 1).poll(1100, (0, 1020), (1, 1049)).verdict()
+    assert v["valid"] is True and not violations(v)
+    assert v["coverage"]["kip32.append_time_allowed"]["observations"] == 1
+    assert v["conformance"]["KIP-32"]["kip32.append_time_allowed"]["status"] == "holds"
+
+
+def test_a_stamp_seconds_after_the_acknowledgement_without_a_skewed_clock_is_a_violation():
+    v = Builder().send(1000, 1040, 0).poll(9000, (0, 6000)).verdict()
+    [a] = violations(v)
+    assert v["valid"] is False and a["offset"] == 0 and a["stamp_ms"] == 6000 and a["rule"] == "kip32.append_time_allowed"
+    assert v["conformance"]["KIP-32"]["kip32.append_time_allowed"]["status"] == "fails"
+
+
+def test_a_stamp_before_the_send_without_a_skewed_clock_is_a_violation():
+    assert violations(Builder().send(5000, 5040, 0).poll(6000, (0, 4000)).verdict())
+
+
+def test_a_skewed_leaders_stamp_holds_while_its_clock_fault_lasts():
+    b = Builder().clock("clock-skew", 500, 20_000, 120).send(1000, 1040, 0).poll(2000, (0, 121_020))
+    assert not violations(b.verdict())
+
+
+def test_the_same_stamp_after_the_clock_was_given_back_is_a_violation():
+    b = Builder().clock("clock-skew", 500, 800, 120).send(1000 + CLOCK_LAG_MS, 1040 + CLOCK_LAG_MS, 0)
+    assert violations(b.poll(5000, (0, 121_020 + CLOCK_LAG_MS)).verdict())
+
+
+def test_a_clock_behind_moves_the_lower_bound_too():
+    b = Builder().clock("clock-strobe", 500, 20_000, -300).send(1000, 1040, 0).poll(2000, (0, 1020 - 300_000))
+    assert not violations(b.verdict())
+    assert violations(Builder().send(1000, 1040, 0).poll(2000, (0, 1020 - 300_000)).verdict())
+
+
+def test_a_skew_of_another_size_does_not_excuse_a_stamp():
+    b = Builder().clock("clock-skew", 500, 20_000, 30).send(1000, 1040, 0).poll(2000, (0, 1020 + 120_000))
+    assert violations(b.verdict())
+
+
+def test_a_record_read_before_its_acknowledgement_is_bounded_by_the_read():
+    assert not violations(Builder().send(1000, 1500, 0).poll(1200, (0, 1100)).verdict())
+    # appended after it was read: impossible on a right clock
+    assert violations(Builder().send(1000, 5000, 0).poll(1200, (0, 1200 + TOLERANCE_MS + 50)).verdict())
+
+
+def test_an_unacknowledged_send_bounds_its_stamp_from_below_and_by_the_read():
+    b = Builder().send(1000, 4000, 0, outcome="info").poll(5000, (0, 4500))
+    assert not violations(b.verdict())
+    assert violations(Builder().send(1000, 4000, 0, outcome="info").poll(5000, (0, 900 - TOLERANCE_MS)).verdict())
+
+
+def test_a_record_no_send_wrote_is_left_to_the_other_rules():
+    v = Builder().poll(5000, (0, 1)).verdict()
+    assert not violations(v)
+
+
+def test_a_read_without_stamps_decides_nothing():
+    b = Builder().send(1000, 1040, 0)
+    b.add(1099, 9, "invoke", "poll", {"topic": "t"}).add(1100, 9, "ok", "poll", {"topic": "t", "records": [["t", 0, 0, "1-0"]]})
+    v = b.verdict()
+    assert v["coverage"]["kip32.append_time_allowed"]["observations"] == 0 and not violations(v)
+
+
+@settings(max_examples=60, deadline=None)
+@given(read_after_s=st.integers(min_value=1, max_value=100 * 120 * 10), drift=st.floats(min_value=-1.0, max_value=1.0),
+       beyond=st.booleans())
+def test_the_slew_allowance_holds_at_100x_the_run_length(read_after_s, drift, beyond):
+    """A record read long after its send (a 120 s run's final read, at up to 1000x that) with the
+    wall clock slewed by up to 500 ppm meanwhile still holds; a stamp past that allowance fails."""
+    read_ms = 1040 + read_after_s * 1000
+    allowance = TOLERANCE_MS + SLEW_PER_MS * (read_ms - 1000)
+    assume(abs(drift) > 0.01)
+    stamp = 1040 + drift * (allowance - 2) if not beyond else 1040 + (1 if drift > 0 else -1) * (allowance + 45)
+    assume(stamp < read_ms - TOLERANCE_MS)  # a stamp after the read is bounded by the read instead
+    v = Builder().send(1000, 1040, 0).poll(read_ms, (0, int(stamp))).verdict()
+    assert bool(violations(v)) == beyond
