@@ -5,6 +5,8 @@ test and the benchmark. Records are yielded one at a time, so a 1e7-event histor
 written to disk without being held in memory; the simulation keeps only per-partition
 log contents as integer value ids.
 
+Every poll carries its records' LogAppendTime stamps (`append_ms`), taken as each record lands.
+
 What it exercises: concurrent sends (acknowledged out of call order, offsets given at
 acknowledgement, which is a valid linearisation point), `info` sends that did or did not
 happen, consumers that `assign` (from the beginning or a seek) and poll forward, and a
@@ -23,6 +25,7 @@ def generate(events: int, seed: int = 0, partitions: int = 4, producers: int = 4
     """Yield about `events` valid records (a few more for the final reads)."""
     rng = random.Random(seed)
     logs = [array("q") for _ in range(partitions)]  # value ids by offset
+    stamps = [array("q") for _ in range(partitions)]  # LogAppendTime by offset, ms since time 0 (KIP-32)
     index = 0
     clock = 0
     next_value = 0
@@ -42,13 +45,18 @@ def generate(events: int, seed: int = 0, partitions: int = 4, producers: int = 4
     def send_value(p, v):
         return {"topic": topic, "partition": p, "key": f"k{v % 16}", "value": f"v{v}"}
 
+    def append(p, v):
+        logs[p].append(v)
+        stamps[p].append(clock // 1_000_000)  # the leader's clock as the record lands
+
     def poll(c, limit):
-        recs = []
+        recs, appended = [], []
         for p, pos in sorted(positions[c].items()):
             end = min(len(logs[p]), pos + rng.randint(0, limit))
             recs.extend([topic, p, o, f"v{logs[p][o]}"] for o in range(pos, end))
+            appended.extend(stamps[p][pos:end])
             positions[c][p] = end
-        return recs
+        return {"topic": topic, "records": recs, "append_ms": appended}
 
     while index < events:
         roll = rng.random()
@@ -63,12 +71,12 @@ def generate(events: int, seed: int = 0, partitions: int = 4, producers: int = 4
             p, v = outstanding.pop(pid)
             if rng.random() < info_rate:  # timed out: maybe written, maybe not
                 if rng.random() < 0.5:
-                    logs[p].append(v)
+                    append(p, v)
                 yield record(pid, "info", "send", send_value(p, v))
                 producer_ids[producer_ids.index(pid)] = next_process  # Jepsen: a new process
                 next_process += 1
                 continue
-            logs[p].append(v)
+            append(p, v)
             yield record(pid, "ok", "send", {**send_value(p, v), "offset": len(logs[p]) - 1})
         elif roll < 0.60:  # a consumer (re)assigns
             c = rng.choice(consumer_ids)
@@ -84,10 +92,10 @@ def generate(events: int, seed: int = 0, partitions: int = 4, producers: int = 4
         else:  # a consumer polls
             c = rng.choice(consumer_ids)
             yield record(c, "invoke", "poll", {"topic": topic})
-            yield record(c, "ok", "poll", {"topic": topic, "records": poll(c, 8)})
+            yield record(c, "ok", "poll", poll(c, 8))
 
     for pid, (p, v) in sorted(outstanding.items()):  # end of run: the rest were acknowledged
-        logs[p].append(v)
+        append(p, v)
         yield record(pid, "ok", "send", {**send_value(p, v), "offset": len(logs[p]) - 1})
     final = next_process
     value = {"partitions": [[topic, p] for p in range(partitions)], "seek_to_beginning": True}
@@ -96,7 +104,7 @@ def generate(events: int, seed: int = 0, partitions: int = 4, producers: int = 4
     positions[final] = {p: 0 for p in range(partitions)}
     while any(positions[final][p] < len(logs[p]) for p in range(partitions)):
         yield record(final, "invoke", "poll", {"topic": topic})
-        yield record(final, "ok", "poll", {"topic": topic, "records": poll(final, 500)})
+        yield record(final, "ok", "poll", poll(final, 500))
 
 
 def mutated(records):

@@ -126,3 +126,14 @@ def test_the_slew_allowance_holds_at_100x_the_run_length(read_after_s, drift, be
     assume(stamp < read_ms - TOLERANCE_MS)  # a stamp after the read is bounded by the read instead
     v = Builder().send(1000, 1040, 0).poll(read_ms, (0, int(stamp))).verdict()
     assert bool(violations(v)) == beyond
+
+
+def test_a_synthetic_history_holds_and_one_stamp_a_minute_late_is_found():
+    from tests.synthetic import generate
+    records = list(generate(20_000, seed=3))
+    clean = check_records(records)
+    assert clean["coverage"]["kip32.append_time_allowed"]["observations"] > 100 and not violations(clean)
+    poll = next(r for r in records if r["f"] == "poll" and r["type"] == "ok" and r["value"]["append_ms"])
+    poll["value"]["append_ms"][0] += 60_000
+    [found] = violations(check_records(records))
+    assert found["indices"] == [poll["index"]] and found["offset"] == poll["value"]["records"][0][2]
