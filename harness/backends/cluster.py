@@ -339,7 +339,7 @@ def teardown(state: ClusterState) -> None:
         for rec in state.data.get("nodes", {}).values():
             kill_recorded(rec.get("pid"), rec.get("start"))
     for name, rec in state.data.get("helpers", {}).items():
-        if rec.get("pid") != os.getpid():
+        if rec.get("pid") != os.getpid() and not rec.get("host"):  # a remote host's: clean_recorded's
             kill_recorded(rec.get("pid"), rec.get("start"))
     network.delete_network(state.data.get("namespaces", []), state.data.get("links", []))
     firewall.delete_rules(state.data.get("forward_rules", []))

@@ -453,6 +453,22 @@ def sync_classpath(host: SshHost, classpath, remote: PurePosixPath) -> list[Pure
     return [remote / p.name for p in jars]
 
 
+def sync_binary(host: SshHost, local: Path, remote_dir: PurePosixPath) -> PurePosixPath:
+    """An executable in `remote_dir` on the host, copied over SFTP when it is not there yet (to a
+    name of its own first, then renamed: a racing copy never runs half a binary)."""
+    target = remote_dir / local.name
+    if not host.exists(target):
+        tmp = remote_dir / f"{local.name}.{host.name}.{os.getpid()}.tmp"
+        host.shell(f"mkdir -p {shlex.quote(str(remote_dir))}", check=True)
+        try:
+            host.sftp().put(str(local), str(tmp))
+        except OSError as e:
+            raise HarnessError(f"host {host.name}: copying {local.name} failed: {_reason(e)}") from None
+        host.shell(f"chmod 755 {shlex.quote(str(tmp))} && mv -f {shlex.quote(str(tmp))} {shlex.quote(str(target))}",
+                   check=True)
+    return target
+
+
 def clean_host(config: SshConfig, directory: str) -> list[str]:
     """Leave a host as kipcheck found it, from what is on the host alone (after a harness and
     its state were lost): kill every process a `kipcheck.<host>.pid` under `directory` records, delete
@@ -462,7 +478,8 @@ def clean_host(config: SshConfig, directory: str) -> list[str]:
     host = SshHost(config, config.hostname, "")
     done = []
     base = shlex.quote(directory.rstrip("/"))
-    pidfiles = f"{base}/*/node-*/{shlex.quote(PIDFILE.format(host=config.host))}"
+    pidfile = shlex.quote(PIDFILE.format(host=config.host))
+    pidfiles = f"{base}/*/node-*/{pidfile} {base}/*/node-*/toxiproxy/{pidfile}"  # nodes, their Toxiproxy
     for line in host.shell(f"cat {pidfiles} 2>/dev/null").stdout.splitlines():
         try:
             pid, start = int(line.split()[0]), parse_stat(line)[1]

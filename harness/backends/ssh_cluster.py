@@ -107,9 +107,23 @@ class SshCluster(NativeCluster):
         self._launch(specs, timeout, step)
 
     def _front_node_links(self, specs: list[NodeSpec], step) -> list[NodeSpec]:
-        """Links between nodes stay direct on remote hosts (no Toxiproxy runs there yet): their
-        link faults are not injected, each recorded as `info` naming the missing proxies."""
-        return specs
+        """With options.proxied_links, a Toxiproxy server on every node's host (the pinned binary
+        copied there once, under the cluster file's directory), its API on the host's address
+        (port 8474: the control node must reach it), fronting the node's INTERNAL and CONTROLLER
+        listeners on that address, as in a namespace here."""
+        if not self.options.proxied_links:
+            return specs
+        from kipcheck.harness.backends import toxiproxy
+        step("starting toxiproxy on every node's host")
+        local = toxiproxy.ensure_installed()
+        remote_bin = PurePosixPath(self.hosts.dir) / "bin"
+        hosts = list({s.host.name: s.host for s in specs}.values())
+        copies = ssh.parallel(lambda h=h: ssh.sync_binary(h, local, remote_bin) for h in hosts)
+        binaries = {h.name: path for h, path in zip(hosts, copies)}
+        self.link_servers = dict(zip((s.node_id for s in specs), ssh.parallel(
+            lambda s=s: toxiproxy.start_server(self.state, PurePosixPath(self.remote_root) / f"node-{s.node_id}" / "toxiproxy",
+                                               host=s.host, binary=binaries[s.host.name]) for s in specs)))
+        return [toxiproxy.front_node_listeners(self.link_servers[s.node_id], s) for s in specs]
 
     def _lib(self, dist: KafkaDistribution) -> PurePosixPath:
         """Where a release's classpath lies on every host (a changed local cache: a new directory)."""
@@ -161,21 +175,21 @@ def clean_recorded(state: ClusterState) -> None:
     hosts = ssh.HostsFile.from_json(state.data["hosts"])
     by_name = {e.ssh.host: e for e in hosts.nodes}
     chain = state.data.get("chain", "")
-    touched = sorted({rec.get("host") for rec in state.data.get("nodes", {}).values() if rec.get("host")}
-                     | set(state.data.get("chains", [])))
+    recorded = (*state.data.get("nodes", {}).values(), *state.data.get("helpers", {}).values())
+    touched = sorted({rec.get("host") for rec in recorded if rec.get("host")} | set(state.data.get("chains", [])))
     errors = []
 
     def one(name: str) -> None:
         entry = by_name[name]
         host = ssh.SshHost(entry.ssh, entry.address, chain)
-        for rec in state.data.get("nodes", {}).values():
-            if rec.get("host") == name and rec.get("pid"):
+        for rec in (*state.data.get("nodes", {}).values(), *state.data.get("helpers", {}).values()):
+            if rec.get("host") == name and rec.get("pid"):  # its nodes, and its Toxiproxy server
                 kill_recorded(rec["pid"], rec.get("start"), host=host)
         if name in state.data.get("chains", []):
             network.remove_chain(host)
         base = shlex.quote(hosts.dir.rstrip("/"))
         host.shell(f"rm -rf {shlex.quote(state.data['remote_root'])}; "
-                   f"if [ -z \"$(ls -A {base} 2>/dev/null | grep -v '^kafka$')\" ]; then rm -rf {base}; fi", check=True)
+                   f"if [ -z \"$(ls -A {base} 2>/dev/null | grep -vx -e kafka -e bin)\" ]; then rm -rf {base}; fi", check=True)
 
     def guarded(name: str) -> None:
         try:

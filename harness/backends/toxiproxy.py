@@ -147,31 +147,33 @@ class Toxiproxy:
 NODE_API_PORT = 8474
 
 
-def start_server(state: ClusterState, log_dir: Path, seed: int = 1, attempts: int = 3, host=None) -> Toxiproxy:
+def start_server(state: ClusterState, log_dir: Path, seed: int = 1, attempts: int = 3, host=None,
+                 binary=None) -> Toxiproxy:
     """Start the pinned server and record it as a helper of the cluster, which `teardown()` and the
-    reaper kill like a node.
+    reaper (a remote host's: `ssh_cluster.clean_recorded`) kill like a node.
 
     Without `host`, on 127.0.0.1 (the clients' proxies, recorded as `toxiproxy`); with a node's
-    `host`, in its namespace on its address (the proxies of its links to other nodes, recorded as
-    `toxiproxy-<host>`). `-seed` fixes the server's random draws (jitter, toxicity), so a run is
-    reproducible."""
+    `host`, there on its address (the proxies of its links to other nodes, recorded as
+    `toxiproxy-<host>`): in its namespace here, or on a remote host, where `binary` and `log_dir`
+    are that host's paths. `-seed` fixes the server's random draws (jitter, toxicity), so a run
+    is reproducible."""
     from kipcheck.harness.backends.network import Host
     from kipcheck.harness.backends.ports import free_port
-    binary = ensure_installed()
+    from kipcheck.harness.backends.state import kill_recorded
+    binary = binary or ensure_installed()
     helper = f"{HELPER}-{host.name}" if host else HELPER
     host = host or Host("control", "127.0.0.1", None)
-    log_dir.mkdir(parents=True, exist_ok=True)
+    host.run(["mkdir", "-p", str(log_dir)], timeout=30)
     config = log_dir / f"{helper}.json"  # no proxies at start; on the command line it tells whose server this is
-    config.write_text("[]\n")
-    last = ""
-    for _ in range(attempts):  # a free port may be taken between the probe and the bind
-        port = NODE_API_PORT if host.netns else free_port()
+    host.write_text(config, "[]\n")
+    for attempt in range(attempts):  # a free port may be taken between the probe and the bind
+        port = NODE_API_PORT + attempt if host.netns or host.remote else free_port()
         argv = [str(binary), "-host", host.address, "-port", str(port), "-seed", str(seed), "-config", str(config)]
-        pid, start, proc = host.spawn(argv, log_dir / f"{helper}.log")
-        state.set_entry("helpers", helper, {"pid": pid, "start": start})
+        pid, start, _ = host.spawn(argv, log_dir / f"{helper}.log")
+        state.set_entry("helpers", helper, {"pid": pid, "start": start, **({"host": host.name} if host.remote else {})})
         client = Toxiproxy(f"http://{host.address}:{port}")
         deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and proc.poll() is None:
+        while time.monotonic() < deadline and host.alive(pid, start):
             try:
                 client.version()
                 if host.name == "control":
@@ -181,10 +183,9 @@ def start_server(state: ClusterState, log_dir: Path, seed: int = 1, attempts: in
                 return client
             except requests.RequestException:
                 time.sleep(0.1)
-        proc.kill()
-        proc.wait()
-        last = f"exit code {proc.returncode}"
-    raise HarnessError(f"toxiproxy server on {host.address} did not start ({last}); see {log_dir / (helper + '.log')}")
+        kill_recorded(pid, start, host=host)
+    raise HarnessError(f"toxiproxy server on {host.address} did not start; see {log_dir / (helper + '.log')}"
+                       + (f" on host {host.name}" if host.remote else ""))
 
 
 def client_proxy_name(node_id: int) -> str:

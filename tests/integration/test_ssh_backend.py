@@ -288,3 +288,43 @@ def test_a_rolling_upgrade_on_ssh_hosts_rolls_every_node_and_leaves_nothing(tmp_
             log = (run_dir / "cluster" / f"node-{n}" / "server.log").read_text()
             assert -1 < log.find(f"Kafka version: {old}") < log.rfind(f"Kafka version: {new}"), n
         _assert_hosts_clean(env)
+
+
+@pytest.mark.long
+def test_links_between_nodes_on_ssh_hosts_take_toxics_and_leave_nothing(tmp_path, kafka_dist):
+    """Toxiproxy copied to each host and run there, fronting the node's replication and controller
+    listeners: 800 ms on the leader's replication link slows every acks=all send by as much, and
+    after the cluster is down no host holds a Toxiproxy, a Kafka process or a kipcheck file."""
+    import statistics
+    import uuid
+    from kipcheck.faults.base import FaultSpec
+    from kipcheck.harness.backends.cluster import ClusterOptions
+    from kipcheck.harness.backends.ssh_cluster import SshCluster
+    from kipcheck.harness.clients.admin import Admin
+    from kipcheck.harness.pytest_plugin import NemesisHandle
+    from kipcheck.rundir.writer import History
+    from tests.integration.faults_support import produce
+    with sshd_hosts(3) as env:
+        cluster = SshCluster(kafka_dist, tmp_path / "cluster", ssh.load_hosts(env.cluster_file),
+                             ClusterOptions(proxied_links=True), owner_pid=os.getpid())
+        try:
+            cluster.up()
+            assert len(env.processes("toxiproxy-server")) == 3
+            topic = f"t-{uuid.uuid4().hex[:8]}"
+            Admin(cluster.bootstrap_servers()).create_topic(topic, 1, 3)
+            Admin(cluster.bootstrap_servers()).wait_full_isr(topic, 60)
+            with History(tmp_path / "history.jsonl") as history:
+                handle = NemesisHandle(cluster, topic, history)
+                before = statistics.median(produce(cluster, topic, 10))
+                spec = FaultSpec("replication-latency", 0, 0, {"topic": topic, "partition": 0, "target": "leader",
+                                                               "latency": 800, "jitter": 0})
+                injected = handle.inject(spec)
+                during = statistics.median(produce(cluster, topic, 5))
+                handle.heal(spec, injected)
+            print(f"acks=all p50 over SSH hosts: before {before * 1000:.0f} ms, under 800 ms replication latency "
+                  f"{during * 1000:.0f} ms")
+            assert during > before + 0.5
+        finally:
+            cluster.down()
+        assert env.processes("toxiproxy-server") == []
+        _assert_hosts_clean(env)
