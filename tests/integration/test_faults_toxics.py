@@ -79,15 +79,19 @@ def test_clients_go_through_the_proxies(proxied, link):
     assert roundtrip(link.leader_address)[0] == "answer"
 
 
-def test_latency_raises_produce_latency_until_healed(proxied, link):
+@pytest.mark.parametrize("kind, proxy", [("latency", "client"), ("replication-latency", "replication")])
+def test_latency_raises_acks_all_produce_latency_until_healed(proxied, link, kind, proxy):
+    """On the clients' link the produce request waits; on the leader's replication link the
+    followers' fetch answers do, and acks=all waits for the followers' next fetch."""
     before = statistics.median(produce(proxied, link.topic, 10))
-    spec = _spec("latency", link, latency=800, jitter=50)
+    spec = _spec(kind, link, latency=800, jitter=0)
     injected = link.inject(spec)
     during = statistics.median(produce(proxied, link.topic, 5))
     link.heal(spec, injected)
     after = statistics.median(produce(proxied, link.topic, 10))
-    print(f"produce p50: before {before * 1000:.0f} ms, under 800 ms latency {during * 1000:.0f} ms, "
+    print(f"acks=all produce p50: before {before * 1000:.0f} ms, under 800 ms {kind} {during * 1000:.0f} ms, "
           f"after {after * 1000:.0f} ms")
+    assert injected["proxies"] == [f"{proxy}-{injected['targets'][0]}"]
     assert during >= 0.7 and during > before + 0.5
     assert after < during - 0.5
 
@@ -180,22 +184,6 @@ def test_a_partition_still_cuts_a_proxied_link_by_the_peers_address(proxied):
     finally:
         victim.allow_packets_from(peer)
     assert _connects(peer, victim.spec.advertised_internal)
-
-
-def test_replication_latency_on_the_leader_slows_acks_all_sends_until_healed(proxied, link):
-    """acks=all waits for the followers' next fetch; their fetch answers leave the leader through its
-    replication proxy, so downstream latency there delays every acknowledgement."""
-    before = statistics.median(produce(proxied, link.topic, 10))
-    spec = _spec("replication-latency", link, latency=800, jitter=0)
-    injected = link.inject(spec)
-    during = statistics.median(produce(proxied, link.topic, 5))
-    link.heal(spec, injected)
-    after = statistics.median(produce(proxied, link.topic, 10))
-    print(f"acks=all produce p50: before {before * 1000:.0f} ms, under 800 ms replication latency "
-          f"{during * 1000:.0f} ms, after {after * 1000:.0f} ms")
-    assert injected["proxies"] == [f"replication-{injected['targets'][0]}"]
-    assert during >= 0.7 and during > before + 0.5
-    assert after < during - 0.5
 
 
 def test_replication_reset_cuts_connections_to_the_leaders_replication_listener(proxied, link):
