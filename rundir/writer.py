@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import threading
 import time
@@ -48,9 +49,6 @@ class History:
         self._max_pending = max_pending
         self._index = itertools.count()
         self._t0 = time.monotonic_ns()
-        # this machine's wall clock (Unix ms) at time 0: where a broker's wall-clock stamp
-        # (LogAppendTime) lies on the history's own clock (`since_start_ms`)
-        self.wall_origin_ms = time.time_ns() / 1e6 - (time.monotonic_ns() - self._t0) / 1e6
         self._sync_interval, self._flush_interval_ns = sync_interval, int(flush_interval * 1e9)
         self._idle_interval = idle_interval
         self._oldest = 0  # monotonic ns of the oldest queued line
@@ -68,8 +66,11 @@ class History:
         return time.monotonic_ns() - self._t0
 
     def since_start_ms(self, unix_ms: int) -> int:
-        """A wall-clock stamp of this machine (Unix ms) as ms since the history's time 0."""
-        return int(unix_ms - self.wall_origin_ms)
+        """A wall-clock stamp of this machine (Unix ms, a broker's LogAppendTime) as ms since the
+        history's time 0, through the wall and monotonic clocks' relation now: a slew of the wall
+        clock moves the result only by what it did since the stamp, not since the run began."""
+        wall_ms, since_start_ms = time.time_ns() / 1e6, (time.monotonic_ns() - self._t0) / 1e6
+        return math.floor(unix_ms - (wall_ms - since_start_ms))
 
     def new_process(self) -> int:
         """A fresh client process id (Jepsen: a process that saw `info` never issues again)."""

@@ -112,3 +112,14 @@ def test_kept_operations_are_in_memory_in_index_order_and_others_are_not(tmp_pat
     assert [(r["f"], r["type"]) for r in kept] == [("fault", "invoke"), ("metadata_propagation", "invoke"),
                                                      ("fault", "ok")]
     assert [r["index"] for r in kept] == [1, 2, 3]
+
+
+def test_a_wall_clock_stamp_lands_on_the_historys_own_clock(tmp_path):
+    """A broker's LogAppendTime (this machine's wall clock) mapped to ms since the history's time 0."""
+    import time as _time
+    with History(tmp_path / "h.jsonl") as h:
+        _time.sleep(0.05)
+        stamp = _time.time_ns() // 1_000_000
+        now_ms = h.now() / 1e6
+        assert abs(h.since_start_ms(stamp) - now_ms) <= 3
+        assert h.since_start_ms(stamp - 60_000) <= now_ms - 59_990  # a clock a minute behind stays a minute behind
