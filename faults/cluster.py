@@ -172,6 +172,16 @@ class Cluster(Protocol):
     def reset_link_proxies(self) -> None:
         """Remove every toxic from every proxy (nothing to do without proxies)."""
 
+    def controller_voters(self) -> dict[int, str] | None:
+        """KIP-853: the controller quorum's voters (node id -> directory id) as its leader reports
+        them; None when the cluster has no dynamic quorum (its voters cannot change)."""
+
+    def remove_voter(self, node_id: int) -> None:
+        """RemoveRaftVoter: the controller leaves the voters (it runs on as an observer)."""
+
+    def add_voter(self, node_id: int) -> None:
+        """AddRaftVoter: the controller, an observer caught up with the leader, becomes a voter again."""
+
 
 class Admin(Protocol):
     """The admin calls faults make (harness.clients.admin.Admin)."""

@@ -10,14 +10,18 @@ from kipcheck.faults.errors import FaultError
 from kipcheck.faults.logdir import LOGDIR_KINDS
 from kipcheck.faults.partition import PARTITION_KINDS
 from kipcheck.faults.process import PROCESS_KINDS
+from kipcheck.faults.quorum import QUORUM_KINDS
 from kipcheck.faults.toxics import TOXIC_KINDS
 
 # Order matters for heal-all: network first (restarted nodes must reach their peers), processes before admin calls.
 # Failed log directories are restored before stopped nodes start (a node must not start, or be
 # reformatted, with a file where its directory belongs).
+# Voters are added back once every node runs again.
 KINDS = {k.name: k for k in (*PARTITION_KINDS, *TOXIC_KINDS, *CLOCK_KINDS, *LOGDIR_KINDS, *PROCESS_KINDS, *DISK_KINDS,
-                             *ELECTION_KINDS)}
-OPT_IN = frozenset({"wipe-metadata"})  # never in `all`: it tests KRaft's tolerance of a forgotten vote
+                             *QUORUM_KINDS, *ELECTION_KINDS)}
+# never in `all`: wipe-metadata tests KRaft's tolerance of a forgotten vote; voter-removal formats
+# the whole cluster another way (a dynamic quorum, Kafka 3.9+)
+OPT_IN = frozenset({"wipe-metadata", "voter-removal"})
 DEFAULT_MIX = tuple(n for n in KINDS if n not in OPT_IN)
 
 

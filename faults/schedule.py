@@ -25,10 +25,11 @@ WINDOWS = {
     "kill": (5, 15), "pause": (3, 10), "restart": (5, 15), "rolling-restart": (1, 2),
     "wipe": (5, 12), "truncate": (3, 8), "bitflip": (3, 8), "wipe-metadata": (5, 12),
     "clock-skew": (5, 15), "clock-strobe": (5, 15), "log-dir-failure": (5, 12),
+    "voter-removal": (5, 15),
 }
 # Kinds after which the cluster needs longer to recover (restarts, re-replication).
 SLOW_RECOVERY = {"kill", "restart", "rolling-restart", "wipe", "truncate", "bitflip", "wipe-metadata",
-                 "log-dir-failure"}
+                 "log-dir-failure", "voter-removal"}
 
 
 def _node(rng: random.Random) -> dict:
@@ -73,6 +74,7 @@ PARAMS = {
     "clock-skew": lambda r: {**_node(r), "offset": r.choice([-600, -120, -30, -5, 5, 30, 120, 600])},  # seconds
     "clock-strobe": lambda r: {**_node(r), "offset": r.choice([-300, -60, 60, 300]), "period": r.choice([1, 2, 4])},
     "log-dir-failure": _node,
+    "voter-removal": lambda r: {"target": "controller", "index": r.randrange(3)},
 }
 
 

@@ -159,6 +159,15 @@ def test_the_protocol_check_flags_a_backend_that_falls_short():
         def link_proxy(self, node_id, listener="client"):
             return None
 
+        def controller_voters(self):
+            return None
+
+        def remove_voter(self, node_id):
+            pass
+
+        def add_voter(self, node_id):
+            pass
+
     gaps = protocol_gaps(protocols.Cluster, Short)
     assert "reset_link_proxies: missing" in gaps
     assert "node: no parameter 'node_id'" in gaps

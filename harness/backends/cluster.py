@@ -53,6 +53,9 @@ class ClusterOptions:
     features: tuple[tuple[str, int], ...] = ()
     log_dirs: int = 1  # log directories per broker (JBOD; the log-dir-failure fault needs 2)
     fake_clocks: bool = False  # every node's JVM preloads libfaketime (clock faults: harness.backends.node.faketime_env)
+    # KIP-853: controllers formatted with their first voters, found through controller.quorum.bootstrap.servers,
+    # so voters can be removed and added at run time (harness.backends.quorum; Kafka 3.9+)
+    dynamic_quorum: bool = False
 
 
 def kafka_uuid() -> str:
@@ -82,6 +85,7 @@ class NativeCluster:
         self.net: network.BridgeNetwork | None = None
         self.toxiproxy = None  # harness.backends.toxiproxy.Toxiproxy when options.proxied_clients
         self.link_servers: dict[int, object] = {}  # node id -> its own Toxiproxy, when options.proxied_links
+        self.quorum = None  # harness.backends.quorum.DynamicQuorum, when options.dynamic_quorum
 
     # -- topology --------------------------------------------------------------------
     @property
@@ -132,6 +136,44 @@ class NativeCluster:
         self.link_servers = dict(zip((s.node_id for s in specs), _parallel_results(
             lambda s=s: toxiproxy.start_server(self.state, self.root, host=s.host) for s in specs)))
         return [toxiproxy.front_node_listeners(self.link_servers[s.node_id], s) for s in specs]
+
+    def _dynamic_quorum(self, specs: list[NodeSpec]):
+        """With options.dynamic_quorum, every controller's directory id (chosen here) and endpoint."""
+        if not self.options.dynamic_quorum:
+            return None
+        from kipcheck.harness.backends import quorum, releases
+        version = self.options.release_version or self.dist.version
+        if not releases.has(version, "dynamic-quorum"):
+            raise HarnessError(f"Kafka {version} has no dynamic controller quorum (KIP-853 ships from 3.9): "
+                               "drop the voter faults")
+        controllers = [s for s in specs if s.is_controller]
+        found = quorum.DynamicQuorum({s.node_id: kafka_uuid() for s in controllers},
+                                     {s.node_id: s.controller_endpoint for s in controllers})
+        self.state.update(dynamic_quorum={"directory_ids": found.directory_ids, "endpoints": found.endpoints})
+        return found
+
+    # -- controller quorum (faults.cluster.Cluster's voter verbs; KIP-853) -----------------------
+    def controller_voters(self) -> dict[int, str] | None:
+        """The quorum's voters, id -> directory id, as its leader reports them; None without a dynamic quorum."""
+        if self.quorum is None:
+            return None
+        from kipcheck.harness.backends import quorum
+        return quorum.describe(self.dist, self.quorum.bootstrap).voters
+
+    def remove_voter(self, node_id: int) -> None:
+        from kipcheck.harness.backends import quorum
+        quorum.remove_voter(self.dist, self._quorum().bootstrap, node_id, self._quorum().directory_ids[node_id])
+
+    def add_voter(self, node_id: int) -> None:
+        from kipcheck.harness.backends import quorum
+        q = self._quorum()
+        quorum.add_voter(self.dist, q.bootstrap, node_id, q.directory_ids[node_id], "CONTROLLER", q.endpoints[node_id])
+
+    def _quorum(self):
+        if self.quorum is None:
+            raise HarnessError("voter changes need a cluster formatted with a dynamic quorum "
+                               "(ClusterOptions(dynamic_quorum=True), KIP-853)")
+        return self.quorum
 
     def distribution_for(self, node: KafkaNode, dist: KafkaDistribution) -> KafkaDistribution:
         """`dist` as `node` will run it (a rolling upgrade's target): here, as it is; on a remote
@@ -213,9 +255,11 @@ class NativeCluster:
         voters = quorum_voters(specs)
         uuid_ = kafka_uuid()
         self.nodes = [self._node(s, uuid_, voters) for s in specs]
+        self.quorum = self._dynamic_quorum(specs)
         for n in self.nodes:
             n.release_version = self.options.release_version
             n.features = self.options.features
+            n.dynamic_quorum = self.quorum
         self.state.update(cluster_uuid=uuid_, bootstrap=self.bootstrap_servers(),
                           specs=[_spec_json(s) for s in specs])
         step("formatting storage")

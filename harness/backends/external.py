@@ -57,3 +57,13 @@ class ExternalCluster:
 
     def reset_link_proxies(self) -> None:
         pass
+
+    def controller_voters(self) -> None:
+        """The external cluster's quorum is not kipcheck's to change."""
+        return None
+
+    def remove_voter(self, node_id: int) -> None:
+        raise FaultError("voter changes need a cluster kipcheck formatted with a dynamic quorum (native or ssh backend)")
+
+    def add_voter(self, node_id: int) -> None:
+        self.remove_voter(node_id)

@@ -150,6 +150,7 @@ class KafkaNode:
         self.lock = threading.RLock()
         self.release_version: str | None = None  # ClusterOptions.release_version
         self.features: tuple[tuple[str, int], ...] = ()  # ClusterOptions.features
+        self.dynamic_quorum = None  # harness.backends.quorum.DynamicQuorum (ClusterOptions.dynamic_quorum)
 
     # -- configuration -------------------------------------------------------------
     def server_properties(self) -> dict:
@@ -163,7 +164,8 @@ class KafkaNode:
         props = {
             "process.roles": ",".join(s.roles),
             "node.id": s.node_id,
-            "controller.quorum.voters": self.quorum_voters,
+            **({"controller.quorum.bootstrap.servers": self.dynamic_quorum.bootstrap} if self.dynamic_quorum
+               else {"controller.quorum.voters": self.quorum_voters}),
             "controller.listener.names": "CONTROLLER",
             "listeners": ",".join(listeners),
             "listener.security.protocol.map": ",".join(protocol_map),
@@ -191,6 +193,10 @@ class KafkaNode:
                 "num.io.threads": 4,
                 "log.flush.interval.messages": 9223372036854775807,
             })
+        if self.dynamic_quorum and s.is_controller:  # KIP-853: a voter's endpoint is what it advertises
+            advertised = props.get("advertised.listeners")
+            props["advertised.listeners"] = ",".join(
+                x for x in (advertised, f"CONTROLLER://{s.controller_endpoint}") if x)
         props.update(s.extra_config)
         return props
 
@@ -209,9 +215,12 @@ class KafkaNode:
     def format_command(self, config: Path) -> list[str]:
         """`kafka.tools.StorageTool format` with the cluster's id; with `release_version` set, at
         that release's metadata.version (`--release-version`, KIP-778) instead of this
-        distribution's newest; with `features`, at those feature levels (`--feature`, KIP-1022)."""
+        distribution's newest; with `features`, at those feature levels (`--feature`, KIP-1022); with
+        `dynamic_quorum`, the controllers' first voters (`--initial-controllers`, KIP-853)."""
         release = ("--release-version", self.release_version) if self.release_version else ()
         release += tuple(a for name, level in self.features for a in ("--feature", f"{name}={level}"))
+        if self.dynamic_quorum:  # KIP-853: the controllers' first voter set, or none on a broker
+            release += self.dynamic_quorum.format_args(self.spec.is_controller)
         return self.dist.java_command(
             "kafka.tools.StorageTool", "format", "-t", self.cluster_uuid, "-c", str(config), "--ignore-formatted",
             *release,

@@ -62,6 +62,10 @@ FEATURES: dict[str, tuple[tuple[int, int], str]] = {
     # org.apache.kafka.server.common.EligibleLeaderReplicasVersion is in 4.0.2's kafka-server-common
     # jar, not in 3.9.2's
     "eligible-leader-replicas": ((4, 0), "eligible leader replicas (KIP-966), eligible.leader.replicas.version"),
+    # KIP-853 dynamic controller quorums: StorageTool --initial-controllers / --no-initial-controllers,
+    # controller.quorum.bootstrap.servers and Admin.addRaftVoter/removeRaftVoter ship in 3.9 (4.3.1's
+    # StorageTool and kafka-clients have them: tests/integration/test_quorum.py)
+    "dynamic-quorum": ((3, 9), "dynamic controller quorum (KIP-853): voters added and removed at run time"),
     # kipcheck's own choice, not a Kafka feature: Kafka's poms declare slf4j-api 1.7.36 up to
     # 4.0 (and a log4j 1 binding, slf4j-log4j12 / reload4j, which kipcheck leaves out); kipcheck
     # binds SLF4J to log4j2 for every release, with the SLF4J 2 binding from 3.7 (as before

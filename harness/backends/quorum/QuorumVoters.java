@@ -1,0 +1,46 @@
+// KIP-853 voter changes through Kafka's own Admin client (kafka-clients on the cluster's classpath),
+// run by harness/backends/quorum.py in source-file mode: `java -cp <classpath> QuorumVoters.java ...`.
+//   describe BOOTSTRAP                      -> one line per voter: "voter <id> <directory id>",
+//                                              one per observer: "observer <id> <directory id>", then "leader <id>"
+//   remove BOOTSTRAP ID DIRECTORY_ID        -> "ok", or "error <class>: <message>" and exit 1
+//   add BOOTSTRAP ID DIRECTORY_ID LISTENER HOST PORT
+// BOOTSTRAP is the controllers' endpoints (bootstrap.controllers, KIP-919).
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.QuorumInfo;
+import org.apache.kafka.clients.admin.RaftVoterEndpoint;
+import org.apache.kafka.common.Uuid;
+
+public class QuorumVoters {
+    public static void main(String[] args) throws Exception {
+        Properties props = new Properties();
+        props.put("bootstrap.controllers", args[1]);
+        props.put("request.timeout.ms", "15000");
+        props.put("default.api.timeout.ms", "30000");
+        try (Admin admin = Admin.create(props)) {
+            switch (args[0]) {
+                case "describe" -> {
+                    QuorumInfo q = admin.describeMetadataQuorum().quorumInfo().get(30, TimeUnit.SECONDS);
+                    for (QuorumInfo.ReplicaState v : q.voters())
+                        System.out.println("voter " + v.replicaId() + " " + v.replicaDirectoryId());
+                    for (QuorumInfo.ReplicaState o : q.observers())
+                        System.out.println("observer " + o.replicaId() + " " + o.replicaDirectoryId());
+                    System.out.println("leader " + q.leaderId());
+                }
+                case "remove" -> admin.removeRaftVoter(Integer.parseInt(args[2]), Uuid.fromString(args[3]))
+                        .all().get(60, TimeUnit.SECONDS);
+                case "add" -> admin.addRaftVoter(Integer.parseInt(args[2]), Uuid.fromString(args[3]),
+                        Set.of(new RaftVoterEndpoint(args[4], args[5], Integer.parseInt(args[6]))))
+                        .all().get(60, TimeUnit.SECONDS);
+                default -> throw new IllegalArgumentException("unknown command " + args[0]);
+            }
+            if (!args[0].equals("describe")) System.out.println("ok");
+        } catch (ExecutionException e) {
+            System.out.println("error " + e.getCause().getClass().getSimpleName() + ": " + e.getCause().getMessage());
+            System.exit(1);
+        }
+    }
+}
