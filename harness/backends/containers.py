@@ -44,12 +44,18 @@ UNSUPPORTED_WHY = ("packet-level partitions need iptables in a network namespace
                    "Docker's (use the native backend)")
 _WHY = {"clock-skew": "clock faults preload libfaketime into a node's JVM; the apache/kafka image's JVM runs without it "
                       "(use the native backend)",
-        "log-dir-failure": "container nodes have one log directory (use the native backend)"}
+        "log-dir-failure": "container nodes have one log directory (use the native backend)",
+        "links": "links between nodes go through a Toxiproxy beside each node, which containers do not run "
+                 "(use the native or the ssh backend)",
+        "voter-removal": "container clusters are formatted with a fixed controller quorum (use the native or the "
+                         "ssh backend)"}
 
 
 def unsupported_why(kind: str) -> str:
     """Why containers cannot inject this kind (one line for the terminal and config.json)."""
-    return _WHY.get("clock-skew" if kind.startswith("clock-") else kind, UNSUPPORTED_WHY)
+    family = ("clock-skew" if kind.startswith("clock-") else
+              "links" if kind.startswith("replication-") or kind == "controller-latency" else kind)
+    return _WHY.get(family, UNSUPPORTED_WHY)
 SUBNETS = range(201, 255)  # 198.19.<i>.0/24; 198.19.200/24 is the Docker bridge of kipcheck's tests
 
 
