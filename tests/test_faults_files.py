@@ -157,3 +157,12 @@ def test_cluster_options_come_from_the_kinds():
         "proxied_clients": True, "proxied_links": False, "fake_clocks": True, "log_dirs": 2}
     assert cluster_options(["replication-latency", "controller-latency"]) == {"proxied_clients": False, "proxied_links": True}
     assert {"bitflip", "clock-skew", "clock-strobe", "log-dir-failure"} <= set(DEFAULT_MIX)
+
+
+def test_a_dynamic_quorum_formats_controllers_with_their_first_voters_and_brokers_with_none():
+    from kipcheck.harness.backends.quorum import DynamicQuorum
+    q = DynamicQuorum({2: "dirB", 1: "dirA"}, {2: "198.18.0.12:9093", 1: "198.18.0.11:9093"})
+    assert q.bootstrap == "198.18.0.11:9093,198.18.0.12:9093"
+    assert q.format_args(True) == ("--initial-controllers", "1@198.18.0.11:9093:dirA,2@198.18.0.12:9093:dirB")
+    assert q.format_args(False) == ("--no-initial-controllers",)
+    assert "voter-removal" not in DEFAULT_MIX and cluster_options(["voter-removal"])["dynamic_quorum"] is True
