@@ -145,7 +145,7 @@ class NativeCluster:
         version = self.options.release_version or self.dist.version
         if not releases.has(version, "dynamic-quorum"):
             raise HarnessError(f"Kafka {version} has no dynamic controller quorum (KIP-853 ships from 3.9): "
-                               "drop the voter faults")
+                               "drop voter-removal")
         controllers = [s for s in specs if s.is_controller]
         found = quorum.DynamicQuorum({s.node_id: kafka_uuid() for s in controllers},
                                      {s.node_id: s.controller_endpoint for s in controllers})
