@@ -2,7 +2,7 @@
 
 The reader is held to Kafka's own decoding (MetadataRecordSerde, through the single-file
 Java program tests/support/DumpMetadataLog.java on the pinned 4.3.1 classpath) of a real
-segment: the metadata log of a 3-node 4.3.1 main-job run (tests/artifacts/, 40 KB). The rule
+segment: the metadata log of a 3-node 4.3.1 run with kills and partitions (tests/support/). The rule
 is checked on hand-made partition histories: the flagged election and its near misses.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from kipcheck.checks.engine_local import check_records
 from tests.support.histories import valid_history
 
 ROOT = Path(__file__).resolve().parent.parent
-SEGMENT = ROOT / "tests" / "artifacts" / "kafka-4.3.1-cluster-metadata.log"
+SEGMENT = ROOT / "tests" / "support" / "kafka-4.3.1-cluster-metadata.log"
 
 
 def _kafka_reading() -> list[tuple]:
