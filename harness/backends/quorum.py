@@ -6,11 +6,15 @@ voter can be added back by its id and directory), its brokers with `--no-initial
 and every node finds the quorum through `controller.quorum.bootstrap.servers` instead of a fixed
 `controller.quorum.voters`. Voters are listed, removed and added through Kafka's own Admin client
 (`describeMetadataQuorum`, `removeRaftVoter`, `addRaftVoter` over `bootstrap.controllers`),
-run from quorum/QuorumVoters.java in Java's source-file mode on the cluster's own classpath:
-no tool outside kafka-clients, which every release's classpath holds.
+from quorum/QuorumVoters.java (compiled once into kipcheck's cache, or run in Java's source-file
+mode without javac) on the cluster's own classpath: no tool outside kafka-clients, which every
+release's classpath holds.
 """
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,8 +52,36 @@ class QuorumView:
     leader: int
 
 
+def _compiled(dist) -> Path | None:
+    """QuorumVoters compiled once per source and release into kipcheck's cache (a JVM that compiles
+    the source first takes seconds more, which a fault's window pays); None without javac, and
+    the source runs as it is."""
+    javac = Path(dist.java).resolve().with_name("javac")
+    if not javac.exists():
+        return None
+    tag = hashlib.sha256(SOURCE.read_bytes() + dist.version.encode()).hexdigest()[:16]
+    out = Path(os.environ.get("KIPCHECK_CACHE", Path.home() / ".cache" / "kipcheck")) / "quorum" / tag
+    if not (out / "QuorumVoters.class").exists():
+        tmp = out.with_name(f"{tag}.{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        proc = subprocess.run([str(javac), "-cp", os.pathsep.join(str(p) for p in dist.classpath), "-d", str(tmp),
+                               str(SOURCE)], capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            raise HarnessError(f"compiling {SOURCE.name} failed: {(proc.stderr.strip().splitlines() or ['?'])[0]}")
+        try:
+            os.replace(tmp, out)  # whole or not at all; a racing compile already put one there: fine
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 def _run(dist, *args: str, timeout: float = 120.0) -> list[str]:
-    argv = dist.java_command(str(SOURCE), *args, jvm_opts=("-Xmx128m", "-Dlog4j2.level=OFF"))
+    compiled, opts = _compiled(dist), ("-Xmx128m", "-Dlog4j2.level=OFF")
+    if compiled is None:
+        argv = dist.java_command(str(SOURCE), *args, jvm_opts=opts)
+    else:
+        cp = os.pathsep.join([str(compiled), *(str(p) for p in dist.classpath)])
+        argv = [dist.java, *opts, "-cp", cp, "QuorumVoters", *args]
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:

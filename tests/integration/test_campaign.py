@@ -33,6 +33,7 @@ def statuses(directory: Path) -> dict:
         return {}
 
 
+@pytest.mark.long  # 174 s on a fresh clone's suite (2026-11-27)
 def test_killed_campaign_resumes_and_one_check_agrees_with_each_run(tmp_path):
     d = tmp_path / "night"
     # a version Maven cannot resolve errors at once; the campaign goes on to the real runs

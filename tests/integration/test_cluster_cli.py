@@ -47,6 +47,7 @@ def test_cluster_up_status_external_run_and_down(tmp_path, kafka_version):
     assert info["cluster_id"] not in after.stdout
 
 
+@pytest.mark.long  # 90 s; dedicated controllers also run in the ELR and ssh tests
 def test_dedicated_controllers_run(tmp_path, kafka_version):
     version = ["--kafka-version", kafka_version] if kafka_version else []
     run = kipcheck("run", "--controllers", "3", "--brokers", "3", "--faults", "none", "--duration", "15",

@@ -14,6 +14,7 @@ pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.long  # 85 s
 def test_example_test_under_allure(tmp_path):
     results = tmp_path / "allure-results"
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",

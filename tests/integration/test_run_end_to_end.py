@@ -82,7 +82,7 @@ def test_ctrl_c_heals_stops_the_cluster_and_still_reports(tmp_path, kafka_versio
         proc.send_signal(signal.SIGINT)
         # heal, stop, Parquet, check and report of what was recorded: on a loaded 2-core machine
         # (CI, 2026-11-25) a 169 MB history took longer than 120 s
-        out, err = proc.communicate(timeout=300)
+        out, err = proc.communicate(timeout=600)
         assert proc.returncode == 130, err[-2000:]
         assert "interrupted" in err and "Traceback" not in err
         run_dir = history.parent

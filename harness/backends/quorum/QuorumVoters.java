@@ -1,5 +1,5 @@
 // KIP-853 voter changes through Kafka's own Admin client (kafka-clients on the cluster's classpath),
-// run by harness/backends/quorum.py in source-file mode: `java -cp <classpath> QuorumVoters.java ...`.
+// run by harness/backends/quorum.py (compiled once into kipcheck's cache, or in source-file mode).
 //   describe BOOTSTRAP                      -> one line per voter: "voter <id> <directory id>",
 //                                              one per observer: "observer <id> <directory id>", then "leader <id>"
 //   remove BOOTSTRAP ID DIRECTORY_ID        -> "ok", or "error <class>: <message>" and exit 1
