@@ -198,7 +198,8 @@ class FakeConsumer:
 
 def message(offset, error=None):
     return types.SimpleNamespace(error=lambda: error, topic=lambda: "kipcheck", partition=lambda: 0,
-                                 offset=lambda: offset, value=lambda: f"0-{offset}".encode())
+                                 offset=lambda: offset, value=lambda: f"0-{offset}".encode(),
+                                 timestamp=lambda: (1, 1_800_000_000_000))  # confluent_kafka.TIMESTAMP_CREATE_TIME
 
 
 @pytest.mark.parametrize("crash, expected", [
