@@ -137,3 +137,12 @@ def test_a_synthetic_history_holds_and_one_stamp_a_minute_late_is_found():
     poll["value"]["append_ms"][0] += 60_000
     [found] = violations(check_records(records))
     assert found["indices"] == [poll["index"]] and found["offset"] == poll["value"]["records"][0][2]
+
+
+def test_offsets_acknowledged_out_of_order_or_far_from_zero_are_judged():
+    far = 5_000_000_000  # an old topic's offsets: stored from the first one acknowledged, not from 0
+    b = Builder().send(1000, 1100, far + 1, value=f"1-{far + 1}").send(1010, 1150, far, value=f"1-{far}")
+    b.poll(2000, (far, 1120), (far + 1, 1050))
+    assert not violations(b.verdict())
+    b = Builder().send(1000, 1100, far + 1, value=f"1-{far + 1}").send(1010, 1150, far, value=f"1-{far}")
+    assert [a["offset"] for a in violations(b.poll(2000, (far, 1500), (far + 1, 1050)).verdict())] == [far]

@@ -67,9 +67,11 @@ class _Stamps:
         self.sent: dict[tuple, array] = {}  # (topic, partition) -> send invoke ms by offset
         self.acked: dict[tuple, array] = {}  # (topic, partition) -> send completion ms by offset
         self.values: dict[tuple, array] = {}  # (topic, partition) -> hash of the acknowledged value at each offset
+        self.base: dict[tuple, int] = {}  # (topic, partition) -> the offset at index 0 (its first acknowledged one)
+        self.early: dict[tuple, tuple] = {}  # (topic, partition, offset) -> (sent, acked, hash) below the base
         self.in_flight: dict[str, int] = {}  # value -> invoke ms (the workload's values are unique: "process-n")
         self.unsure: dict = {}  # value -> invoke ms of a send that ended `info` (may have landed anywhere)
-        self.windows: list[list] = []  # [start ms, end ms or None (open), skew ms]
+        self.windows: list[list] = []  # [start ms, end ms or None (open), skew ms, fault kind]
         self.starting: int | None = None  # invoke ms of the clock fault whose ok is awaited
         self.out: list[Anomaly] = []
 
@@ -93,15 +95,32 @@ class _Stamps:
         if t == "info":
             self.unsure[value] = sent
         elif t == "ok" and isinstance(v.get("offset"), int) and v["offset"] >= 0:
-            tp, offset = (v.get("topic"), v.get("partition")), v["offset"]
+            tp, acked = (v.get("topic"), v.get("partition")), _ms(r)
+            index = v["offset"] - self.base.setdefault(tp, v["offset"])
+            if index < 0:  # acknowledged after a later offset was: rare, kept aside
+                self.early[(*tp, v["offset"])] = (sent, acked, hash(value))
+                return
             sent_at, acked_at = self.sent.setdefault(tp, array("q")), self.acked.setdefault(tp, array("q"))
             values = self.values.setdefault(tp, array("q"))
-            if offset >= len(sent_at):
-                grow = offset + 1 - len(sent_at)
+            if index >= len(sent_at):
+                grow = index + 1 - len(sent_at)
                 sent_at.extend([_UNSET] * grow)
                 acked_at.extend([_UNSET] * grow)
                 values.extend([0] * grow)
-            sent_at[offset], acked_at[offset], values[offset] = sent, _ms(r), hash(value)
+            sent_at[index], acked_at[index], values[index] = sent, acked, hash(value)
+
+    def _acknowledged(self, tp: tuple, offset, value: str) -> tuple[int, int] | None:
+        """(sent, acked) ms of the acknowledged send of `value` at this offset; None when there is none."""
+        if type(offset) is not int:
+            return None
+        index = offset - self.base.get(tp, offset)
+        sent_at = self.sent.get(tp)
+        if sent_at is not None and 0 <= index < len(sent_at):
+            if sent_at[index] != _UNSET and self.values[tp][index] == hash(value):
+                return sent_at[index], self.acked[tp][index]
+            return None
+        aside = self.early.get((*tp, offset))
+        return (aside[0], aside[1]) if aside and aside[2] == hash(value) else None
 
     def _fault(self, r: dict, v: dict, t: str) -> None:
         if v.get("phase") == "start" and v.get("fault") in CLOCK_FAULTS:
@@ -124,10 +143,9 @@ class _Stamps:
             if stamp is None:
                 continue
             tp, offset, value = (rec[0], rec[1]), rec[2], str(rec[3])
-            sent_at = self.sent.get(tp)
-            if sent_at is not None and offset < len(sent_at) and sent_at[offset] != _UNSET \
-                    and self.values[tp][offset] == hash(value):
-                sent, upper = sent_at[offset], min(self.acked[tp][offset], read_at)
+            acknowledged = self._acknowledged(tp, offset, value)
+            if acknowledged is not None:
+                sent, upper = acknowledged[0], min(acknowledged[1], read_at)
             else:  # acknowledged after this read, or never (info): bounded by the read
                 sent, upper = self.in_flight.get(value, self.unsure.get(value)), read_at
                 if sent is None:  # no send of ours, or another one at this offset: other rules judge that
