@@ -98,9 +98,13 @@ def _raise_interrupt(signum, frame):
 
 
 def _sigterm_as_interrupt():
-    """SIGTERM unwinds like Ctrl-C, so the finally blocks heal and tear down."""
+    """SIGTERM unwinds like Ctrl-C, so the finally blocks heal and tear down. SIGINT is made
+    Python's own again: a process started in the background by a script inherits it ignored,
+    and Python then never raises KeyboardInterrupt (a fresh clone's suite, run with `&`, sent
+    Ctrl-C to a run that went on for its whole 300 s)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_interrupt)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
