@@ -61,6 +61,7 @@ OBSERVED: dict[str, str] = {
                                       "(from 20 on: fewer decide nothing)",
     "kip966.may_lead": "partition creations and leader changes in the controller's metadata log",
     "kip32.append_time_allowed": "polls that read records with a LogAppendTime stamp",
+    "kip32.offset_for_time_allowed": "ListOffsets answers with an offset for a real timestamp",
     "transactions.lso_within_hwm": "fetch answers that carried a last stable offset",
     "transactions.lso_may_follow": "fetch answers that carried a last stable offset for a known leader epoch",
     "transactions.read_committed_offsets_allowed": "read_committed fetch answers that returned records",
@@ -96,6 +97,8 @@ REACHED_BY: dict[str, tuple[str, ...]] = {
     "kip966.may_lead": ("harness.metadata_log",),
     # every poll of a LogAppendTime topic (workload topics on the backends that share this machine's clock)
     "kip32.append_time_allowed": ("stamped_polls", "workload.log_append_time"),
+    # the prober asks every leader for a time a little before now; judged where the consumers read stamps
+    "kip32.offset_for_time_allowed": ("probes", "stamped_polls", "workload.log_append_time"),
     # KIP-98: every fetch answer carries an LSO; the prober's read_committed round returns records;
     # read_committed consumers poll (the default consumers cycle read_committed in)
     "transactions.lso_within_hwm": ("probes", "prober.kip392_cases"),
@@ -192,6 +195,9 @@ def opportunities(record: dict) -> tuple[str, ...]:
     if (f == "list_offsets" and v.get("error", _NONE) == _NONE and _int(v.get("timestamp"), 0) in KIP1023_TIMESTAMPS
             and _int(v.get("offset")) >= 0):
         return ("kip1023.offset_order",)
+    if f == "list_offsets" and v.get("error", _NONE) == _NONE and _int(v.get("timestamp"), -1) >= 0 \
+            and _int(v.get("offset")) >= 0:
+        return ("kip32.offset_for_time_allowed",)
     if f == "offsets_for_leader_epoch" and v.get("error", _NONE) == _NONE and _int(v.get("replica_id")) < 0:
         return ("kip392.epoch_end_offset_possible",)
     if f == "metadata_propagation" and v.get("seen_by"):

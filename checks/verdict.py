@@ -24,7 +24,7 @@ ANOMALY_NAMES = (
     "lost-write", "duplicate", "inconsistent-offset", "nonmonotonic-poll", "poll-skip",
     "uncommitted-read", "hwm-regression", "wrong-fetch-error", "preferred-replica-violation",
     "fetch-session-violation", "tiered-offset-violation", "hwm-propagation-delay", "ineligible-leader",
-    "append-time-violation",
+    "append-time-violation", "time-offset-violation",
     # transactions (checks/rules/txn_rules.py)
     "aborted-read", "precommitted-read", "torn-transaction", "lso-violation",
     # liveness (checks/rules/liveness_rules.py)

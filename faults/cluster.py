@@ -182,6 +182,9 @@ class Cluster(Protocol):
     def add_voter(self, node_id: int) -> None:
         """AddRaftVoter: the controller, an observer caught up with the leader, becomes a voter again."""
 
+    def unregister_broker(self, node_id: int) -> None:
+        """UnregisterBroker: a stopped broker is decommissioned (it registers anew when started again)."""
+
 
 class Admin(Protocol):
     """The admin calls faults make (harness.clients.admin.Admin)."""

@@ -8,6 +8,7 @@ from kipcheck.faults.disk import DISK_KINDS
 from kipcheck.faults.election import ELECTION_KINDS
 from kipcheck.faults.errors import FaultError
 from kipcheck.faults.logdir import LOGDIR_KINDS
+from kipcheck.faults.membership import MEMBERSHIP_KINDS
 from kipcheck.faults.partition import PARTITION_KINDS
 from kipcheck.faults.process import PROCESS_KINDS
 from kipcheck.faults.quorum import QUORUM_KINDS
@@ -18,10 +19,10 @@ from kipcheck.faults.toxics import TOXIC_KINDS
 # reformatted, with a file where its directory belongs).
 # Voters are added back once every node runs again.
 KINDS = {k.name: k for k in (*PARTITION_KINDS, *TOXIC_KINDS, *CLOCK_KINDS, *LOGDIR_KINDS, *PROCESS_KINDS, *DISK_KINDS,
-                             *QUORUM_KINDS, *ELECTION_KINDS)}
+                             *MEMBERSHIP_KINDS, *QUORUM_KINDS, *ELECTION_KINDS)}
 # never in `all`: wipe-metadata tests KRaft's tolerance of a forgotten vote; voter-removal formats
-# the whole cluster another way (a dynamic quorum, Kafka 3.9+)
-OPT_IN = frozenset({"wipe-metadata", "voter-removal"})
+# the whole cluster another way (a dynamic quorum, Kafka 3.9+); broker-decommission needs a fourth broker
+OPT_IN = frozenset({"wipe-metadata", "voter-removal", "broker-decommission"})
 DEFAULT_MIX = tuple(n for n in KINDS if n not in OPT_IN)
 
 
@@ -51,6 +52,11 @@ def cluster_options(names) -> dict:
         for key, value in getattr(kind(n), "cluster_options", {}).items():
             out[key] = max(out.get(key, value), value)
     return out
+
+
+def min_brokers(names) -> int:
+    """The fewest brokers these kinds can run on (`FaultKind.min_brokers`; 1 when none says)."""
+    return max([getattr(kind(n), "min_brokers", 1) for n in names], default=1)
 
 
 def healers():

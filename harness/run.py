@@ -121,6 +121,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
     hosts = None
     if options.backend == "ssh":  # first: a bad cluster file leaves nothing behind
         hosts, options = _ssh_hosts(options)
+    _refuse_too_few_brokers(options)
     if options.backend == "external":
         from kipcheck.harness.backends.external import ExternalCluster
         if not options.bootstrap:
@@ -195,6 +196,16 @@ def _upgrade_config(options: RunOptions) -> dict:
     a, b = options.upgrade_from, options.upgrade_to
     return {"from": a, "to": b, "direction": upgrade.direction(a, b), "judged_as": upgrade.older(a, b),
             "format_release": upgrade.format_release(a, b), "finalize": upgrade.direction(a, b) == "upgrade"}
+
+
+def _refuse_too_few_brokers(options: RunOptions) -> None:
+    """A fault kind that needs more brokers than asked for (broker-decommission: 4) is refused before anything starts."""
+    from kipcheck.faults.registry import min_brokers
+    needed = min_brokers(options.faults or [])
+    if options.backend != "external" and options.brokers < needed:
+        wants = [n for n in options.faults if min_brokers([n]) > options.brokers]
+        raise HarnessError(f"{', '.join(wants)} needs {needed} brokers, the run has {options.brokers}: "
+                           f"add --brokers {needed}")
 
 
 ELR_FEATURE = "eligible.leader.replicas.version"

@@ -69,8 +69,12 @@ class History:
         """A wall-clock stamp of this machine (Unix ms, a broker's LogAppendTime) as ms since the
         history's time 0, through the wall and monotonic clocks' relation now: a slew of the wall
         clock moves the result only by what it did since the stamp, not since the run began."""
-        wall_ms, since_start_ms = time.time_ns() / 1e6, (time.monotonic_ns() - self._t0) / 1e6
-        return math.floor(unix_ms - (wall_ms - since_start_ms))
+        return math.floor(unix_ms - self.wall_minus_history_ms())
+
+    def wall_minus_history_ms(self) -> float:
+        """The wall clock (Unix ms) less the history's time (ms) now: a stamp mapped by
+        `since_start_ms` is its Unix ms again when this, read at the mapping, is added back."""
+        return time.time_ns() / 1e6 - (time.monotonic_ns() - self._t0) / 1e6
 
     def new_process(self) -> int:
         """A fresh client process id (Jepsen: a process that saw `info` never issues again)."""

@@ -5,7 +5,9 @@ test and the benchmark. Records are yielded one at a time, so a 1e7-event histor
 written to disk without being held in memory; the simulation keeps only per-partition
 log contents as integer value ids.
 
-Every poll carries its records' LogAppendTime stamps (`append_ms`), taken as each record lands.
+Every poll carries its records' LogAppendTime stamps (`append_ms`), taken as each record lands,
+and the wall clock's distance (`wall_minus_history_ms`); a prober now and then asks ListOffsets
+for a real timestamp and is answered the first offset stamped at or after it.
 
 What it exercises: concurrent sends (acknowledged out of call order, offsets given at
 acknowledgement, which is a valid linearisation point), `info` sends that did or did not
@@ -17,7 +19,11 @@ from __future__ import annotations
 import copy
 import random
 from array import array
+from bisect import bisect_left
 from typing import Iterator
+
+#: Unix ms at the history's time 0
+WALL_MS = 1_790_000_000_000
 
 
 def generate(events: int, seed: int = 0, partitions: int = 4, producers: int = 4,
@@ -56,7 +62,15 @@ def generate(events: int, seed: int = 0, partitions: int = 4, producers: int = 4
             recs.extend([topic, p, o, f"v{logs[p][o]}"] for o in range(pos, end))
             appended.extend(stamps[p][pos:end])
             positions[c][p] = end
-        return {"topic": topic, "records": recs, "append_ms": appended}
+        return {"topic": topic, "records": recs, "append_ms": appended, "wall_minus_history_ms": WALL_MS}
+
+    def by_time(p):
+        target = clock // 1_000_000 - rng.randint(0, 2000)
+        answer = bisect_left(stamps[p], target)  # stamps rise with the clock
+        v = {"broker": 1, "replica_id": -1, "isolation_level": "read_uncommitted", "topic": topic, "partition": p,
+             "timestamp": WALL_MS + target, "current_leader_epoch": 0}
+        return v, {**v, "version": 1, "error": "NONE", "offset": answer if answer < len(logs[p]) else -1,
+                   "leader_epoch": 0}
 
     while index < events:
         roll = rng.random()
@@ -89,6 +103,10 @@ def generate(events: int, seed: int = 0, partitions: int = 4, producers: int = 4
                          "seek": {f"{topic}/{p}": o for p, o in positions[c].items()}}
             yield record(c, "invoke", "assign", value)
             yield record(c, "ok", "assign", value)
+        elif roll < 0.62:  # the prober asks for a time
+            asked, answered = by_time(rng.randrange(partitions))
+            yield record("prober", "invoke", "list_offsets", asked)
+            yield record("prober", "ok", "list_offsets", answered)
         else:  # a consumer polls
             c = rng.choice(consumer_ids)
             yield record(c, "invoke", "poll", {"topic": topic})

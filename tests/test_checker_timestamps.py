@@ -28,11 +28,22 @@ class Builder:
             self.add(acked_ms, process, outcome, "send", {**v, "offset": offset} if outcome == "ok" else v)
         return self
 
-    def poll(self, at_ms, *reads, process=9):
-        """reads: (offset, stamp ms) of partition t/0, values as `send` names them."""
+    def poll(self, at_ms, *reads, process=9, wall=None, values=None):
+        """reads: (offset, stamp ms) of partition t/0, values as `send` names them (or `values`);
+        `wall`: the poll's wall_minus_history_ms."""
         self.add(at_ms - 1, process, "invoke", "poll", {"topic": "t"})
-        return self.add(at_ms, process, "ok", "poll", {"topic": "t", "records": [["t", 0, o, f"1-{o}"] for o, _ in reads],
-                                                        "append_ms": [s for _, s in reads]})
+        recs = [["t", 0, o, (values or {}).get(o, f"1-{o}")] for o, _ in reads]
+        extra = {} if wall is None else {"wall_minus_history_ms": wall}
+        return self.add(at_ms, process, "ok", "poll", {"topic": "t", "records": recs,
+                                                        "append_ms": [s for _, s in reads], **extra})
+
+    def by_time(self, at_ms, target_unix_ms, answer):
+        """The prober's ListOffsets of t/0 for a real timestamp, answered `answer`."""
+        v = {"broker": 1, "replica_id": -1, "isolation_level": "read_uncommitted", "topic": "t", "partition": 0,
+             "timestamp": target_unix_ms, "current_leader_epoch": 0}
+        self.add(at_ms - 2, "prober", "invoke", "list_offsets", v)
+        return self.add(at_ms, "prober", "ok", "list_offsets", {**v, "version": 1, "error": "NONE", "offset": answer,
+                                                                 "leader_epoch": 0})
 
     def clock(self, kind, start_ms, stop_ms, skew_s, target=2):
         params = {"fault": kind, "targets": [target], "phase": "start"}
@@ -146,3 +157,81 @@ def test_offsets_acknowledged_out_of_order_or_far_from_zero_are_judged():
     assert not violations(b.verdict())
     b = Builder().send(1000, 1100, far + 1, value=f"1-{far + 1}").send(1010, 1150, far, value=f"1-{far}")
     assert [a["offset"] for a in violations(b.poll(2000, (far, 1500), (far + 1, 1050)).verdict())] == [far]
+
+
+# -- ListOffsets by timestamp (kip32.offset_for_time_allowed) ---------------------------------
+WALL = 1_790_000_000_000  # Unix ms at the history's time 0
+
+
+def time_offsets(verdict):
+    return verdict["anomalies"].get("time-offset-violation", [])
+
+
+def five_in_order(b=None):
+    """Offsets 0..4 sent 10 ms apart from 1000 ms, stamped 5 ms after each send, read once."""
+    b = b or Builder()
+    for o in range(5):
+        b.send(1000 + 10 * o, 1008 + 10 * o, o)
+    return b.poll(1200, *[(o, 1005 + 10 * o) for o in range(5)], wall=WALL)
+
+
+def test_the_first_offset_at_or_after_the_time_holds_and_counts():
+    v = five_in_order().by_time(1300, WALL + 1020, 2).verdict()
+    assert v["valid"] is True and not time_offsets(v)
+    assert v["coverage"]["kip32.offset_for_time_allowed"]["observations"] == 1
+    assert v["conformance"]["KIP-32"]["kip32.offset_for_time_allowed"]["status"] == "holds"
+
+
+def test_an_answer_past_a_record_stamped_at_or_after_the_time_is_a_violation():
+    v = five_in_order().by_time(1300, WALL + 1020, 3).verdict()
+    [a] = time_offsets(v)
+    assert v["valid"] is False and a["offset"] == 3 and a["highest_stamp_below"] == WALL + 1025
+    assert a["rule"] == "kip32.offset_for_time_allowed"
+
+
+def test_an_answer_at_a_record_stamped_before_the_time_is_a_violation():
+    [a] = time_offsets(five_in_order().by_time(1300, WALL + 1020, 1).verdict())
+    assert a["stamp_at"] == WALL + 1015 and a["highest_stamp_below"] == WALL + 1005
+
+
+def test_stamps_out_of_order_under_a_clock_set_back_still_ask_for_the_first_at_or_after():
+    # the leader's clock is 1 s behind for offsets 2 and 3: stamps 1005, 1015, 30, 40, 1045
+    b = Builder().clock("clock-skew", 1018, 1039, -1)
+    for o in range(5):
+        b.send(1000 + 10 * o, 1008 + 10 * o, o)
+    stamps = [1005, 1015, 25, 35, 1045]
+    b.poll(1200, *[(o, stamps[o]) for o in range(5)], wall=WALL)
+    assert not violations(b.verdict())
+    assert not time_offsets(b.by_time(1300, WALL + 30, 0).verdict())  # 1005 at offset 0 is already after 30
+    b2 = Builder(); b2.records = list(b.records)
+    assert time_offsets(b2.by_time(1300, WALL + 30, 3).verdict())  # offset 0's 1005 lies below it
+
+
+def test_a_partition_where_an_acknowledged_offset_was_read_with_another_record_is_left_alone():
+    b = five_in_order().poll(1250, (2, 1100), values={2: "other"}, wall=WALL)
+    assert not time_offsets(b.by_time(1300, WALL + 1020, 4).verdict())
+
+
+def test_a_read_without_the_wall_offset_leaves_answers_unjudged():
+    b = Builder()
+    for o in range(3):
+        b.send(1000 + 10 * o, 1008 + 10 * o, o)
+    b.poll(1200, *[(o, 1005 + 10 * o) for o in range(3)])  # a history of the previous format
+    assert not time_offsets(b.by_time(1300, WALL + 1010, 2).verdict())
+
+
+@given(st.integers(1, 100), st.integers(0, 4))
+@settings(max_examples=20, deadline=None)
+def test_the_bound_does_not_grow_with_the_run(scale, first):
+    """Stamps compared as Unix ms: at 100x the run's length the tolerance is the same 2 ms."""
+    assume(first < 4)
+    t0 = 1000 * 3600 * scale  # up to 100 hours into the run
+    b = Builder()
+    for o in range(5):
+        b.send(t0 + 10 * o, t0 + 8 + 10 * o, o)
+    b.poll(t0 + 200, *[(o, t0 + 5 + 10 * o) for o in range(5)], wall=WALL)
+    target = WALL + t0 + 5 + 10 * first - 3  # record `first` stamped 3 ms after the target: past the 2 ms blind zone
+    rec = list(b.records)
+    assert not time_offsets(b.by_time(t0 + 300, target, first).verdict())
+    b2 = Builder(); b2.records = rec
+    assert time_offsets(b2.by_time(t0 + 300, target, first + 1).verdict())

@@ -49,6 +49,12 @@ def test_elr_on_a_release_without_it_is_one_line_and_starts_nothing(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+def test_broker_decommission_on_three_brokers_is_one_line_and_starts_nothing(tmp_path):
+    code, _, err = kipcheck("run", "--faults", "kill,broker-decommission", "--runs-dir", str(tmp_path))
+    assert_one_line_error(code, err, "broker-decommission", "4 brokers", "--brokers 4")
+    assert not any(tmp_path.iterdir())
+
+
 def test_kafka_version_that_does_not_exist(tmp_path):
     code, _, err = kipcheck("run", "--kafka-version", "0.0.1", "--runs-dir", str(tmp_path))
     assert_one_line_error(code, err, "0.0.1")

@@ -12,6 +12,14 @@ One group, streamed in index order. It holds two ms stamps and a value hash per 
 offset (arrays, dense by offset: 24 bytes an offset) and the sends still in flight, never a poll: each read is judged when its poll
 completes, with every send and fault start before it, which is all a stamp can depend on (the
 append came after the send and the fault's start, and before the poll).
+
+The same stamps judge the prober's ListOffsets by a real timestamp (`time-offset-violation`,
+`kip32.offset_for_time_allowed`): the broker's answer must be the first offset stamped at or
+after the target, whatever order a skewed leader's stamps came in. A stamp is taken back to the
+Unix ms the broker compared (`append_ms` plus the poll's `wall_minus_history_ms`), so the bound
+holds to `BY_TIME_TOLERANCE_MS` at any run length. Answers are held (a few tuples a second) and
+judged at the end, against every stamp read of an acknowledged record; a partition where a read
+showed another record at an acknowledged offset (an unclean election rewrote it) is left alone.
 """
 from __future__ import annotations
 
@@ -33,6 +41,9 @@ TOLERANCE_MS = 100
 #: 500 ppm): the stamp is mapped to history time when it is read, so the error grows with the
 #: time between the send and the read that showed it
 SLEW_PER_MS = 0.0005
+#: ListOffsets by timestamp compares Unix ms on both sides: only the history's ms floor and the
+#: rounding of `wall_minus_history_ms` lie between the broker's numbers and ours
+BY_TIME_TOLERANCE_MS = 2
 _UNSET = -(1 << 31)
 
 
@@ -40,19 +51,28 @@ def _ms(record: dict) -> int:
     return int(record.get("time", 0)) // 1_000_000
 
 
+def _by_time(record: dict) -> bool:
+    """A ListOffsets answer for a real timestamp (the special ones are negative) with an offset."""
+    v = record.get("value") or {}
+    return (record.get("f") == "list_offsets" and record.get("type") == "ok" and v.get("error") == "NONE"
+            and type(v.get("timestamp")) is int and v["timestamp"] >= 0 and type(v.get("offset")) is int
+            and v["offset"] >= 0)
+
+
 def _clock_fault(record: dict) -> bool:
     return record.get("f") == "fault" and (record.get("value") or {}).get("fault") in (*CLOCK_FAULTS, "heal-all")
 
 
 class AppendTimeRule(BaseRule):
-    anomalies = ("append-time-violation",)
+    anomalies = ("append-time-violation", "time-offset-violation")
     streams = True
     one_pass = True
     key = GROUP
 
     def group_keys(self, record: dict) -> Iterable[str]:
         f = record.get("f")
-        if f == "send" or _clock_fault(record) or f == "poll" and "append_ms" in (record.get("value") or {}):
+        v = record.get("value") or {}
+        if f == "send" or _clock_fault(record) or f == "poll" and "append_ms" in v or _by_time(record):
             return (GROUP,)
         return ()
 
@@ -67,6 +87,9 @@ class _Stamps:
         self.sent: dict[tuple, array] = {}  # (topic, partition) -> send invoke ms by offset
         self.acked: dict[tuple, array] = {}  # (topic, partition) -> send completion ms by offset
         self.values: dict[tuple, array] = {}  # (topic, partition) -> hash of the acknowledged value at each offset
+        self.stamps: dict[tuple, array] = {}  # (topic, partition) -> Unix ms stamp read of the record at each offset
+        self.diverged: set[tuple] = set()  # partitions where a read showed another record at an acknowledged offset
+        self.by_time: list[tuple] = []  # (index, topic, partition, target Unix ms, answered offset)
         self.base: dict[tuple, int] = {}  # (topic, partition) -> the offset at index 0 (its first acknowledged one)
         self.early: dict[tuple, tuple] = {}  # (topic, partition, offset) -> (sent, acked, hash) below the base
         self.in_flight: dict[str, int] = {}  # value -> invoke ms (the workload's values are unique: "process-n")
@@ -81,6 +104,8 @@ class _Stamps:
             self._send(r, v, t)
         elif f == "fault":
             self._fault(r, v, t)
+        elif f == "list_offsets":
+            self.by_time.append((r["index"], v.get("topic"), v.get("partition"), v["timestamp"], v["offset"]))
         elif t == "ok":
             self._poll(r, v)
 
@@ -101,12 +126,13 @@ class _Stamps:
                 self.early[(*tp, v["offset"])] = (sent, acked, hash(value))
                 return
             sent_at, acked_at = self.sent.setdefault(tp, array("q")), self.acked.setdefault(tp, array("q"))
-            values = self.values.setdefault(tp, array("q"))
+            values, stamps = self.values.setdefault(tp, array("q")), self.stamps.setdefault(tp, array("q"))
             if index >= len(sent_at):
                 grow = index + 1 - len(sent_at)
                 sent_at.extend([_UNSET] * grow)
                 acked_at.extend([_UNSET] * grow)
                 values.extend([0] * grow)
+                stamps.extend([_UNSET] * grow)
             sent_at[index], acked_at[index], values[index] = sent, acked, hash(value)
 
     def _acknowledged(self, tp: tuple, offset, value: str) -> tuple[int, int] | None:
@@ -118,6 +144,8 @@ class _Stamps:
         if sent_at is not None and 0 <= index < len(sent_at):
             if sent_at[index] != _UNSET and self.values[tp][index] == hash(value):
                 return sent_at[index], self.acked[tp][index]
+            if sent_at[index] != _UNSET:
+                self.diverged.add(tp)
             return None
         aside = self.early.get((*tp, offset))
         return (aside[0], aside[1]) if aside and aside[2] == hash(value) else None
@@ -138,7 +166,7 @@ class _Stamps:
         return [0, *(w[2] for w in self.windows if w[0] <= end and (w[1] is None or w[1] >= start))]
 
     def _poll(self, r: dict, v: dict) -> None:
-        read_at = _ms(r)
+        read_at, wall_minus_history = _ms(r), v.get("wall_minus_history_ms")
         for rec, stamp in zip(v.get("records") or (), v.get("append_ms") or ()):
             if stamp is None:
                 continue
@@ -146,6 +174,8 @@ class _Stamps:
             acknowledged = self._acknowledged(tp, offset, value)
             if acknowledged is not None:
                 sent, upper = acknowledged[0], min(acknowledged[1], read_at)
+                if isinstance(wall_minus_history, int):
+                    self.stamps[tp][offset - self.base[tp]] = stamp + wall_minus_history
             else:  # acknowledged after this read, or never (info): bounded by the read
                 sent, upper = self.in_flight.get(value, self.unsure.get(value)), read_at
                 if sent is None:  # no send of ours, or another one at this offset: other rules judge that
@@ -163,4 +193,28 @@ class _Stamps:
                              RULE: "kip32.append_time_allowed"}))
 
     def finish(self) -> list[Anomaly]:
+        highest: dict[tuple, array] = {}  # (topic, partition) -> the highest stamp read at or below each offset
+        for index, topic, partition, target, answer in self.by_time:
+            tp = (topic, partition)
+            stamps = self.stamps.get(tp)
+            if stamps is None or tp in self.diverged:
+                continue
+            if tp not in highest:
+                running, highest[tp] = _UNSET, array("q", bytes(8 * len(stamps)))
+                for i, stamp in enumerate(stamps):
+                    running = max(running, stamp)
+                    highest[tp][i] = running
+            i = answer - self.base[tp]
+            below = highest[tp][min(i, len(stamps)) - 1] if i > 0 else _UNSET
+            at = stamps[i] if 0 <= i < len(stamps) else _UNSET
+            below, at = (None if below == _UNSET else below), (None if at == _UNSET else at)
+            if not kip32.offset_for_time_allowed(answer, target, below, at, BY_TIME_TOLERANCE_MS):
+                self.out.append(Anomaly(
+                    "time-offset-violation", (index,),
+                    f"ListOffsets for {topic}/{partition} at timestamp {target} answered offset {answer}, but "
+                    + (f"a record below it was stamped {below}" if below is not None and below >= target
+                       else f"the record there was stamped {at}, before the target")
+                    + " (LogAppendTime read by the consumers): the answer is not the first offset at or after it",
+                    details={"topic": topic, "partition": partition, "timestamp": target, "offset": answer,
+                             "highest_stamp_below": below, "stamp_at": at, RULE: "kip32.offset_for_time_allowed"}))
         return self.out

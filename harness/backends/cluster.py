@@ -169,6 +169,10 @@ class NativeCluster:
         q = self._quorum()
         quorum.add_voter(self.dist, q.bootstrap, node_id, q.directory_ids[node_id], "CONTROLLER", q.endpoints[node_id])
 
+    def unregister_broker(self, node_id: int) -> None:
+        from kipcheck.harness.backends import quorum
+        quorum.unregister_broker(self.dist, self.bootstrap_servers(), node_id)
+
     def _quorum(self):
         if self.quorum is None:
             raise HarnessError("voter changes need a cluster formatted with a dynamic quorum "

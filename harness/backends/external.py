@@ -67,3 +67,6 @@ class ExternalCluster:
 
     def add_voter(self, node_id: int) -> None:
         self.remove_voter(node_id)
+
+    def unregister_broker(self, node_id: int) -> None:
+        raise FaultError("decommissioning a broker needs a cluster kipcheck runs (its nodes are not ours to stop)")

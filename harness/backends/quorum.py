@@ -1,4 +1,5 @@
-"""KIP-853 dynamic controller quorums: the format that starts one, and voter changes at run time.
+"""KIP-853 dynamic controller quorums: the format that starts one, and voter changes at run time;
+and a stopped broker's decommission (UnregisterBroker), through the same Admin program.
 
 A cluster with `ClusterOptions(dynamic_quorum=True)` formats its controllers with
 `--initial-controllers id@host:port:directory-id,...` (directory ids chosen here, so a removed
@@ -109,6 +110,11 @@ def describe(dist, bootstrap: str) -> QuorumView:
 
 def remove_voter(dist, bootstrap: str, node_id: int, directory_id: str) -> None:
     _run(dist, "remove", bootstrap, str(node_id), directory_id)
+
+
+def unregister_broker(dist, bootstrap_servers: str, node_id: int) -> None:
+    """UnregisterBroker: a stopped broker leaves the cluster's registrations (a decommission)."""
+    _run(dist, "unregister", bootstrap_servers, str(node_id))
 
 
 def add_voter(dist, bootstrap: str, node_id: int, directory_id: str, listener: str, endpoint: str) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import random
 import threading
+import time
 
 from kafka.protocol.admin import DescribeTransactionsRequest, ListTransactionsRequest
 from kafka.protocol.consumer.fetch import FetchRequest
@@ -39,6 +40,9 @@ from kipcheck.harness.clients.workload import Worker
 
 FETCH_MIN_VERSION = 11  # KIP-392: rack id and preferred read replica
 LIST_OFFSETS_TIMESTAMPS = (-1, -2, -3, -4, -5, -6)  # latest .. earliest pending upload (KIP-1023)
+#: ListOffsets by a real timestamp asks for the first offset stamped at or after this long before now
+#: (ms): with steady sends, an offset in the log's middle; under a skewed leader, anywhere
+BY_TIME_LOOKBACK_MS = (500, 2000, 8000)
 ISOLATION = {0: "read_uncommitted", 1: "read_committed"}
 FAR_ABOVE = 1_000_000_000  # KIP-392 case: above both HWM and LEO
 PARTITION_MAX_BYTES = 16384
@@ -376,7 +380,8 @@ class Prober(Worker):
 
     # -- ListOffsets and OffsetsForLeaderEpoch --------------------------------------------
     def list_offsets(self, key) -> None:
-        """Every special timestamp on the leader, and the latest offset on each follower."""
+        """Every special timestamp and one real one (a time a little before now) on the leader,
+        and the latest offset on each follower."""
         state = self._view.partitions[key]
         if state.leader >= 0:
             for ts in LIST_OFFSETS_TIMESTAMPS:
@@ -384,6 +389,9 @@ class Prober(Worker):
                     continue
                 self.list_offset(state.leader, key, ts, 0, state.leader_epoch)
             self.list_offset(state.leader, key, -1, 1, state.leader_epoch)
+            if "list_offsets@time" not in self.skip:
+                self.list_offset(state.leader, key, int(time.time() * 1000) - self.random.choice(BY_TIME_LOOKBACK_MS),
+                                 0, state.leader_epoch)
         for follower in (b for b in state.replicas if b != state.leader and b in self._view.brokers):
             self.list_offset(follower, key, -1, 0, state.leader_epoch)
 

@@ -445,7 +445,10 @@ class ConsumerWorker(Worker):
             elif err.fatal():
                 fatal = fatal or error_text(err)
         # the leader's LogAppendTime of each record (a topic with message.timestamp.type LogAppendTime)
-        stamped = {"append_ms": stamps} if any(s is not None for s in stamps) else {}
+        # and the wall clock less the history's time at that mapping: stamps as the broker compares
+        # them (Unix ms), for ListOffsets by timestamp (checks/rules/timestamp_rules.py)
+        stamped = ({"append_ms": stamps, "wall_minus_history_ms": round(self.history.wall_minus_history_ms())}
+                   if any(s is not None for s in stamps) else {})
         if fatal:  # the records came before the error: real observations, kept (`ok`) when there are any
             (op.ok if records else op.fail)(records=records, error=fatal, fatal=True, **stamped)
             self._crash = None

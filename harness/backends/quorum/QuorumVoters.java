@@ -4,7 +4,9 @@
 //                                              one per observer: "observer <id> <directory id>", then "leader <id>"
 //   remove BOOTSTRAP ID DIRECTORY_ID        -> "ok", or "error <class>: <message>" and exit 1
 //   add BOOTSTRAP ID DIRECTORY_ID LISTENER HOST PORT
-// BOOTSTRAP is the controllers' endpoints (bootstrap.controllers, KIP-919).
+//   unregister BOOTSTRAP ID                 -> "ok": a stopped broker decommissioned (UnregisterBroker)
+// BOOTSTRAP is the controllers' endpoints (bootstrap.controllers, KIP-919), and for unregister the
+// brokers' (bootstrap.servers: a broker forwards the call to the active controller).
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
@@ -17,7 +19,7 @@ import org.apache.kafka.common.Uuid;
 public class QuorumVoters {
     public static void main(String[] args) throws Exception {
         Properties props = new Properties();
-        props.put("bootstrap.controllers", args[1]);
+        props.put(args[0].equals("unregister") ? "bootstrap.servers" : "bootstrap.controllers", args[1]);
         props.put("request.timeout.ms", "15000");
         props.put("default.api.timeout.ms", "30000");
         try (Admin admin = Admin.create(props)) {
@@ -35,6 +37,7 @@ public class QuorumVoters {
                 case "add" -> admin.addRaftVoter(Integer.parseInt(args[2]), Uuid.fromString(args[3]),
                         Set.of(new RaftVoterEndpoint(args[4], args[5], Integer.parseInt(args[6]))))
                         .all().get(60, TimeUnit.SECONDS);
+                case "unregister" -> admin.unregisterBroker(Integer.parseInt(args[2])).all().get(60, TimeUnit.SECONDS);
                 default -> throw new IllegalArgumentException("unknown command " + args[0]);
             }
             if (!args[0].equals("describe")) System.out.println("ok");

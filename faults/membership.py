@@ -1,0 +1,96 @@
+"""Broker membership: a broker decommissioned for the window, added back and reassigned onto at the heal.
+
+The inject does what an operator does to retire a broker in KRaft: move every replica it holds
+(every topic, internal ones too) onto the other brokers with AlterPartitionReassignments, wait
+until the moves are done, shut it down (controlled), and UnregisterBroker it. The heal adds it
+back: started again it registers anew, and the replicas that left it are reassigned onto it
+(their logs copied back from the leaders) and their preferred leaders elected.
+
+It provokes leadership and replica moves under load, fetch sessions and preferred read
+replicas (KIP-227, KIP-392) on a broker that leaves the cluster, and followers catching up
+from an empty log. Moving a replica needs a broker outside its set: with a replication factor
+of 3 the cluster needs a fourth broker (`MIN_BROKERS`), so the kind is opt-in.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from confluent_kafka import ElectionType
+
+from kipcheck.faults.base import FaultContext, FaultSpec
+from kipcheck.faults.election import elect, reassign
+from kipcheck.faults.errors import FaultError
+from kipcheck.faults.process import heal_processes, start, wait_healthy
+from kipcheck.faults.targets import resolve_node
+
+#: a replication factor of 3 plus one broker for the replicas to move to
+MIN_BROKERS = 4
+
+Assignment = dict[tuple[str, int], list[int]]
+
+
+def moves_off(assignment: Assignment, victim: int, brokers: list[int]) -> Assignment:
+    """The new replica list of every partition that has a replica on `victim`: the victim's place
+    taken by the broker outside the set with the fewest replicas so far (ties: the lowest id),
+    so the moved replicas spread over the others. Deterministic for one assignment."""
+    load = Counter(r for replicas in assignment.values() for r in replicas if r != victim)
+    moves = {}
+    for tp in sorted(assignment):
+        replicas = assignment[tp]
+        if victim not in replicas:
+            continue
+        spare = [b for b in brokers if b != victim and b not in replicas]
+        if not spare:
+            raise FaultError(f"{tp[0]}-{tp[1]} has replicas on {sorted(replicas)} and no other broker to move to")
+        to = min(spare, key=lambda b: (load[b], b))
+        load[to] += 1
+        moves[tp] = [to if r == victim else r for r in replicas]
+    return moves
+
+
+def assignment_of(ctx: FaultContext) -> Assignment:
+    """Every partition's replicas, internal topics included, from the cluster's metadata."""
+    meta = ctx.admin().client.list_topics(timeout=30)
+    return {(t, p): list(pm.replicas) for t, tm in meta.topics.items() for p, pm in tm.partitions.items()}
+
+
+class BrokerDecommission:
+    """Decommission one broker (`target` "leader"/"follower" of the spec's partition, or a node id)
+    for the window; the heal adds it back and reassigns its replicas onto it."""
+
+    name = "broker-decommission"
+    min_brokers = MIN_BROKERS
+    heal_all = staticmethod(heal_processes)  # a decommissioned broker is a stopped node: started, it registers
+
+    def inject(self, ctx: FaultContext, spec: FaultSpec) -> dict:
+        brokers = sorted(n.spec.node_id for n in ctx.cluster.brokers)
+        if len(brokers) < MIN_BROKERS:
+            raise FaultError(f"decommissioning a broker needs {MIN_BROKERS} brokers (replicas must move to one "
+                             f"outside their set); the cluster has {len(brokers)}")
+        victim = resolve_node(ctx, spec, "leader")
+        before = assignment_of(ctx)
+        moves = moves_off(before, victim, brokers)
+        reassign(ctx, moves)
+        ctx.cluster.node(victim).stop_node(clean_shutdown=True)
+        ctx.cluster.unregister_broker(victim)
+        registered = sorted(ctx.admin().broker_ids())
+        if victim in registered:
+            raise FaultError(f"broker {victim} is still registered after UnregisterBroker ({registered})")
+        return {"targets": [victim], "brokers_before": brokers, "brokers_after": registered,
+                "moved": {f"{t}/{p}": [before[(t, p)], moves[(t, p)]] for t, p in sorted(moves)}}
+
+    def heal(self, ctx: FaultContext, spec: FaultSpec, injected: dict) -> None:
+        [victim] = injected["targets"]
+        node = ctx.cluster.node(victim)
+        if not node.alive():
+            start(node)
+        wait_healthy(ctx)  # registered again, every broker, before replicas move onto it
+        back = {}
+        for key, (original, _moved) in injected["moved"].items():
+            topic, partition = key.rsplit("/", 1)
+            back[(topic, int(partition))] = original
+        reassign(ctx, back)
+        elect(ctx, sorted(back), ElectionType.PREFERRED)
+
+
+MEMBERSHIP_KINDS = (BrokerDecommission(),)
