@@ -168,6 +168,9 @@ def test_the_protocol_check_flags_a_backend_that_falls_short():
         def add_voter(self, node_id):
             pass
 
+        def unregister_broker(self, node_id):
+            pass
+
     gaps = protocol_gaps(protocols.Cluster, Short)
     assert "reset_link_proxies: missing" in gaps
     assert "node: no parameter 'node_id'" in gaps
