@@ -58,13 +58,18 @@ def may_lead(before: PartitionState, after: PartitionState, unclean_permitted: b
     ElectLeaders UNCLEAN request), or the last known leader recovery of ELR (the partition's
     LastKnownElr is that one broker). No leader (-1) and an unchanged leader are always allowed.
 
-    "Before" is the committed state, not Kafka's target ISR of the same change: that target is
-    the committed ISR minus fenced or removed replicas (a shrink never adds a candidate), and an
-    ELR election is allowed from the committed ELR, so the rule accepts no fewer leaders than
-    Kafka may elect."""
+    Kafka elects from the change's target ISR, which is the committed ISR less fenced or removed
+    replicas, except in one change: the leader's AlterPartition that adds the last replica a
+    reassignment waits for, where the reassignment completes in the same record, and a leader
+    it removes is replaced by one of the new ISR (4.3.1 `PartitionChangeBuilder.build`:
+    `completeReassignmentIfNeeded` before `tryElection`). So a leader the same change added to
+    the ISR is one Kafka may elect (seen when a decommissioned broker's replicas moved back:
+    ISR [4, 1, 2] became [1, 2, 3] with 3 leading, in one record)."""
     if after.leader == before.leader or after.leader == NO_LEADER:
         return True
     if after.leader in before.isr or after.leader in before.elr:
         return True
+    if after.leader in after.isr and after.recovery != RECOVERING:
+        return True  # joined the ISR in this very change (an AlterPartition expansion), elected from it
     marked_unclean = after.recovery == RECOVERING and after.isr == (after.leader,)
     return marked_unclean and (unclean_permitted or before.last_known_elr == (after.leader,))

@@ -113,6 +113,14 @@ def test_a_leader_outside_isr_and_elr_is_ineligible_unless_the_election_says_unc
     assert len(_flagged({**CREATE, "leader": 4})) == 1
 
 
+def test_a_leader_the_same_change_added_to_the_isr_holds():
+    """A reassignment completing in the leader's AlterPartition: 4 leaves, 3 joins, 3 leads (one record,
+    as a decommissioned broker's replicas moved back showed); a leader the ISR never took in does not."""
+    moved = {"kind": "change", "isr": [4, 1, 2], "leader": 4}
+    assert _flagged(CREATE, moved, {"kind": "change", "isr": [1, 2, 3], "leader": 3}) == []
+    assert len(_flagged(CREATE, moved, {"kind": "change", "isr": [1, 2], "leader": 3})) == 1
+
+
 def test_the_log_order_decides_not_the_history_order():
     """Records are judged in metadata-log offset order: 3 joins the ISR before it leads."""
     recs = _records(CREATE, {"kind": "change", "isr": [1, 3]}, {"kind": "change", "isr": [1]},
