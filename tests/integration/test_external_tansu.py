@@ -67,6 +67,8 @@ def test_tansu_gets_a_per_kip_conformance_table_with_no_false_claim(tansu_bootst
     assert rows["kip966.may_lead"]["status"] == "not asked" and "metadata log" in rows["kip966.may_lead"]["why"]
     stamps = rows["kip32.append_time_allowed"]  # an external broker's clock is not this machine's
     assert stamps["status"] == "not asked" and "clock" in stamps["why"], stamps
+    by_time = rows["kip32.offset_for_time_allowed"]  # nor asked for an offset by time: no stamps to judge it by
+    assert by_time["status"] == "not asked" and by_time["observations"] == 0, by_time
     for example in run.verdict["anomalies"]["wrong-fetch-error"]:
         assert "HWM -1" not in example["message"], example
     for example in run.verdict["anomalies"]["fetch-session-violation"]:
