@@ -31,7 +31,7 @@ from kipcheck.reference_model import kip1166
 from kipcheck.harness.clients.admin import Admin
 from kipcheck.rundir.writer import History
 from kipcheck.harness.runlog import internal_error
-from kipcheck.harness.clients.wire import BrokerConnection, UnsupportedVersion, WireError, metadata
+from kipcheck.harness.clients.wire import BrokerConnection, UnsupportedVersion, WireError, describe_quorum, metadata
 from kipcheck.harness.clients.workload import Worker
 
 TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
@@ -56,6 +56,7 @@ class Observer(Worker):
         self._generations = itertools.count(1)
         self._connections: dict[int, BrokerConnection] = {}
         self._brokers: dict[int, str] = {}
+        self._membership: dict | None = None  # the last `membership` recorded
         self._changes = self._change_cycle()
         self._admin: Admin | None = None  # one client for every change: a new one costs a bootstrap
         self.snapshots = 0
@@ -133,14 +134,36 @@ class Observer(Worker):
 
     # -- metadata snapshots ------------------------------------------------------------
     def snapshot(self) -> None:
-        """Each broker's view of each partition of the watched topics."""
-        for broker in sorted(self.brokers()):
+        """The cluster's membership when it changed, then each broker's view of each partition
+        of the watched topics."""
+        brokers = self.brokers()
+        if brokers:
+            self.membership(sorted(brokers))
+        for broker in sorted(brokers):
             partitions = self._partition_count(broker)
             for topic, count in partitions.items():
                 for partition in range(count):
                     if self.stop_event.is_set() or not self.observe(broker, topic, partition):
                         break
         self.snapshots += 1
+
+    def membership(self, brokers: list[int]) -> None:
+        """A `membership` record when the registered brokers or the controller quorum changed
+        since the last one: who is in the cluster over time (broker decommissions, voter changes).
+        Asked each snapshot, recorded only on a change; the invoke is written when the answer is
+        in hand (an unchanged answer is no observation worth a record)."""
+        asked = brokers[0]
+        try:
+            quorum = describe_quorum(self.connection(asked))
+        except (WireError, UnsupportedVersion):
+            self._drop(asked)
+            return
+        seen = {"brokers": brokers, **({"quorum_leader": quorum["leader"], "quorum_epoch": quorum["epoch"],
+                                         "voters": quorum["voters"], "observers": quorum["observers"]}
+                                        if quorum else {})}
+        if seen != self._membership:
+            self._membership = seen
+            self.history.invoke(self.process, "membership", {"broker": asked}).ok(**seen)
 
     def _partition_count(self, broker: int) -> dict[str, int]:
         try:

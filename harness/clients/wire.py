@@ -249,14 +249,25 @@ def metadata(conn: BrokerConnection, topics: list[str] | None) -> MetadataView:
     return MetadataView(conn.request(request, version))
 
 
-def quorum_leader(conn: BrokerConnection) -> int:
-    """The KRaft quorum's leader (the active controller) as `conn`'s broker knows it (DescribeQuorum); -1: none."""
+def describe_quorum(conn: BrokerConnection) -> dict | None:
+    """The KRaft quorum as `conn`'s broker reports it (DescribeQuorum, forwarded to the active
+    controller): {"leader", "epoch", "voters", "observers"} (ids sorted); None on an error answer."""
     from kafka.protocol.admin.cluster import DescribeQuorumRequest
     request = DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
         topic_name="__cluster_metadata", partitions=[DescribeQuorumRequest.TopicData.PartitionData(partition_index=0)])])
     response = conn.request(request, conn.version_for(DescribeQuorumRequest))
     parts = [p for t in response.topics for p in t.partitions]
-    return parts[0].leader_id if parts and not response.error_code else -1
+    if not parts or response.error_code or parts[0].error_code:
+        return None
+    p = parts[0]
+    return {"leader": p.leader_id, "epoch": p.leader_epoch, "voters": sorted(v.replica_id for v in p.current_voters),
+            "observers": sorted(o.replica_id for o in p.observers)}
+
+
+def quorum_leader(conn: BrokerConnection) -> int:
+    """The KRaft quorum's leader (the active controller) as `conn`'s broker knows it; -1: none."""
+    quorum = describe_quorum(conn)
+    return -1 if quorum is None else quorum["leader"]
 
 
 keep_primary_response_classes()  # on import: before any prober, observer or fault runs
