@@ -43,6 +43,8 @@ def test_run_with_every_fault_kind_is_valid_and_leaves_nothing(tmp_path, pytestc
     stops = [r["value"]["fault"] for r in faults if r["value"]["phase"] == "stop" and r["value"]["fault"] != "heal-all"]
     assert starts and sorted(starts) == sorted(stops)  # every inject was healed, and said so
     assert any(r["value"]["fault"] == "heal-all" for r in faults)
+    members = [r["value"] for r in records if r["f"] == "membership" and r["type"] == "ok"]
+    assert members and members[0]["brokers"] == [1, 2, 3] and members[0]["voters"] == [1, 2, 3], members[:1]
 
     root = str(run_dir / "cluster")
     assert not [s for s in all_states() if s.data.get("root") == root]

@@ -60,7 +60,10 @@ def test_a_run_with_a_decommission_is_valid(tmp_path, pytestconfig):
     v = pytestconfig.getoption("--kafka-version")
     proc = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", "run", "--brokers", "4",
                            "--faults", "broker-decommission,kill", "--seed", "2", "--duration", "60",
-                           "--runs-dir", str(tmp_path), "--quiet", *(["--kafka-version", v] if v else [])],
+                           # a decommission's window with its inject and heal held 75-100 s of the run here,
+                           # and a metadata change that depends on a node in a fault window is no KIP-1166
+                           # sample: one run of two counted 13 of the 20 the statistic needs (2026-11-27)
+                           "--allow-uncovered", "--runs-dir", str(tmp_path), "--quiet", *(["--kafka-version", v] if v else [])],
                           capture_output=True, text=True, timeout=900)
     run_dir = next(tmp_path.iterdir())
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
@@ -70,4 +73,9 @@ def test_a_run_with_a_decommission_is_valid(tmp_path, pytestconfig):
     healed = [v for v in faults if v["fault"] == "broker-decommission" and v["phase"] == "stop"]
     assert decommissioned and len(healed) == len(decommissioned)
     assert all(v["targets"][0] not in v["brokers_after"] and v["moved"] for v in decommissioned)
+    # the observer saw the broker leave the registered brokers and come back
+    victim = decommissioned[0]["targets"][0]
+    seen = [v["brokers"] for v in (r["value"] for r in records if r["f"] == "membership" and r["type"] == "ok")]
+    gone = next(i for i, b in enumerate(seen) if victim not in b)
+    assert victim in seen[0] and any(victim in b for b in seen[gone:]), seen
     assert json.loads((run_dir / "verdict.json").read_text())["valid"] is True
