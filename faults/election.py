@@ -89,12 +89,22 @@ def _kafka_python_admin(ctx: FaultContext):
                             request_timeout_ms=30000, client_id="kipcheck-nemesis")
 
 
+#: per-partition answers a reassignment may get without failing: a topic deleted meanwhile (the
+#: observer's propagation topics come and go), a cancel of a move that already finished
+TOLERATED_REASSIGN_ERRORS = frozenset({"UnknownTopicOrPartitionError", "NoReassignmentInProgressError"})
+
+
 def reassign(ctx: FaultContext, assignments: dict[tuple[str, int], list[int] | None], timeout: float = 120.0) -> None:
-    """Submit reassignments (None cancels one) and wait until none of them is in progress."""
+    """Submit reassignments (None cancels one) and wait until none of them is in progress.
+    A partition the controller refuses is a FaultError (kafka-python returns those errors, never raises)."""
     from kafka import TopicPartition as KTP
     admin = _kafka_python_admin(ctx)
     try:
-        admin.alter_partition_reassignments({KTP(t, p): r for (t, p), r in assignments.items()})
+        answers = admin.alter_partition_reassignments({KTP(t, p): r for (t, p), r in assignments.items()})
+        refused = sorted(f"{tp.topic}/{tp.partition}: {err.__name__}" for tp, err in answers.items()
+                         if err is not None and err.__name__ not in TOLERATED_REASSIGN_ERRORS)
+        if refused:
+            raise FaultError(f"reassignment refused for {len(refused)} partition(s): {'; '.join(refused[:3])}")
         deadline = time.monotonic() + timeout
         while True:
             pending = admin.list_partition_reassignments([KTP(t, p) for t, p in assignments])

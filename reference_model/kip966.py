@@ -50,7 +50,8 @@ def changed(state: PartitionState, leader: int | None = None, isr=None, elr=None
                    last_known_elr=keep(last_known_elr, state.last_known_elr))
 
 
-def may_lead(before: PartitionState, after: PartitionState, unclean_permitted: bool = False) -> bool:
+def may_lead(before: PartitionState, after: PartitionState, unclean_permitted: bool = False,
+             new_replicas=None) -> bool:
     """KIP-966 "Leader election" (and KIP-704's unclean recovery state): a new leader is a member
     of the ISR or of the ELR the partition had before the change. Otherwise only an unclean
     election, which Kafka marks (the ISR becomes the new leader alone, the partition RECOVERING),
@@ -62,14 +63,16 @@ def may_lead(before: PartitionState, after: PartitionState, unclean_permitted: b
     replicas, except in one change: the leader's AlterPartition that adds the last replica a
     reassignment waits for, where the reassignment completes in the same record, and a leader
     it removes is replaced by one of the new ISR (4.3.1 `PartitionChangeBuilder.build`:
-    `completeReassignmentIfNeeded` before `tryElection`). So a leader the same change added to
-    the ISR is one Kafka may elect (seen when a decommissioned broker's replicas moved back:
-    ISR [4, 1, 2] became [1, 2, 3] with 3 leading, in one record)."""
+    `completeReassignmentIfNeeded` before `tryElection`). So where the change sets the replicas
+    (`new_replicas`, the record's own; None when it leaves them) without the old leader, a leader
+    the same change added to the ISR is one Kafka may elect (seen when a decommissioned broker's
+    replicas moved back: ISR [4, 1, 2] became [1, 2, 3], replicas [3, 1, 2], 3 leading)."""
     if after.leader == before.leader or after.leader == NO_LEADER:
         return True
     if after.leader in before.isr or after.leader in before.elr:
         return True
-    if after.leader in after.isr and after.recovery != RECOVERING:
-        return True  # joined the ISR in this very change (an AlterPartition expansion), elected from it
+    completes_reassignment = new_replicas is not None and before.leader not in tuple(new_replicas)
+    if completes_reassignment and after.leader in after.isr and after.recovery != RECOVERING:
+        return True  # joined the ISR in this very change, which removed the old leader: elected from the new ISR
     marked_unclean = after.recovery == RECOVERING and after.isr == (after.leader,)
     return marked_unclean and (unclean_permitted or before.last_known_elr == (after.leader,))

@@ -116,9 +116,14 @@ def test_a_leader_outside_isr_and_elr_is_ineligible_unless_the_election_says_unc
 def test_a_leader_the_same_change_added_to_the_isr_holds():
     """A reassignment completing in the leader's AlterPartition: 4 leaves, 3 joins, 3 leads (one record,
     as a decommissioned broker's replicas moved back showed); a leader the ISR never took in does not."""
-    moved = {"kind": "change", "isr": [4, 1, 2], "leader": 4}
-    assert _flagged(CREATE, moved, {"kind": "change", "isr": [1, 2, 3], "leader": 3}) == []
-    assert len(_flagged(CREATE, moved, {"kind": "change", "isr": [1, 2], "leader": 3})) == 1
+    moved = {"kind": "change", "isr": [4, 1, 2], "replicas": [4, 1, 2], "leader": 4}  # the move off 3 completing
+    back = {"kind": "change", "isr": [1, 2, 3], "replicas": [3, 1, 2], "leader": 3}
+    led_by_3 = {**CREATE, "leader": 3, "isr": [3, 1, 2]}
+    assert _flagged(led_by_3, moved, back) == []
+    assert len(_flagged(led_by_3, moved, {**back, "isr": [1, 2]})) == 1  # 3 never joined the ISR
+    # the same ISR and leader without a reassignment completing: an ISR-blind election that also wrote the ISR
+    assert len(_flagged(led_by_3, moved, {k: v for k, v in back.items() if k != "replicas"})) == 1
+    assert len(_flagged(led_by_3, moved, {**back, "replicas": [3, 1, 4]})) == 1  # the old leader stays a replica
 
 
 def test_the_log_order_decides_not_the_history_order():

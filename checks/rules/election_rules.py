@@ -66,7 +66,9 @@ class ElectionRule(BaseRule):
             # a creation is judged against no leader with its own ISR and ELR
             judged_from = kip966.created(kip966.NO_LEADER, after.isr, after.elr) if v.get("kind") == "create" \
                 else before
-            if judged_from is not None and decides(v) and not kip966.may_lead(judged_from, after, unclean_permitted):
+            new_replicas = v.get("replicas") if v.get("kind") == "change" else None
+            if judged_from is not None and decides(v) and not kip966.may_lead(judged_from, after, unclean_permitted,
+                                                                               new_replicas):
                 proof = (r["index"],) if last_index is None or v.get("kind") == "create" else (last_index, r["index"])
                 out.append(Anomaly(
                     "ineligible-leader", proof,

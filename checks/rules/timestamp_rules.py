@@ -174,8 +174,9 @@ class _Stamps:
             acknowledged = self._acknowledged(tp, offset, value)
             if acknowledged is not None:
                 sent, upper = acknowledged[0], min(acknowledged[1], read_at)
-                if isinstance(wall_minus_history, int):
-                    self.stamps[tp][offset - self.base[tp]] = stamp + wall_minus_history
+                i = offset - self.base[tp]
+                if isinstance(wall_minus_history, int) and 0 <= i < len(self.stamps[tp]):  # not one kept aside
+                    self.stamps[tp][i] = stamp + wall_minus_history
             else:  # acknowledged after this read, or never (info): bounded by the read
                 sent, upper = self.in_flight.get(value, self.unsure.get(value)), read_at
                 if sent is None:  # no send of ours, or another one at this offset: other rules judge that
@@ -212,8 +213,8 @@ class _Stamps:
                 self.out.append(Anomaly(
                     "time-offset-violation", (index,),
                     f"ListOffsets for {topic}/{partition} at timestamp {target} answered offset {answer}, but "
-                    + (f"a record below it was stamped {below}" if below is not None and below >= target
-                       else f"the record there was stamped {at}, before the target")
+                    + (f"a record below it was stamped {below}" if below is not None
+                       and below >= target + BY_TIME_TOLERANCE_MS else f"the record there was stamped {at}, before the target")
                     + " (LogAppendTime read by the consumers): the answer is not the first offset at or after it",
                     details={"topic": topic, "partition": partition, "timestamp": target, "offset": answer,
                              "highest_stamp_below": below, "stamp_at": at, RULE: "kip32.offset_for_time_allowed"}))

@@ -57,6 +57,7 @@ class Observer(Worker):
         self._connections: dict[int, BrokerConnection] = {}
         self._brokers: dict[int, str] = {}
         self._membership: dict | None = None  # the last `membership` recorded
+        self._no_quorum: set[int] = set()  # brokers whose ApiVersions lack DescribeQuorum
         self._changes = self._change_cycle()
         self._admin: Admin | None = None  # one client for every change: a new one costs a bootstrap
         self.snapshots = 0
@@ -150,17 +151,22 @@ class Observer(Worker):
     def membership(self, brokers: list[int]) -> None:
         """A `membership` record when the registered brokers or the controller quorum changed
         since the last one: who is in the cluster over time (broker decommissions, voter changes).
-        Asked each snapshot, recorded only on a change; the invoke is written when the answer is
-        in hand (an unchanged answer is no observation worth a record)."""
-        asked = brokers[0]
-        try:
-            quorum = describe_quorum(self.connection(asked))
-        except (WireError, UnsupportedVersion):
-            self._drop(asked)
+        Asked each snapshot of the first broker that answers, recorded only on a change; the invoke
+        is written when the answer is in hand (an unchanged answer is no observation worth a
+        record). A broker without DescribeQuorum is not asked again; an error answer is no change."""
+        quorum, asked = None, None
+        for broker in (b for b in brokers if b not in self._no_quorum):
+            try:
+                quorum, asked = describe_quorum(self.connection(broker)), broker
+                break
+            except UnsupportedVersion:
+                self._no_quorum.add(broker)
+            except WireError:
+                self._drop(broker)
+        if quorum is None:
             return
-        seen = {"brokers": brokers, **({"quorum_leader": quorum["leader"], "quorum_epoch": quorum["epoch"],
-                                         "voters": quorum["voters"], "observers": quorum["observers"]}
-                                        if quorum else {})}
+        seen = {"brokers": brokers, "quorum_leader": quorum["leader"], "quorum_epoch": quorum["epoch"],
+                "voters": quorum["voters"], "observers": quorum["observers"]}
         if seen != self._membership:
             self._membership = seen
             self.history.invoke(self.process, "membership", {"broker": asked}).ok(**seen)
