@@ -123,3 +123,25 @@ def test_a_wall_clock_stamp_lands_on_the_historys_own_clock(tmp_path):
         now_ms = h.now() / 1e6
         assert abs(h.since_start_ms(stamp) - now_ms) <= 3
         assert h.since_start_ms(stamp - 60_000) <= now_ms - 59_990  # a clock a minute behind stays a minute behind
+
+
+def test_a_thread_switched_out_between_the_clock_reads_does_not_move_the_stamp(tmp_path, monkeypatch):
+    """The first try's monotonic reads lie 233 ms apart (the thread was switched out after reading the
+    wall clock, as a loaded run showed); the mapping keeps a tight try and lands within 1 ms."""
+    import time as _time
+    with History(tmp_path / "h.jsonl") as h:
+        true_offset_ms = h.wall_minus_history_ms()
+        real = _time.monotonic_ns
+        calls = {"n": 0}
+
+        def switched_out_once():
+            calls["n"] += 1
+            return real() + (233_000_000 if calls["n"] == 2 else 0)  # the first try's second read, late
+
+        monkeypatch.setattr(_time, "monotonic_ns", switched_out_once)
+        got = h.wall_minus_history_ms()
+        monkeypatch.undo()
+        assert calls["n"] >= 4, "a late read must be tried again"
+        assert abs(got - true_offset_ms) < 1.0, (got, true_offset_ms)
+        stamp = _time.time_ns() // 1_000_000
+        assert abs(h.since_start_ms(stamp, got) - h.since_start_ms(stamp, true_offset_ms)) <= 1

@@ -436,18 +436,20 @@ class ConsumerWorker(Worker):
         msgs = self._client_call(op, lambda: self.consumer.consume(num_messages=self.options.poll_batch,
                                                                    timeout=0.5))
         records, stamps, fatal = [], [], self._crash
+        offset = self.history.wall_minus_history_ms()  # once: every stamp of the poll mapped alike
         for m in msgs:
             err = m.error()
             if err is None:
                 records.append([m.topic(), m.partition(), m.offset(), values.text(m.value())])
                 kind, unix_ms = m.timestamp()
-                stamps.append(self.history.since_start_ms(unix_ms) if kind == TIMESTAMP_LOG_APPEND_TIME else None)
+                stamps.append(self.history.since_start_ms(unix_ms, offset) if kind == TIMESTAMP_LOG_APPEND_TIME
+                              else None)
             elif err.fatal():
                 fatal = fatal or error_text(err)
         # the leader's LogAppendTime of each record (a topic with message.timestamp.type LogAppendTime)
         # and the wall clock less the history's time at that mapping: stamps as the broker compares
         # them (Unix ms), for ListOffsets by timestamp (checks/rules/timestamp_rules.py)
-        stamped = ({"append_ms": stamps, "wall_minus_history_ms": round(self.history.wall_minus_history_ms())}
+        stamped = ({"append_ms": stamps, "wall_minus_history_ms": round(offset)}
                    if any(s is not None for s in stamps) else {})
         if fatal:  # the records came before the error: real observations, kept (`ok`) when there are any
             (op.ok if records else op.fail)(records=records, error=fatal, fatal=True, **stamped)
