@@ -92,7 +92,7 @@ class BrokerDecommission:
                           if victim in replicas and (t, p) not in moves)
         except BaseException:
             with suppress(Exception):  # nothing half done outlives a failed inject; the first error is the one told
-                _move_back(ctx, before, moves)
+                _move_back(ctx, before)
             raise
         ctx.cluster.node(victim).stop_node(clean_shutdown=True)
         ctx.cluster.unregister_broker(victim)
@@ -109,17 +109,17 @@ class BrokerDecommission:
         if not node.alive():
             start(node)
         wait_healthy(ctx)  # registered again, every broker, before replicas move onto it
-        before, moves = {}, {}
-        for key, (original, moved) in injected["moved"].items():
+        originals = {}
+        for key, (original, _during) in injected["moved"].items():
             topic, partition = key.rsplit("/", 1)
-            before[(topic, int(partition))], moves[(topic, int(partition))] = original, moved
-        _move_back(ctx, before, moves)
+            originals[(topic, int(partition))] = original
+        _move_back(ctx, originals)
 
 
-def _move_back(ctx: FaultContext, before: Assignment, moves: Assignment) -> None:
-    """The moved replicas back where they were (those whose topic still exists), preferred leaders elected."""
+def _move_back(ctx: FaultContext, originals: Assignment) -> None:
+    """Moved partitions back to their original replicas (those whose topic still exists), preferred leaders elected."""
     now = assignment_of(ctx)
-    back = {tp: before[tp] for tp in moves if tp in now}
+    back = {tp: replicas for tp, replicas in originals.items() if tp in now}
     if back:
         reassign(ctx, back)
         elect(ctx, sorted(back), ElectionType.PREFERRED)

@@ -235,3 +235,13 @@ def test_the_bound_does_not_grow_with_the_run(scale, first):
     assert not time_offsets(b.by_time(t0 + 300, target, first).verdict())
     b2 = Builder(); b2.records = rec
     assert time_offsets(b2.by_time(t0 + 300, target, first + 1).verdict())
+
+
+def test_the_by_time_tolerance_edge_is_flagged_just_outside_and_accepted_just_inside():
+    """Offset 2 stamped WALL+1025: an answer past it is flagged from a target 2 ms (the tolerance)
+    below its stamp on, accepted from 1 ms below; the answer at it is flagged once its stamp lies
+    2 ms before the target."""
+    def flagged(target, answer):
+        return bool(time_offsets(five_in_order().by_time(1300, WALL + target, answer).verdict()))
+    assert flagged(1025 - 2, 3) and not flagged(1025 - 1, 3)
+    assert flagged(1025 + 2, 2) and not flagged(1025 + 1, 2)
