@@ -137,6 +137,17 @@ def check_records(records: Iterable[dict], rules: Sequence | None = None,
     (None: `DEFAULT_MAX_BYTES`); `spill_dir`: where the spill file goes (default: the
     system temporary directory)."""
     rules = default_rules() if rules is None else list(rules)
+    anomalies, pairs = judge_records(records, rules, profile, max_bytes, spill_dir)
+    counts = Counts()
+    counts.add_pairs(pairs)
+    return build_verdict(anomalies, counts, profile, engine="local", rules=rules, context=context)
+
+
+def judge_records(records: Iterable[dict], rules: Sequence, profile: str = "kip",
+                  max_bytes: int | None = None, spill_dir: str | None = None) -> tuple[list, Counter]:
+    """Every anomaly the rules prove (none dropped, unlike the verdict's examples) and the
+    (f, type) counts: what `check_records` turns into a verdict, and what the recall
+    measurement (checks/mutate) reads to see whether a planted proof was named."""
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
     starts = [starter(rule) for rule in rules]
     judges: dict = {}  # (rule, key) -> streaming judge
@@ -168,9 +179,7 @@ def check_records(records: Iterable[dict], rules: Sequence | None = None,
                     pass
     finally:
         held.close()
-    counts = Counts()
-    counts.add_pairs(pairs)
-    return build_verdict(anomalies, counts, profile, engine="local", rules=rules, context=context)
+    return anomalies, pairs
 
 
 def check_path(path: str | Path, rules: Sequence | None = None, profile: str = "kip",

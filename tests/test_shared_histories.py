@@ -1,0 +1,47 @@
+"""The hand-made histories of ../shared/histories (each a KIP violation a reader sees at
+once) are flagged as their expected.json says, under each profile it names, and the proof
+names the records its `why` points at."""
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kipcheck.checks.api import check
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "histories"
+CASES = sorted(p.name for p in SHARED.iterdir() if (p / "expected.json").exists()) if SHARED.is_dir() else []
+RELEASE = "kafka-4.3"
+
+
+def why_indices(why: str) -> set[int]:
+    """History indices a `why` names: numbers in parentheses or brackets, and "at N"."""
+    found = set()
+    for group in re.findall(r"[(\[]([^()\[\]]*)[)\]]", why):
+        found.update(int(n) for n in re.findall(r"\b\d+\b", group))
+    found.update(int(n) for n in re.findall(r"\bat (\d+)\b", why))
+    return found
+
+
+@pytest.mark.skipif(not CASES, reason=f"no shared histories at {SHARED}")
+@pytest.mark.parametrize("case", CASES)
+def test_shared_history_is_flagged_at_its_records(case, tmp_path):
+    expected = json.loads((SHARED / case / "expected.json").read_text())
+    profiles = ("kip", RELEASE) if expected["profile"] == "any" else (expected["profile"],)
+    shutil.copy(SHARED / case / "history.jsonl", tmp_path / "history.jsonl")
+    named = why_indices(expected["why"])
+    for profile in profiles:
+        verdict = check(tmp_path / "history.jsonl", profile=profile)
+        assert verdict["valid"] == expected["valid"], (profile, verdict["anomalies"])
+        for name in expected["must_flag"]:
+            examples = verdict["anomalies"][name]
+            assert examples, f"{case} under {profile}: {name} not flagged"
+            assert any(named & set(e["indices"]) for e in examples), \
+                f"{case} under {profile}: {name} at {[e['indices'] for e in examples]}, not at {sorted(named)}"
+        for name in expected["must_not_flag"]:
+            assert not verdict["anomalies"][name], f"{case} under {profile}: {name} flagged {verdict['anomalies'][name]}"
+
+
+def test_why_indices_reads_parentheses_brackets_and_at():
+    assert why_indices("killed (9) and metadata (11, 13) shows [4,2]; answers at 17 with 3") == {9, 11, 13, 4, 2, 17}
