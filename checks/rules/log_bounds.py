@@ -118,20 +118,53 @@ def hwm_series(ops: Sequence[Op], epochs: EpochIndex, lives: Lives) -> dict[tupl
     return out
 
 
+def epoch_proofs(ops: Sequence[Op], lives: Lives) -> dict[tuple, list[tuple]]:
+    """(broker, topic, partition) -> [(invoked, epoch, life, history indices)] by invoke time: the fetch
+    answers that prove the broker's leader epoch, a partition answered NONE to a request
+    naming `current_leader_epoch` (Kafka `Partition.checkCurrentLeaderEpoch` answers
+    FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH unless it equals the broker's own)."""
+    out: dict[tuple, list[tuple]] = {}
+    for op in ops:
+        v, life = op.value, lives.of_op(op)
+        epoch = as_int(v.get("current_leader_epoch"), -1)
+        if op.f != "fetch" or life is None or epoch < 0 or v.get("top_error", NONE) not in (NONE, None):
+            continue
+        for e in partitions_of(v):
+            if not (e.get("omitted") or e.get("missing")) and e.get("error", NONE) == NONE:
+                key = (as_int(v.get("broker")), e.get("topic"), as_int(e.get("partition")))
+                out.setdefault(key, []).append((op.invoked, epoch, life, op.indices))
+    for items in out.values():
+        items.sort()
+    return out
+
+
+def _as_follower_after_election(may_go_back):
+    """`may_go_back` for a broker whose role in the epoch no metadata answer of its own
+    names: the worst case, a follower just past an election (`kip392.hwm_may_go_back`)."""
+    return lambda _leader, _changed, rose, back: may_go_back(False, True, rose, back)
+
+
 class HwmFloor:
     """The least HWM one broker (the group's) can have had for a partition while it
     answered a request, from its answers completed before the request was sent in the same
     leader epoch and life: an HWM it reported (`hwm_series`) or past a record it served
     (a read stops below the HWM at read time). Within one epoch and life the HWM goes back
     only as `kip392.hwm_may_go_back` allows; an answer followed by a lower one before the
-    request proves nothing, and when a drop may still come, nothing is proven at all."""
+    request proves nothing, and when a drop may still come, nothing is proven at all.
+
+    The request's epoch is the one the broker's metadata answers bracket it with, else the
+    one its first accepted fetch answer after the request proves (`epoch_proofs`): a leader
+    epoch on one broker never goes back, so an answer of epoch E completed before the
+    request and one of E invoked after it leave the broker in E throughout."""
 
     def __init__(self, ops: Sequence[Op], epochs: EpochIndex, lives: Lives, series: dict | None = None):
         self.epochs, self.lives = epochs, lives
-        # (topic, partition, epoch, life) -> [(invoked, completed, value, reported)]
+        self.proofs = epoch_proofs(ops, lives)
+        self.proof_times = {k: [p[0] for p in items] for k, items in self.proofs.items()}
+        # (topic, partition, epoch, life) -> [(invoked, completed, value, reported, history indices)]
         self.points: dict[tuple, list[tuple]] = {}
         for key, items in (hwm_series(ops, epochs, lives) if series is None else series).items():
-            self.points[key] = [(o.op.invoked, o.op.completed, o.hwm, True) for o in items]
+            self.points[key] = [(o.op.invoked, o.op.completed, o.hwm, True, o.op.indices) for o in items]
         for op in ops:
             life = self.lives.of_op(op)
             if op.f != "fetch" or life is None or op.value.get("top_error", NONE) not in (NONE, None):
@@ -141,7 +174,7 @@ class HwmFloor:
                 epoch = proven_epoch(op, e, epochs) if top is not None and e.get("error", NONE) == NONE else None
                 if epoch is not None:
                     key = (e.get("topic"), e.get("partition"), epoch, life)
-                    self.points.setdefault(key, []).append((op.invoked, op.completed, top + 1, False))
+                    self.points.setdefault(key, []).append((op.invoked, op.completed, top + 1, False, op.indices))
 
     @classmethod
     def of(cls, records: Sequence[dict]) -> "HwmFloor":
@@ -153,15 +186,44 @@ class HwmFloor:
         """The floor for a request to `broker` made between `invoked` and `completed` (None:
         nothing proven). `may_go_back(is_leader, after_epoch_change, rose, back)` asks the
         model whether the HWM may still go back in the epoch (`kip392.hwm_may_go_back`)."""
-        epoch = self.epochs.epoch_during(broker, topic, partition, invoked, completed)
+        found = self.proof_at(broker, topic, partition, invoked, completed, may_go_back)
+        return None if found is None else found[0]
+
+    def proof_at(self, broker, topic, partition, invoked: int, completed: int, may_go_back) -> tuple | None:
+        """`at`'s floor and the history indices that prove it: the answer it comes from and,
+        without bracketing metadata, the later answer that proves the epoch."""
         life = self.lives.of(invoked)
-        if epoch is None or life != self.lives.of(completed):
+        if life != self.lives.of(completed):
             return None
-        return self.held(broker, topic, partition, epoch, life, invoked, may_go_back)
+        epoch, shown = self.epochs.epoch_during(broker, topic, partition, invoked, completed), ()
+        if epoch is None:
+            epoch, shown = self.epoch_after(broker, topic, partition, completed, life) or (None, ())
+            if epoch is not None and self.epochs.leader_of_epoch(broker, topic, partition, epoch) is None:
+                may_go_back = _as_follower_after_election(may_go_back)
+        if epoch is None:
+            return None
+        best = self._held_point(broker, topic, partition, epoch, life, invoked, may_go_back)
+        return None if best is None else (best[2], best[4] + shown)
+
+    def epoch_after(self, broker, topic, partition, t: int, life: int) -> tuple | None:
+        """(epoch, its answer's indices) of `broker`'s first accepted fetch answer invoked
+        after `t`, if in `life` (None: none). `held` closes the bracket: it only counts
+        answers of that epoch completed before the request, so the epoch held in between."""
+        key = (as_int(broker), topic, as_int(partition))
+        i = bisect.bisect_right(self.proof_times.get(key, ()), t)
+        if i == len(self.proof_times.get(key, ())):
+            return None
+        _, epoch, proof_life, indices = self.proofs[key][i]
+        return (epoch, indices) if proof_life == life else None
 
     def held(self, broker, topic, partition, epoch: int, life: int, before: int, may_go_back) -> int | None:
         """The least HWM `broker` had in `epoch` and `life` from `before` on (while it stayed
         in them), from its answers completed before `before`."""
+        best = self._held_point(broker, topic, partition, epoch, life, before, may_go_back)
+        return None if best is None else best[2]
+
+    def _held_point(self, broker, topic, partition, epoch: int, life: int, before: int, may_go_back):
+        """The point (`points`) that proves `held`'s value (None: nothing proven)."""
         points = [p for p in self.points.get((topic, partition, epoch, life), ()) if p[1] < before]
         if not points:
             return None
@@ -177,8 +239,8 @@ class HwmFloor:
                                                       self.lives.start_of(life), before)
         if may_go_back(None if leader is None else leader == as_int(broker), after_change, rose, back):
             return None
-        held = [a[2] for a in points if (lo := lowest_report_after.after(a[1])) is None or lo >= a[2]]
-        return max(held, default=None)
+        held = [a for a in points if (lo := lowest_report_after.after(a[1])) is None or lo >= a[2]]
+        return max(held, key=lambda a: a[2], default=None)
 
 
 class SendBound:

@@ -19,13 +19,21 @@ history proves and reports answers the model does not allow:
   `Partition` takes the ISR of its own AlterPartition responses, which can run ahead of its
   metadata image for good when it is cut off from the quorum right after (seen live: an
   isolated leader named a rejoined follower for 13 s while its own metadata never showed it
-  back; see `isr_seen_with`);
+  back; see `isr_seen_with`) — and also without the named replica while its node is down (`NODE_DOWN_FAULTS`) when the
+  answering broker's own metadata showed it offline before the fetch (`offline_while_down`:
+  only its own heartbeat brings it back, and a fenced broker has no endpoint to be chosen by),
+  or the answering broker leads the epoch that took leadership off it (`displaced_while_down`:
+  the electing record drops it from the ISR, and a down node never fetches to rejoin); no
+  AlterPartition response puts such a replica back (KIP-841: the controller rejects a fenced
+  one, and the leader proposes only replicas that fetched);
 * the replicas: those the broker's metadata lists around the fetch, and the named one unless
-  no broker's metadata answer of that leader epoch ever listed it (`never_a_replica`);
+  no broker's metadata answer of that leader epoch ever listed it (`never_a_replica`) — the
+  span's epoch, or without a span the epoch the broker accepted, while no reassignment ran
+  (`reassigned_during`);
 * log start and LEO of the replicas are never observed: unknown, so any may qualify.
 
 One group holds every consumer fetch and metadata answer; the judge keeps only a compact
-tuple per metadata answer, the fault times, and the answers that named a replica.
+tuple per metadata answer, the fault records, and the answers that named a replica.
 """
 from __future__ import annotations
 
@@ -54,6 +62,13 @@ GROUP = "prr"
 #: still say what the leader replays (`isr_proven_out_by_all`); any other fault running
 #: during the proof may leave the leader's image behind theirs (an isolated leader).
 OWN_NODE_FAULTS = {"kill", "pause", "restart", "wipe", "truncate"}
+#: Each of them also keeps its node down (killed, stopped or frozen) from its start's completion
+#: until its stop is invoked (kipcheck.faults.process, kipcheck.faults.disk): the broker sends
+#: no heartbeat to the controller and no fetch to a leader meanwhile.
+NODE_DOWN_FAULTS = OWN_NODE_FAULTS
+#: Faults that move replicas (AlterPartitionReassignments: kipcheck.faults.election, .membership);
+#: nothing else in kipcheck's clusters changes a partition's replica set.
+REASSIGNING_FAULTS = {"reassign", "broker-decommission"}
 
 
 class PreferredReplicaRule(BaseRule):
@@ -75,21 +90,25 @@ class PreferredReplicaRule(BaseRule):
 class _Judge:
     def __init__(self):
         self.racks: dict[int, str] = {}
-        self.meta: dict[tuple, list[tuple]] = {}  # (broker, topic, partition) -> [(invoked, completed, epoch, leader, in_isr, replicas)]
+        # (broker, topic, partition) -> [(invoked, completed, epoch, leader, in_isr, replicas, offline)]
+        self.meta: dict[tuple, list[tuple]] = {}
         self.faults: list[int] = []
-        self.fault_records: list[tuple] = []  # (time, kind, phase, targets) of each fault completion
+        self.fault_records: list[tuple] = []  # (time, kind, phase, targets, invoked) of each fault completion
         self.invoked: dict = {}  # (process, f) -> (index, time) of the pending invoke
         self.named: list[tuple] = []  # (indices, invoked, completed, value, entry, preferred)
 
     def add(self, r: dict) -> None:
         f, v = r["f"], r.get("value") or {}
+        k = (r.get("process"), f)
         if f == "fault":
             self.faults.append(r.get("time", 0))
-            if r["type"] != "invoke":  # the completion names the targets
+            if r["type"] == "invoke":
+                self.invoked[k] = (r["index"], r.get("time", 0))
+            else:  # the completion names the targets
                 self.fault_records.append((r.get("time", 0), v.get("fault"), v.get("phase"),
-                                           frozenset(as_int(b) for b in v.get("targets") or [])))
+                                           frozenset(as_int(b) for b in v.get("targets") or []),
+                                           self.invoked.pop(k, (None, r.get("time", 0)))[1]))
             return
-        k = (r.get("process"), f)
         if r["type"] == "invoke":
             self.invoked[k] = (r["index"], r.get("time", 0))
             return
@@ -103,11 +122,11 @@ class _Judge:
                     self.racks[int(b)] = rack
             epoch = as_int(v.get("leader_epoch"), -1)
             if epoch >= 0 and v.get("error", "NONE") == "NONE":
-                offline = {as_int(b) for b in v.get("offline") or []}
+                offline = frozenset(as_int(b) for b in v.get("offline") or [])
                 in_isr = frozenset(as_int(b) for b in v.get("isr") or [] if as_int(b) not in offline)
                 replicas = tuple(as_int(b) for b in v.get("replicas") or [])
                 self.meta.setdefault((v.get("broker"), v.get("topic"), v.get("partition")), []).append(
-                    (inv_time, r.get("time", 0), epoch, as_int(v.get("leader"), -1), in_isr, replicas))
+                    (inv_time, r.get("time", 0), epoch, as_int(v.get("leader"), -1), in_isr, replicas, offline))
             return
         if v.get("top_error", "NONE") not in ("NONE", None):
             return
@@ -127,17 +146,29 @@ class _Judge:
         self.replicas_in_epoch: dict[tuple, set[int]] = {}
         # (topic, partition) -> every broker's answers, by completion (`isr_proven_out_by_all`)
         self.by_partition: dict[tuple, list[tuple]] = {}
+        # (topic, partition, epoch, leader) -> when answers naming that leader were asked, and
+        # (topic, partition, epoch) -> the first replica of each answer (`displaced_while_down`)
+        self.leader_seen: dict[tuple, list[int]] = {}
+        self.first_replicas: dict[tuple, set[int]] = {}
+        # (topic, partition, epoch) -> when the first answer listing replicas was asked
+        self.epoch_first_asked: dict[tuple, int] = {}
         for (_, topic, partition), answers in self.meta.items():
             self.by_partition.setdefault((topic, partition), []).extend(answers)
             answers.sort(key=lambda a: a[1])
-            for _, done, epoch, leader, in_isr, replicas in answers:
+            for asked, done, epoch, leader, in_isr, replicas, _ in answers:
                 for replica in in_isr:
                     key = (topic, partition, epoch, leader, replica)
                     self.first_in_isr[key] = min(done, self.first_in_isr.get(key, done))
                 if replicas:
                     self.replicas_in_epoch.setdefault((topic, partition, epoch), set()).update(replicas)
+                    self.first_replicas.setdefault((topic, partition, epoch), set()).add(replicas[0])
+                    key = (topic, partition, epoch)
+                    self.epoch_first_asked[key] = min(asked, self.epoch_first_asked.get(key, asked))
+                self.leader_seen.setdefault((topic, partition, epoch, leader), []).append(asked)
         for answers in self.by_partition.values():
             answers.sort(key=lambda a: a[1])
+        for asked in self.leader_seen.values():
+            asked.sort()
         self.fault_spans = self._fault_spans()
         self.faults.sort()
         out = []
@@ -184,24 +215,71 @@ class _Judge:
         return k < len(self.faults) and self.faults[k] <= end
 
     def _fault_spans(self) -> list[tuple]:
-        """(start, end, kind, targets) of each fault: from its start to the completion of its
-        stop (same kind and targets; `heal-all` stops all), or to the end of the history."""
+        """(start, end, kind, targets, start_invoked, stop_invoked) of each fault: from the
+        completion of its start to the completion of its stop (same kind and targets; `heal-all`
+        stops all), or to the end of the history; the invoke times of both besides."""
         spans, running = [], {}
-        for t, kind, phase, targets in sorted(self.fault_records, key=lambda x: x[0]):
+        for t, kind, phase, targets, invoked in sorted(self.fault_records, key=lambda x: x[0]):
             if phase == "start":
-                running.setdefault((kind, targets), t)
+                running.setdefault((kind, targets), (t, invoked))
             elif kind == "heal-all":
-                spans += [(start, t, k, ts) for (k, ts), start in running.items()]
+                spans += [(s, t, k, ts, si, invoked) for (k, ts), (s, si) in running.items()]
                 running.clear()
             elif (kind, targets) in running:
-                spans.append((running.pop((kind, targets)), t, kind, targets))
-        return spans + [(start, float("inf"), k, ts) for (k, ts), start in running.items()]
+                s, si = running.pop((kind, targets))
+                spans.append((s, t, kind, targets, si, invoked))
+        inf = float("inf")
+        return spans + [(s, inf, k, ts, si, inf) for (k, ts), (s, si) in running.items()]
 
     def other_fault_running(self, start: int, end: int, replica: int) -> bool:
         """Whether a fault other than one on `replica`'s own node alone (`OWN_NODE_FAULTS`) ran
         at some time in [start, end]."""
         return any(s <= end and e >= start and not (k in OWN_NODE_FAULTS and ts == {replica})
-                   for s, e, k, ts in self.fault_spans)
+                   for s, e, k, ts, *_ in self.fault_spans)
+
+    def down_throughout(self, replica: int, since: int, until: int) -> float | None:
+        """When the fault keeping `replica`'s node down (`NODE_DOWN_FAULTS`) from `since` to `until`
+        was invoked: its start completed by `since` and its stop was not invoked before `until`
+        (None: no such fault)."""
+        return next((si for s, _, k, ts, si, stop in self.fault_spans
+                     if k in NODE_DOWN_FAULTS and replica in ts and s <= since and stop >= until), None)
+
+    def offline_while_down(self, broker, topic, partition, replica: int, invoked: int, completed: int) -> bool:
+        """`broker`'s own metadata answer, completed before the fetch was invoked, showed `replica`
+        offline (`KRaftMetadataCache`: fenced, unregistered, or its log directory offline), and
+        its node was down from `IMAGE_LAG_NS` before that answer was asked (a heartbeat it sent
+        before going down is answered within it) until the fetch completed. The cache's image only
+        moves forward, and only the replica's own heartbeat (`BrokerHeartbeatManager`) or
+        registration brings it back, so the cache still showed it offline at the fetch:
+        `ReplicaManager.findPreferredReadReplica` takes endpoints from that cache
+        (`getPartitionReplicaEndpoints` skips fenced and unknown brokers), and the controller drops
+        a replica from every ISR before fencing it or marking its directory offline."""
+        answers = self.meta.get((broker, topic, partition), [])
+        i = bisect.bisect_left([a[1] for a in answers], invoked) - 1  # its last answer before the fetch
+        return i >= 0 and replica in answers[i][6] and self.down_throughout(
+            replica, answers[i][0] - IMAGE_LAG_NS, completed) is not None
+
+    def displaced_while_down(self, topic, partition, epoch: int, leader: int, replica: int,
+                             invoked: int, completed: int) -> bool:
+        """`leader`'s `epoch` took leadership off `replica` after its node went down, and it stayed
+        down until the fetch completed, so it was out of every ISR of `epoch`. Proven when an
+        answer of any broker showed `replica` leading `epoch - 1`, no answer of either epoch lists
+        `leader` first among the replicas (a preferred election moves leadership only to the first
+        replica, keeping the old leader in the ISR), and no fault but the one keeping `replica`
+        down ran from `IMAGE_LAG_NS` before that answer was asked (its cache may lag a replay) to
+        the fetch: a live leader keeps its controller session, so only its node going down made
+        the controller move leadership, and `ReplicationControlManager.generateLeaderAndIsrUpdates`
+        drops a fenced or shutting-down leader from the ISR in the electing record. Nothing puts
+        it back: `Partition.maybeExpandIsr` runs on the replica's own fetches."""
+        down = self.down_throughout(replica, invoked, completed)
+        led = self.leader_seen.get((topic, partition, epoch - 1, replica), [])
+        k = bisect.bisect_right(led, invoked)  # the answers asked before the fetch
+        firsts = self.first_replicas.get((topic, partition, epoch - 1), set()) | self.first_replicas.get(
+            (topic, partition, epoch), set())
+        if down is None or not k or not firsts or leader in firsts:
+            return False
+        since = led[k - 1] - IMAGE_LAG_NS
+        return not (self.fault_between(since, down - 1) or self.other_fault_running(since, completed, replica))
 
     def isr_proven_out_by_all(self, topic, partition, epoch: int | None, leader: int, replica: int,
                               invoked: int, completed: int) -> bool:
@@ -243,6 +321,11 @@ class _Judge:
         first = self.first_in_isr.get((topic, partition, epoch, leader, replica))
         return first is not None and first < before
 
+    def reassigned_during(self, start: float, end: float) -> bool:
+        """Whether a fault that moves replicas (`REASSIGNING_FAULTS`) ran at some time in [start, end],
+        from the invoke of its start (the reassignment is written before the start completes)."""
+        return any(si <= end and e >= start and k in REASSIGNING_FAULTS for _, e, k, _, si, _ in self.fault_spans)
+
     def never_a_replica(self, topic, partition, epoch: int, replica: int) -> bool:
         """No metadata answer of any broker in `epoch` listed `replica` among the partition's
         replicas, and some answer listed them: a reassignment that adds or drops it shows it
@@ -268,19 +351,30 @@ class _Judge:
             leader = None
         leader = broker if leader is None else leader
         one_epoch = span[0][2] if span and all(a[2] == span[0][2] for a in span) else None
-        not_one = one_epoch is not None and self.never_a_replica(topic, partition, one_epoch, pref)
         # the leader epoch the answer was made in: the request's when accepted, else the span's
         epoch = cle if cle >= 0 and e.get("error", "NONE") == "NONE" else one_epoch
+        # not a replica in the span's epoch, or without a span in the epoch the broker accepted (its
+        # `Partition` was in it): within one leader epoch the replica set only grows (a reassignment
+        # that drops a replica bumps the epoch: `PartitionChangeBuilder.
+        # triggerLeaderEpochBumpForReplicaReassignmentIfNeeded`), and one adding it after the epoch's
+        # answers were made is a fault running from a replay before the first of them to the fetch
+        replica_epoch = one_epoch if span else epoch
+        not_one = replica_epoch is not None and self.never_a_replica(topic, partition, replica_epoch, pref)
+        if not_one and not span:
+            first = self.epoch_first_asked[(topic, partition, replica_epoch)]
+            not_one = not self.reassigned_during(first - IMAGE_LAG_NS, completed)
         listed = self.replicas_in_epoch.get((topic, partition, epoch), set()) if not span else set()
         replicas = set(a for s in (span or ()) for a in s[5]) | listed | {broker, leader} | (set() if not_one else {pref})
         own = bool(span) and self.isr_proven_without(span, pref)
         by_all = not own and self.isr_proven_out_by_all(topic, partition, epoch, leader, pref, invoked, completed)
-        if (own or by_all) and not self.isr_seen_with(
+        if (own or by_all) and self.isr_seen_with(
                 topic, partition, span[0][2] if own else epoch, leader, pref, completed + IMAGE_LAG_NS):
-            isr = frozenset(replicas - {pref})
-        else:
-            isr = frozenset(replicas)
-            by_all = False
+            own = by_all = False
+        fenced = self.offline_while_down(v.get("broker"), topic, partition, pref, invoked, completed)
+        displaced = not fenced and leader == broker and epoch is not None and self.displaced_while_down(
+            topic, partition, epoch, leader, pref, invoked, completed) and not self.isr_seen_with(
+            topic, partition, epoch, leader, pref, completed + IMAGE_LAG_NS)
+        isr = frozenset(replicas - {pref}) if own or by_all or fenced or displaced else frozenset(replicas)
         state = PartitionState(leader, span[0][2] if span else 0, isr, tuple(
             Replica(b, racks.get(b), log_start=None, leo=None, hwm=None) for b in sorted(replicas)))
         offset = as_int(e.get("fetch_offset"), 0)
@@ -291,8 +385,14 @@ class _Judge:
         if leader != broker:
             facts.append(f"broker {broker}'s own metadata names leader {leader} in epoch {span[0][2]} around the answer")
         if not_one:
-            facts.append(f"no metadata answer in epoch {one_epoch} lists {pref} among the replicas "
-                         f"{sorted(self.replicas_in_epoch[(topic, partition, one_epoch)])}")
+            facts.append(f"no metadata answer in epoch {replica_epoch} lists {pref} among the replicas "
+                         f"{sorted(self.replicas_in_epoch[(topic, partition, replica_epoch)])}")
+        elif pref not in isr and fenced:
+            facts.append(f"broker {broker}'s metadata showed {pref} offline before the answer, "
+                         f"while {pref}'s node was down until after it")
+        elif pref not in isr and displaced:
+            facts.append(f"{pref} led epoch {epoch - 1} and its node went down before epoch {epoch} "
+                         f"moved leadership to {broker}, and stayed down until after the answer")
         elif pref not in isr and by_all:
             facts.append(f"every broker's metadata shows {pref} out of the ISR or offline in epoch {epoch} around the answer")
         elif pref not in isr:

@@ -13,7 +13,9 @@ the broker's other answers, metadata and faults, which prove the least HWM it ha
 answered a request (`log_bounds.HwmFloor`): a partition left out of an incremental
 response although the broker had reported, before the request was sent, an HWM above the
 one the session last sent (or served records past it) is a KIP-227 violation
-(`kip227.hwm_changed_since_sent`), across the session's requests and other clients' answers.
+(`kip227.hwm_changed_since_sent`), across the session's requests and other clients' answers,
+while the broker stayed in that answer's leader epoch and life (its metadata around the
+request, or its first fetch answer accepted after it, proves the epoch).
 
 What cannot be judged from the history (docs/checker.md): evicting one of the prober's
 sessions (a consumer's: any follower's new session may evict it once the cache is full,
@@ -88,6 +90,7 @@ class _Walk:
         self.known = SessionCache()
         self.gone: frozenset = frozenset()
         self.seen: dict = {}  # (session id, partition key) -> highest offset returned in it
+        self.sent_at: dict = {}  # (session id, partition key) -> index of the answer that last sent it
         self.out: list[Anomaly] = []
 
     def flag(self, kind: str | None, rule: str, indices, message: str, **details) -> None:
@@ -131,7 +134,7 @@ class _Walk:
         elif before is not None and rid == sid:
             self._judge_incremental(before, req, entries, indices, where, (iv.get("broker"), inv, done))
         if chosen is not None and rid:
-            self._absorb(rid, entries)
+            self._absorb(rid, entries, done["index"])
 
     def _judge_answer(self, kind, req, top, rid, indices, where):
         """The top-level answer against the model; steps the state. Returns the session
@@ -171,14 +174,16 @@ class _Walk:
             self.known = self.known.with_session(Session(rid, epoch, req.privileged, parts, req.now_ms, req.now_ms))
             self.gone = self.gone - {rid}
 
-    def _hwm_floor(self, at, c, profile) -> int | None:
-        """The least HWM the broker had for `c` while it answered (`log_bounds.HwmFloor`)."""
+    def _hwm_floor(self, at, c, profile) -> tuple | None:
+        """The least HWM the broker had for `c` while it answered and the indices of the
+        answer that proves it (`log_bounds.HwmFloor.proof_at`; None: nothing proven)."""
         if self.floor is None:
             return None
         broker, inv, done = at
-        return self.floor.at(broker, c.topic, c.partition, inv.get("time", 0), done.get("time", 0),
-                             lambda leader, changed, rose, back: kip392.hwm_may_go_back(
-                                 leader, profile, after_epoch_change=changed, rose_in_epoch=rose, back_in_epoch=back))
+        return self.floor.proof_at(broker, c.topic, c.partition, inv.get("time", 0), done.get("time", 0),
+                                   lambda leader, changed, rose, back: kip392.hwm_may_go_back(
+                                       leader, profile, after_epoch_change=changed, rose_in_epoch=rose,
+                                       back_in_epoch=back))
 
     def _judge_incremental(self, before: Session, req, entries, indices, where, at=None) -> None:
         session = replace(before, partitions=kip227.update_session_partitions(before, req))
@@ -206,19 +211,22 @@ class _Walk:
 
             def omit(p):
                 floors[p.name] = self._hwm_floor(at, c, p) if at else None
-                return kip227.may_omit(c, may_be_full, seen, p, floors[p.name])
+                return kip227.may_omit(c, may_be_full, seen, p, floors[p.name][0] if floors[p.name] else None)
 
             k = verdict(omit, self.profile)
-            floor = max((f for f in floors.values() if f is not None), default=None)
+            floor, proof = max((f for f in floors.values() if f is not None), default=(None, ()))
+            shown = indices
             if kip227.hwm_changed_since_sent(c, floor):
+                last_sent = self.sent_at.get((before.id, c.key))  # where the session's HWM came from
+                shown = indices + proof + (() if last_sent is None else (last_sent,))
                 why = (f"its HWM had changed since the session last sent it ({c.hwm}): broker {at[0]} had proven "
                        f"an HWM of at least {floor} in the same leader epoch before the request was sent")
             else:
                 why = f"committed data was available at its fetch offset {c.fetch_offset} (HWM {c.hwm})"
-            self.flag(k, "kip227.may_omit", indices,
+            self.flag(k, "kip227.may_omit", shown,
                       f"incremental response left out {c.topic}/{c.partition} although {why}", **where)
 
-    def _absorb(self, sid: int, entries) -> None:
+    def _absorb(self, sid: int, entries, index=None) -> None:
         """KIP-227 "Cached data about each partition": the session now holds what this
         response sent (`kip227.after_response`)."""
         session = self.known.get(sid)
@@ -229,6 +237,7 @@ class _Walk:
                       for c in session.partitions)
         self.known = self.known.with_session(replace(session, partitions=parts))
         for key, e in sent.items():
+            self.sent_at[(sid, key)] = index
             offsets = [int(r[0]) for r in e.get("records") or [] if as_int(r[0]) is not None]
             if offsets:
                 self.seen[(sid, key)] = max(offsets + [self.seen.get((sid, key), -1)])
