@@ -64,8 +64,16 @@ def records_committed(record_offsets, reported_hwm: int | None, profile: Profile
     below it; that the record was committed at all is `read_value_committed`'s question.
     `later_hwms` are (hwm, strictly_after) for that replica's HWM answers in the same epoch
     and life that completed after the response; strictly_after: invoked after it completed
-    (an answer invoked earlier may have sampled its HWM before this read)."""
-    if reported_hwm is None or reported_hwm < 0:
+    (an answer invoked earlier may have sampled its HWM before this read).
+
+    A read that reports no HWM at all (`reported_hwm` None: a consumer's poll) is judged by
+    `later_hwms` alone, under every profile: its records were below the serving replica's HWM
+    when read, and `later_hwms` are then those the partition's leader answered in the leader
+    epoch and life the read was served in (a follower's HWM is one that leader sent it), which
+    that HWM does not exceed when asked after the read."""
+    if reported_hwm is None:
+        return not any(h <= o for o in record_offsets for h, strictly_after in later_hwms if strictly_after)
+    if reported_hwm < 0:
         return True
     above = [o for o in record_offsets if o >= reported_hwm]
     if not above:
@@ -74,6 +82,14 @@ def records_committed(record_offsets, reported_hwm: int | None, profile: Profile
         return False
     top = max(above)
     return not any(h <= top for h, strictly_after in later_hwms if strictly_after)
+
+
+def sent_before_read(read_index: int, send_invoked_index: int) -> bool:
+    """KIP-392 "Follower Fetching": a replica returns only committed records, and a record
+    is committed only after its producer sent it. So a read that ended before the send of
+    the value it returned was even called (history indices) returned an uncommitted record
+    (one no broker had yet); True: the send came first, as it must."""
+    return send_invoked_index < read_index
 
 
 def read_value_committed(value, committed_values) -> bool:

@@ -220,3 +220,22 @@ def test_a_duplicate_names_its_producer_and_the_timeouts_that_point_at_an_epoch_
     assert other["sender"]["timed_out_meanwhile"] == 0 and "timed out" not in other["message"]
     unnamed = flagged(base().poll(9, (0, 0, "a"), (0, 1, "b"), (0, 2, "c"), (0, 3, "a")))["duplicate"][0]
     assert "sender" not in unnamed and "sent by" not in unnamed["message"]
+
+
+def test_read_before_its_send_was_called_is_uncommitted():
+    """`kip392.sent_before_read` at its edge: the poll ends one record before the send's
+    invoke (flagged, naming both), or the send is invoked one record before the poll ends
+    (accepted: the record may have been written and committed meanwhile)."""
+    early = H().send(0, "a", 0)
+    early._add(9, "invoke", "poll", {"topic": "t"})._add(9, "ok", "poll", {"records": [["t", 0, 0, "a"], ["t", 0, 1, "b"]]})
+    early.send(1, "b", 1).poll(8, (0, 0, "a"), (0, 1, "b"))
+    found = flagged(early)
+    assert set(found) == {"uncommitted-read"}
+    assert found["uncommitted-read"][0]["indices"] == [3, 4]
+    assert found["uncommitted-read"][0]["rule"] == "kip392.records_committed"
+
+    just_in_time = H().send(0, "a", 0)
+    just_in_time._add(9, "invoke", "poll", {"topic": "t"}).invoke_send(1, "b")
+    just_in_time._add(9, "ok", "poll", {"records": [["t", 0, 0, "a"], ["t", 0, 1, "b"]]}).end_send(1, "b", 1)
+    just_in_time.poll(8, (0, 0, "a"), (0, 1, "b"))
+    assert flagged(just_in_time) == {}

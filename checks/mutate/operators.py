@@ -7,6 +7,7 @@ the verdict valid. An operator returns None when the history holds no position f
 """
 from __future__ import annotations
 
+import bisect
 import random
 from dataclasses import dataclass
 from typing import Callable
@@ -572,7 +573,8 @@ def _follower_lag(h: History, rng: random.Random):
                for m in h.ok("metadata")}
     cands = []
     for (a, hw_a), r, x in _same_epoch_pairs(h):
-        low = max(hw_a, *(rec[0] + 1 for rec in x.get("records") or [(-1,)]))
+        # not below what it returned, nor at or below the fetch offset (then KIP-392 case 1 applies)
+        low = max(hw_a, as_int(x.get("fetch_offset"), 0) + 1, *(rec[0] + 1 for rec in x.get("records") or [(-1,)]))
         leader = leaders.get((*tp_of(x), r["value"].get("current_leader_epoch")))
         if low < x["high_watermark"] and leader is not None and r["value"].get("broker") != leader \
                 and h.records[h.invoke_of[r["index"]]]["time"] - a["time"] < FETCH_WAIT_NS:
@@ -645,16 +647,21 @@ def _aborted_read(h: History, rng: random.Random):
 def _precommitted_read(h: History, rng: random.Random):
     txns = _transactions(h)
     cands = []
+    polls = _committed_polls(h)
+    times = [r["time"] for r in polls]
     for t in txns.values():
         if t["commit"] is None or t["commit_invoked"] is None:
             continue
         for rec in t["records"]:
-            cands.append((rec, t["commit_invoked"]))
+            sent = h.records[h.invoke_of.get(rec[4], rec[4])]["time"]
+            if bisect.bisect_left(times, t["commit_invoked"]) > bisect.bisect_right(times, sent):
+                cands.append((rec, t["commit_invoked"]))
     pick = _pick(rng, cands)
     if pick is None:
         return None
     rec, invoked = pick
-    polls = [r for r in _committed_polls(h) if r["time"] < invoked]  # even before the send: never committed then
+    sent = h.invoke_of.get(rec[4], rec[4])  # read after its send was called, before its commit was
+    polls = [r for r in _committed_polls(h) if r["index"] > sent and r["time"] < invoked]
     poll = _pick(rng, polls)
     if poll is None:
         return None

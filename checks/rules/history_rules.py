@@ -30,7 +30,8 @@ import json
 from typing import Iterable
 
 from kipcheck.checks import linearize
-from kipcheck.checks.rules.base import UNKNOWN, Anomaly, BaseRule
+from kipcheck.checks.rules.base import RULE, UNKNOWN, Anomaly, BaseRule
+from kipcheck.reference_model import kip392
 from kipcheck.reference_model.transactions import COMMITTED, READ_COMMITTED, transaction_outcome
 
 TXN_ENDS = ("txn-commit", "txn-abort")
@@ -536,10 +537,29 @@ def send_order(d: Digest, budget: int) -> list[Anomaly]:
     return out
 
 
-class PartitionHistoryRule(BaseRule):
-    """The client-visible log checks of one topic-partition (see module docstring)."""
+def reads_before_send(d: Digest) -> list[Anomaly]:
+    """`uncommitted-read`: a consumer's poll returned an acknowledged record before the
+    send of it was called (`kip392.sent_before_read`). Offsets holding more than one value
+    are `inconsistent-offset`'s."""
+    first = dict(zip(d.read_offsets, d.read_first))
+    out = []
+    for invoked, offset, value in zip(d.s_invoke, d.s_offset, d.s_value):
+        read = first.get(offset) if offset is not None else None
+        if read is None or kip392.sent_before_read(read, invoked) or len(d.values_at(offset)) > 1:
+            continue
+        out.append(Anomaly("uncommitted-read", (read, invoked),
+                           f"a poll of {d.topic}/{d.partition} returned offset {offset} ({value!r}) at index {read}, "
+                           f"before its send was called (index {invoked}): no replica had it, let alone committed it",
+                           details={"topic": d.topic, "partition": d.partition, "offset": offset,
+                                    RULE: "kip392.records_committed"}))
+    return out
 
-    anomalies = HISTORY_ANOMALIES
+
+class PartitionHistoryRule(BaseRule):
+    """The client-visible log checks of one topic-partition (see module docstring), and
+    reads of a record before its send was called (`uncommitted-read`)."""
+
+    anomalies = HISTORY_ANOMALIES + ("uncommitted-read",)
     streams = True  # `start`: one compact digest per partition; `check`/`check_group` are BaseRule's
     one_pass = True
 
@@ -624,7 +644,7 @@ class _Judge:
     def finish(self) -> list[Anomaly]:
         d = self.digest.finish()
         return (lost_writes(d) + duplicates(d) + inconsistent_offsets(d) + continuity(d)
-                + send_order(d, self.budget))
+                + send_order(d, self.budget) + reads_before_send(d))
 
 
 def fetched_records(record: dict) -> list[tuple[str, list]]:
