@@ -14,6 +14,7 @@ from typing import Callable
 
 from kipcheck.checks.mutate.history import Edit, History, Mutation, consumer_answers, fetch_entries, tp_of
 from kipcheck.checks.rules.observe import as_int
+from kipcheck.checks.rules.timestamp_rules import BY_TIME_TOLERANCE_MS
 from kipcheck.checks.rules.txn_rules import CLEANUP_INTERVAL_NS
 
 #: a broker id no kipcheck cluster has (the preferred replica "no replica at all")
@@ -459,8 +460,17 @@ def _stamp_moved(h: History, rng: random.Random):
 @operator("time-offset-one-past", "time-offset-violation",
           "KIP-79: ListOffsets by time answers the first offset stamped at or after the time")
 def _time_offset(h: History, rng: random.Random):
-    cands = [r for r in h.ok("list_offsets") if as_int(r["value"].get("timestamp"), -1) >= 0
-             and r["value"].get("error", "NONE") == "NONE" and as_int(r["value"].get("offset"), -1) >= 0]
+    stamps = {}  # (topic, partition, offset) -> the broker's Unix ms stamp, as consumers read it
+    for r in _polls_with_records(h):
+        v = r["value"]
+        if isinstance(v.get("append_ms"), list) and isinstance(v.get("wall_minus_history_ms"), int):
+            for rec, ms in zip(v["records"], v["append_ms"]):
+                stamps[tuple(rec[:3])] = ms + v["wall_minus_history_ms"]
+    # only where the record the answer names is stamped past the rule's tolerance after the
+    # target: an answer one further then provably skips a record stamped at or after it
+    cands = [r for r in h.ok("list_offsets") if as_int((v := r["value"]).get("timestamp"), -1) >= 0
+             and v.get("error", "NONE") == "NONE" and as_int(v.get("offset"), -1) >= 0
+             and stamps.get((v["topic"], v["partition"], v["offset"]), -1) >= v["timestamp"] + BY_TIME_TOLERANCE_MS]
     r = _pick(rng, cands)
     if r is None:
         return None
