@@ -165,6 +165,8 @@ def test_shown_forms_are_the_first_send_s():
         ("inconsistent-offset", (3, 6), "t/0 offset 0 holds 2 values: 1 (index 3), 'x' (index 6)"),
         ("poll-skip", (5, 6), "process 8 read t/0 offset 0 (index 6) then offset 2 (index 6), "
                               "skipping offset True which exists (index 5)"),
+        ("uncommitted-read", (1, 4), "a poll of t/0 returned offset True ('b') at index 1, before its send was "
+                                     "called (index 4): no replica had it, let alone committed it"),
     ]
 
 
