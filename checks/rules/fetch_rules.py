@@ -1,6 +1,7 @@
 """Model-backed rules for raw-protocol fetches (KIP-392 and KIP-227).
 
-* `ConsumerFetchRule`: `uncommitted-read`, `wrong-fetch-error` (KIP-392 cases 1-4).
+* `ConsumerFetchRule`: `uncommitted-read`, `wrong-fetch-error` (KIP-392 cases 1-4); also
+  `uncommitted-read` of consumer polls, against the HWMs their leader answered around them.
 * `HighWatermarkRule`: `hwm-regression`, and OffsetsForLeaderEpoch answers above the
   HWM (`wrong-fetch-error`).
 (`preferred-replica-violation` is checks/rules/replica_rules.py, `fetch-session-violation`
@@ -13,13 +14,14 @@ from __future__ import annotations
 
 import bisect
 import json
+from collections import deque
 from typing import Iterable, Sequence
 
 from kipcheck.reference_model import kip392, profiles
 from kipcheck.reference_model.state import NONE, Replica
 
 from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
-from kipcheck.checks.rules.kip1166_rules import fault_windows, touched
+from kipcheck.checks.rules.kip1166_rules import SETTLE_NS, fault_windows, touched
 from kipcheck.checks.rules.log_bounds import Extremes, HwmFloor, Lives, SendBound, fault_brokers, hwm_series, hwm_values
 from kipcheck.checks.rules.observe import EpochIndex, Op, answered, as_int, known_as, partitions_of, proven_epoch, verdict
 from kipcheck.checks.rules.replica_rules import IMAGE_LAG_NS, ISR_SPAN_NS
@@ -54,9 +56,12 @@ class ConsumerFetchRule(BaseRule):
     and HWM (groups `kip392-leo:<topic>/<partition>`); the leader's HWM gives an in-sync
     follower a least LEO (`kip392.leo_reached_leader_hwm`; one group, `kip392-isr`:
     consumer fetches, ListOffsets, metadata, faults). Only answers no log within those bounds
-    explains are flagged."""
+    explains are flagged. Consumer polls are judged against the HWMs the partition's leader
+    answered around them (`_PollJudge`, one group for the run, `kip392-poll`, streamed: the
+    rule reads each group once, `one_pass`)."""
 
     anomalies = ("uncommitted-read", "wrong-fetch-error")
+    one_pass = True
 
     def group_keys(self, record: dict) -> Iterable[str]:
         v = record.get("value") or {}
@@ -64,19 +69,36 @@ class ConsumerFetchRule(BaseRule):
         if f == "fetch" and _is_consumer(v):
             yield f"kip392-fetch:{v.get('broker')}"
             yield ISR_GROUP
+            yield POLL_GROUP
             for e in partitions_of(v):
                 yield f"kip392-leo:{e.get('topic')}/{e.get('partition')}"
         elif f == "metadata":
             yield f"kip392-fetch:{v.get('broker')}"
             yield ISR_GROUP
+            yield POLL_GROUP
         elif f == "list_offsets":
             yield f"kip392-fetch:{v.get('broker')}"
             yield ISR_GROUP  # the broker's own bounds there are its group's (`_broker_answers`)
-        elif f == "offsets_for_leader_epoch" or f == "send":
+        elif f == "offsets_for_leader_epoch":
             yield f"kip392-leo:{v.get('topic')}/{v.get('partition')}"
+        elif f == "send":
+            yield f"kip392-leo:{v.get('topic')}/{v.get('partition')}"
+            if record.get("type") == "invoke":
+                yield POLL_GROUP
+        elif f == "poll":
+            if record.get("type") == "ok" and v.get("records"):
+                yield POLL_GROUP
+        elif f == "upgrade":
+            yield POLL_GROUP
         elif f == "fault":
             yield from (f"kip392-fetch:{b}" for b in fault_brokers(record))
             yield ISR_GROUP
+            yield POLL_GROUP
+
+    def split(self, record: dict) -> list[tuple[str, dict]]:
+        """The poll group gets only what `_PollJudge` reads of a record (`_poll_part`)."""
+        keys = sorted(set(self.group_keys(record)))
+        return [(k, _poll_part(record) if k == POLL_GROUP else record) for k in keys]
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
         keys = None
@@ -85,7 +107,10 @@ class ConsumerFetchRule(BaseRule):
             keys = mine if keys is None else keys & mine
         return self.check_group(sorted(keys)[0], records, profile) if keys else []
 
-    def check_group(self, key: str, records: Sequence[dict], profile: str) -> list[Anomaly]:
+    def check_group(self, key: str, records: Iterable[dict], profile: str) -> list[Anomaly]:
+        if key == POLL_GROUP:
+            return _PollJudge.judge(records, profile)
+        records = records if isinstance(records, list) else list(records)
         if key.startswith("kip392-leo:"):
             topic, _, part = key[len("kip392-leo:"):].rpartition("/")
             return self._judge_partition(records, topic, as_int(part), profile)
@@ -126,12 +151,14 @@ class ConsumerFetchRule(BaseRule):
 
     # --- in-sync followers: the leader's HWM is a least LEO ------------------------------
     def _judge_in_sync_followers(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
-        """KIP-392 case 1 on a follower (`kip392.leo_reached_leader_hwm`): while a follower is
-        in the ISR of a leader epoch its LEO is at least every HWM that epoch's leader reported
-        before, so a fetch at an offset in [its own HWM, the leader's HWM) is case 1 (Kafka:
+        """KIP-392 case 1 on a follower (`kip392.leo_reached_leader_hwm`): a follower in the
+        leader's ISR at some moment after the leader reported a HWM had its LEO at that HWM by
+        then, so a fetch at an offset in [its own HWM, the leader's HWM) is case 1 (Kafka:
         NONE and no records; the KIP: OFFSET_NOT_AVAILABLE), never OFFSET_OUT_OF_RANGE.
-        Only what this bound adds to the follower's own bounds (`_broker_answers`, judged in
-        its broker's group) is reported here."""
+        The leader's HWM is that of its latest answer in the epoch before the follower's
+        request after which `_IsrProof` proves the follower in its ISR (`_Reports`). Only what
+        this bound adds to the follower's own bounds (`_broker_answers`, judged in its broker's
+        group) is reported here."""
         isr = _IsrProof(records)
         if not isr.known:
             return []
@@ -148,23 +175,22 @@ class ConsumerFetchRule(BaseRule):
             for op, entry, epoch, _, _ in items:
                 tp, hwm = (entry.get("topic"), entry.get("partition")), as_int(entry.get("high_watermark"), -1)
                 if entry.get("error", NONE) == NONE and hwm >= 0 and epoch is not None and isr.leader(tp, epoch) == b:
-                    leader_hwms.setdefault((*tp, epoch), []).append((op.completed, hwm))
-        highest = {k: Extremes(v, max) for k, v in leader_hwms.items()}
+                    leader_hwms.setdefault((*tp, epoch), []).append((op.completed, hwm, op.invoked, op.indices))
+        reports = {k: _Reports(v) for k, v in leader_hwms.items()}
         out: list[Anomaly] = []
         for b, items in answers.items():
             for op, entry, epoch, _, own in items:
                 tp = (entry.get("topic"), entry.get("partition"))
                 leader = None if epoch is None else isr.leader(tp, epoch)
-                if leader is None or leader == b or (*tp, epoch) not in highest:
+                if leader is None or leader == b or (*tp, epoch) not in reports:
                     continue
-                leader_hwm = highest[(*tp, epoch)].before(op.invoked)
-                in_isr = leader_hwm is not None and isr.in_sync(tp, epoch, leader, b, op.invoked, op.completed)
-                least = kip392.leo_reached_leader_hwm(leader_hwm, in_isr)
+                leader_hwm, proof = reports[(*tp, epoch)].in_sync(isr, tp, epoch, leader, b, (op.invoked, op.completed))
+                least = kip392.leo_reached_leader_hwm(leader_hwm, leader_hwm is not None)
                 if least is None or (own.leo_min is not None and own.leo_min >= least):
                     continue
                 bounds = kip392.LogBounds(leo_min=least, leo_max=own.leo_max, log_start_max=own.log_start_max,
                                           hwm_max=own.hwm_max)
-                out += self._judge(op, entry, profile, bounds, unless_under=own,
+                out += self._judge(op, entry, profile, bounds, unless_under=own, proof=proof,
                                    why=f"broker {b} was in leader {leader}'s ISR of epoch {epoch}, whose HWM had "
                                        f"reached {least}")
         return out
@@ -209,9 +235,10 @@ class ConsumerFetchRule(BaseRule):
                         offsets=above[:20], high_watermark=hwm, later_high_watermarks=sorted({h for h, _ in later})[:20])
 
     def _judge(self, op: Op, e: dict, profile: str, bounds=kip392.NO_BOUNDS, unless_under=None,
-               why: str = "") -> list[Anomaly]:
+               why: str = "", proof: tuple = ()) -> list[Anomaly]:
         """`unless_under`: report only where `bounds` decide otherwise than these bounds (under
-        which another group judges the same answer)."""
+        which another group judges the same answer). `proof`: the indices of the answers that
+        prove `bounds`, reported with the answer's own."""
         err, offset = e.get("error", NONE), int(e["fetch_offset"])
         hwm, start = as_int(e.get("high_watermark"), -1), as_int(e.get("log_start_offset"), -1)
         if err not in KIP392_ERRORS or as_int(e.get("preferred_read_replica"), -1) >= 0:
@@ -228,7 +255,7 @@ class ConsumerFetchRule(BaseRule):
         where = f"{e.get('topic')}/{e.get('partition')} on broker {op.value.get('broker')} at offset {offset}"
         bound_text = ", ".join(f"{k} {v}" for k, v in (("LEO >=", bounds.leo_min), ("LEO <=", bounds.leo_max),
                                                         ("log start <=", bounds.log_start_max)) if v is not None)
-        return _anomaly(kind, "wrong-fetch-error", "kip392.consumer_fetch_outcomes", op.indices,
+        return _anomaly(kind, "wrong-fetch-error", "kip392.consumer_fetch_outcomes", (*op.indices, *proof),
                         f"fetch of {where} answered {err} with HWM {hwm} and log start {start}, "
                         f"which no replica state allows (KIP-392 cases 1-4)"
                         + (f" with {bound_text} (proven by other answers)" if bound_text else "")
@@ -300,21 +327,37 @@ ISR_GROUP = "kip392-isr"
 
 
 class _IsrProof:
-    """Which broker led a leader epoch, and whether a follower was in its ISR while it answered.
+    """Which broker led a leader epoch, and whether a follower was in its ISR after the leader
+    reported a HWM and before the follower answered.
 
-    From every broker's `metadata` answers, by completion. A follower was in the leader's ISR
-    (the leader's `Partition.maximalIsr`, which bounds its HWM) while it answered [invoked,
-    completed] when every answer from the last one completed before `invoked` to the first one
-    invoked `IMAGE_LAG_NS` after `completed` names that leader for that epoch and lists the
-    follower in the ISR, the answers span less than `ISR_SPAN_NS`, and no fault touched any
-    node in the span. A committed ISR an answer shows is in the leader's `maximalIsr` (a shrink
-    is in it until it commits; an expansion from its proposal). Assumed, as `PreferredReplicaRule`
-    assumes for the ISR it proves a replica out of: a broker's metadata image lags less than
-    `IMAGE_LAG_NS`, and no shrink and rejoin of the follower falls between two answers of a
-    fault-free span shorter than `replica.lag.time.max.ms` (8 s here), the lag a shrink needs."""
+    Kafka's leader advances its HWM only to the least LEO over its `Partition.maximalIsr`
+    (`maybeIncrementLeaderHW`), and adds a follower to it only once the follower's LEO reached
+    the HWM (`isFollowerInSync`); within one epoch and life the HWM never goes back and a
+    follower never truncates below it. So a follower in the leader's maximal ISR at any moment
+    after the leader reported HWM h held offsets below h from then on, and when it answered
+    later in that epoch and life.
+
+    From every broker's `metadata` answers, by completion. The follower was in the leader's
+    maximal ISR at some moment in [report completed, answer invoked] when every answer from the
+    last one completed before the follower's request was invoked to the first one invoked
+    `IMAGE_LAG_NS` after the report completed names that leader for that epoch and lists the
+    follower in the ISR, and the answers span less than `ISR_SPAN_NS`; and no fault touched any
+    node from the report (or the first answer, if earlier) to the follower's answer (or the last
+    answer, if later): no lost log, no new life. The first answer shows the committed ISR of a
+    moment before the request, the last one that of a moment after the report (a broker's image
+    lags less than `IMAGE_LAG_NS`), and a committed ISR an answer shows is in the leader's
+    `maximalIsr` (a shrink is in it until it commits; an expansion from its proposal). Assumed,
+    as `PreferredReplicaRule` assumes for the ISR it proves a replica out of: a broker's metadata
+    image lags less than `IMAGE_LAG_NS`, and no shrink and rejoin of the follower falls between
+    two answers of a fault-free span shorter than `replica.lag.time.max.ms` (8 s here), the lag a
+    shrink needs. An answer sooner than `IMAGE_LAG_NS` after the report proves nothing about the
+    ISR after it: the leader may have shrunk a follower that lagged 8 s just before its report
+    (`Partition.handleAlterPartitionUpdate` takes the committed ISR at once) while the images
+    still showed the old ISR."""
 
     def __init__(self, records: Sequence[dict]):
-        self.answers: dict[tuple, list[tuple]] = {}  # (topic, partition) -> [(invoked, completed, epoch, leader, isr)]
+        # (topic, partition) -> [(invoked, completed, epoch, leader, isr, indices)]
+        self.answers: dict[tuple, list[tuple]] = {}
         self.leaders: dict[tuple, int] = {}
         for op in answered(records, ["metadata"]):
             v = op.value
@@ -323,7 +366,7 @@ class _IsrProof:
                 continue
             tp = (v.get("topic"), v.get("partition"))
             isr = frozenset(as_int(x, -1) for x in v.get("isr") or ())
-            self.answers.setdefault(tp, []).append((op.invoked, op.completed, epoch, leader, isr))
+            self.answers.setdefault(tp, []).append((op.invoked, op.completed, epoch, leader, isr, op.indices))
             self.leaders.setdefault((*tp, epoch), leader)
         for items in self.answers.values():
             items.sort(key=lambda a: a[1])
@@ -335,17 +378,273 @@ class _IsrProof:
         """The leader of `epoch` (an epoch has one leader; any broker's answer names it)."""
         return self.leaders.get((*tp, epoch))
 
-    def in_sync(self, tp: tuple, epoch: int, leader: int, follower: int, invoked: int, completed: int) -> bool:
+    def chain(self, tp: tuple, epoch: int, leader: int, follower: int, answer: tuple) -> list[tuple]:
+        """The answers, (invoked, completed, indices), from the last one completed before the
+        follower's `answer` (invoked, completed) was invoked, as long as each names `leader` for
+        `epoch` with `follower` in the ISR and they span less than `ISR_SPAN_NS`; up to the first
+        one invoked `IMAGE_LAG_NS` after the answer was (it closes the proof for any report
+        before the answer). Empty: no answer before the request."""
         items = self.answers.get(tp, [])
-        i = bisect.bisect_left(self.done.get(tp, []), invoked) - 1
-        if i < 0:
-            return False
-        for a in items[i:]:
+        i = bisect.bisect_left(self.done.get(tp, []), answer[0]) - 1
+        out: list[tuple] = []
+        for a in items[i:] if i >= 0 else ():
             if a[2] != epoch or a[3] != leader or follower not in a[4] or a[1] - items[i][0] >= ISR_SPAN_NS:
-                return False
-            if a[0] >= completed + IMAGE_LAG_NS:
-                return not touched(self.faults, items[i][0], a[1], None)
-        return False
+                break
+            out.append((a[0], a[1], a[5]))
+            if a[0] >= answer[0] + IMAGE_LAG_NS:
+                break
+        return out
+
+    def faultless(self, begin: int, end: int) -> bool:
+        """No fault touched any node in [begin, end]: no lost log, no new life, no fencing."""
+        return not touched(self.faults, begin, end, None)
+
+
+class _Reports:
+    """One leader's HWM answers in one epoch, `(completed, hwm, invoked, indices)`, by completion."""
+
+    def __init__(self, answers: list[tuple]):
+        self.items = sorted(answers, key=lambda a: a[0])
+        self.done = [a[0] for a in self.items]
+
+    def in_sync(self, isr: _IsrProof, tp: tuple, epoch: int, leader: int, follower: int,
+                answer: tuple) -> tuple[int | None, tuple]:
+        """The HWM of the latest report before the follower's `answer` (invoked, completed)
+        after which `isr` proves the follower in the leader's ISR (`_IsrProof`): the latest the
+        chain closes (its last answer invoked `IMAGE_LAG_NS` after the report completed) is best
+        in every way, the highest HWM (a leader's never goes back in its epoch) and the shortest
+        span to keep free of faults (from the report, or the chain's first answer, to the
+        closing answer or the follower's answer). (HWM, the indices of the report and of the
+        chain's first and closing answers); (None, ()): nothing proven."""
+        chain = isr.chain(tp, epoch, leader, follower, answer)
+        if not chain:
+            return None, ()
+        latest = min(chain[-1][0] - IMAGE_LAG_NS, answer[0] - 1)
+        k = bisect.bisect_right(self.done, latest) - 1
+        if k < 0:
+            return None, ()
+        done, hwm, invoked, indices = self.items[k]
+        closing = next(a for a in chain if a[0] >= done + IMAGE_LAG_NS)
+        if not isr.faultless(min(chain[0][0], invoked), max(closing[1], answer[1])):
+            return None, ()
+        return hwm, (*indices, *chain[0][2], *closing[2])
+
+
+POLL_GROUP = "kip392-poll"
+
+
+class _PollJudge:
+    """KIP-392 "Follower Fetching" for consumer polls (`uncommitted-read`): a poll reports no
+    HWM, but each record it returned was below the serving replica's HWM when read, and that
+    HWM is at most what the partition's leader answered afterwards in the same leader epoch and
+    life (a leader's HWM never goes back there; a follower's is one the leader sent it). So a
+    polled record at offset k is proven uncommitted when read (`kip392.records_committed`, no
+    reported HWM) if leader L of epoch E (any broker's metadata names it)
+    - answered a consumer fetch in E (B) before the record's send was invoked: the record was
+      written while L already led E, so no earlier epoch's leader committed it (every record
+      such a leader commits after L's election is one L already held, appended before);
+    - answered one in E invoked after the poll completed (A) with HWM <= k: the record was
+      served between its send and the poll's completion, while L's HWM was <= k;
+    - and no fault ran (any node) and no upgrade step, from B to A (plus `SETTLE_NS`): L kept
+      its life, and no later epoch's leader committed the record meanwhile (L's ISR would have
+      held it back: L, ignorant of that epoch, fetched nothing from it, and leaves its ISR only
+      after `replica.lag.time.max.ms` (8 s) unseen, by fencing or by shutdown; L's metadata
+      image lags less than that while no fault runs).
+    Assumed: a non-transactional send's value is sent once (the workload's values are
+    `process-n`; a transactional copier re-sends values, so those sends are not used).
+
+    Streamed (the group is every send invoke and every poll that returned records): only sends invoked after a
+    consumer fetch answer of their partition are remembered, until a poll reads them while no
+    broker named the partition's leader that answered before the send last answered a HWM <=
+    the offset (never a candidate then: in the span a proof needs, that broker's HWM only rose
+    since); a polled record waits for each such broker's next answer asked after the poll, and
+    is confirmed in `finish` (epochs, leader, faults)."""
+
+    def __init__(self):
+        self.invoked: dict = {}  # (process, f) -> (index, time) of the pending invoke
+        self.answers: dict[tuple, list] = {}  # (topic, partition, broker) -> [_Answer], by completion
+        self.last_hwm: dict[tuple, int] = {}  # (topic, partition, broker) -> HWM of its latest answer
+        self.first_done: dict[tuple, dict] = {}  # (topic, partition) -> {broker: first answer completed}
+        self.metadata: list[Op] = []
+        self.faults: list[dict] = []
+        self.upgrades: list[tuple] = []  # (start, end, None) windows of upgrade steps
+        self.leaders: dict[tuple, set] = {}  # (topic, partition) -> brokers metadata named its leader so far
+        self.sent: dict[tuple, tuple] = {}  # (topic, partition, value) -> (invoke time, index)
+        self.waiting: dict[tuple, deque] = {}  # (topic, partition, broker) -> [_Candidate], by poll completion
+        self.found: list[tuple] = []  # (candidate, broker, answer A)
+
+    @classmethod
+    def judge(cls, records: Iterable[dict], profile: str) -> list[Anomaly]:
+        judge = cls()
+        for r in records:
+            judge.add(r)
+        return judge.finish(profile)
+
+    def add(self, r: dict) -> None:
+        f, kind, v, t = r["f"], r["type"], r.get("value") or {}, r.get("time", 0)
+        if f == "fault":
+            self.faults.append(r)
+            return
+        if f == "send":
+            key = (v.get("topic"), v.get("partition"))
+            if kind == "invoke" and "txn" not in v and key in self.first_done:
+                self.sent.setdefault((*key, _plain(v.get("value"))), (t, r["index"]))
+            return
+        if f == "poll":
+            if kind == "ok":
+                self._poll((r["index"],), t, v.get("records") or [])
+            return
+        pending = (r.get("process"), f)
+        if kind == "invoke":
+            self.invoked[pending] = (r["index"], t)
+            return
+        index, invoked = self.invoked.pop(pending, (r["index"], t))
+        if kind != "ok":
+            return
+        if f == "upgrade":
+            self.upgrades.append((invoked, t + SETTLE_NS, None))
+        elif f == "metadata":
+            self.metadata.append(Op(index, r["index"], invoked, t, r.get("process"), f, v))
+            if as_int(v.get("leader"), -1) >= 0:
+                self.leaders.setdefault((v.get("topic"), v.get("partition")), set()).add(as_int(v["leader"]))
+        elif f == "fetch" and v.get("top_error", NONE) in (NONE, None):
+            for e in partitions_of(v):
+                hwm = as_int(e.get("high_watermark"), -1)
+                if _answered(e) and e.get("error", NONE) == NONE and hwm >= 0:
+                    self._answer(_Answer(as_int(v.get("broker")), as_int(v.get("current_leader_epoch"), -1),
+                                         invoked, t, hwm, (index, r["index"])), e.get("topic"), e.get("partition"))
+
+    def _answer(self, a: "_Answer", topic, part) -> None:
+        key = (topic, part, a.broker)  # as the partition's sends and polls name it
+        self.answers.setdefault(key, []).append(a)
+        self.last_hwm[key] = a.hwm
+        self.first_done.setdefault(key[:2], {}).setdefault(a.broker, a.completed)
+        waiting = self.waiting.get(key)
+        while waiting and waiting[0].done < a.invoked:  # the polls completed before this answer was asked
+            c = waiting.popleft()
+            if a.hwm <= c.offset:
+                self.found.append((c, a.broker, a))
+
+    def _poll(self, poll: tuple, done: int, records: list) -> None:
+        """Each polled record sent after an answer of its partition waits for the next answer
+        (asked after the poll) of each broker named its leader that answered before the send
+        and last answered a HWM <= its offset; a record no such broker waits for is forgotten."""
+        sent, views = self.sent, {}
+        if not sent:
+            return
+        for topic, part, offset, value in records:
+            key = (topic, part, value if type(value) is str else _plain(value))
+            send = sent.get(key)
+            if send is None or type(offset) is not int:
+                continue
+            view = views.get(key[:2])
+            if view is None:  # (broker, its first answer's completion, its last HWM)
+                first = self.first_done.get(key[:2], {})
+                view = views[key[:2]] = [(b, first[b], self.last_hwm[(*key[:2], b)])
+                                         for b in self.leaders.get(key[:2], ()) if b in first]
+            brokers = [b for b, first, hwm in view if first < send[0] and hwm <= offset]
+            if not brokers:
+                del sent[key]
+                continue
+            c = _Candidate(poll, done, key[:2], offset, value, send)
+            for b in brokers:
+                self.waiting.setdefault((*key[:2], b), deque()).append(c)
+
+    def finish(self, profile: str) -> list[Anomaly]:
+        epochs = EpochIndex(self.metadata)
+        leaders: dict[tuple, int] = {}
+        for op in self.metadata:
+            epoch, leader = as_int(op.value.get("leader_epoch"), -1), as_int(op.value.get("leader"), -1)
+            if epoch >= 0 and leader >= 0:
+                leaders.setdefault((op.value.get("topic"), op.value.get("partition"), epoch), leader)
+        windows = fault_windows(self.faults) + self.upgrades
+        proven: dict[tuple, list] = {}  # (poll indices, topic, partition) -> [(candidate, B, A, epoch)]
+        for c, broker, a in self.found:
+            epoch = a.epoch(c.tp, epochs)
+            if epoch is None or leaders.get((*c.tp, epoch)) != broker:
+                continue
+            b = self._before(c, broker, epoch, epochs)
+            if b is None or touched(windows, b.invoked, a.completed, None):
+                continue
+            if verdict(lambda p: kip392.records_committed([c.offset], None, p, ((a.hwm, True),)), profile):
+                proven.setdefault((c.poll, *c.tp), []).append((c, b, a, epoch))
+        out: list[Anomaly] = []
+        for (poll, topic, part), items in proven.items():
+            items = sorted({id(i[0]): i for i in items}.values(), key=lambda i: i[0].offset)
+            c, b, a, epoch = items[0]
+            offsets = sorted({i[0].offset for i in items})
+            out += _anomaly("anomaly", "uncommitted-read", "kip392.records_committed",
+                            [*poll, *b.indices, *a.indices, *(i[0].send[1] for i in items)],
+                            f"poll of {topic}/{part} returned offsets {offsets[:5]} ({c.value!r} at {c.offset}), at "
+                            f"or above the HWM {a.hwm} its leader {a.broker} answered in epoch {epoch} after the poll "
+                            f"(index {a.indices[-1]}), although {c.value!r} was sent (index {c.send[1]}) after that "
+                            f"leader had answered in epoch {epoch} (index {b.indices[-1]}), with no fault between: "
+                            f"not committed when the poll was served",
+                            offsets=offsets[:20], high_watermark=a.hwm, leader=a.broker, leader_epoch=epoch)
+        return out
+
+    def _before(self, c: "_Candidate", broker: int, epoch: int, epochs: EpochIndex) -> "_Answer | None":
+        """The leader's last answer completed before the record's send, if it proves `epoch`
+        (epochs on one broker only rise: an earlier one in `epoch` would be no nearer)."""
+        answers = self.answers[(*c.tp, broker)]
+        i = bisect.bisect_left(answers, c.send[0], key=lambda x: x.completed)
+        for b in reversed(answers[:i]):
+            proven = b.epoch(c.tp, epochs)
+            if proven is not None:
+                return b if proven == epoch else None
+        return None
+
+
+class _Answer:
+    """One consumer fetch answer of one partition (NONE, with a HWM) as `_PollJudge` keeps it."""
+
+    __slots__ = ("broker", "leader_epoch", "invoked", "completed", "hwm", "indices", "_epoch")
+
+    def __init__(self, broker, leader_epoch, invoked, completed, hwm, indices):
+        self.broker, self.leader_epoch, self.invoked, self.completed = broker, leader_epoch, invoked, completed
+        self.hwm, self.indices, self._epoch = hwm, indices, False
+
+    def epoch(self, tp: tuple, epochs: EpochIndex) -> int | None:
+        """The broker's proven leader epoch while it answered (`proven_epoch`)."""
+        if self._epoch is False:
+            op = Op(self.indices[0], self.indices[-1], self.invoked, self.completed, None, "fetch",
+                    {"broker": self.broker, "current_leader_epoch": self.leader_epoch})
+            self._epoch = proven_epoch(op, {"topic": tp[0], "partition": tp[1], "error": NONE}, epochs)
+        return self._epoch
+
+
+class _Candidate:
+    """A polled record that may prove an uncommitted read: the poll (indices, completion), the
+    record and its send (invoke time, index)."""
+
+    __slots__ = ("poll", "done", "tp", "offset", "value", "send")
+
+    def __init__(self, poll, done, tp, offset, value, send):
+        self.poll, self.done, self.tp, self.offset, self.value, self.send = poll, done, tp, offset, value, send
+
+
+def _poll_part(record: dict) -> dict:
+    """What `_PollJudge` reads of a record: a send's partition and value, a poll's records, a
+    consumer fetch's broker, epoch and per-partition error and HWM, a metadata answer's leader."""
+    v, f = record.get("value") or {}, record.get("f")
+    if f == "send":
+        part = {"topic": v.get("topic"), "partition": v.get("partition"), "value": v.get("value")}
+        if "txn" in v:
+            part["txn"] = v["txn"]
+    elif f == "poll":
+        part = {"records": v.get("records")}
+    elif f == "fetch":
+        part = {k: v[k] for k in ("broker", "replica_id", "current_leader_epoch", "top_error") if k in v}
+        if record.get("type") == "ok":
+            part["partitions"] = [{k: e[k] for k in ("topic", "partition", "fetch_offset", "error", "high_watermark",
+                                                     "omitted", "missing") if k in e} for e in partitions_of(v)]
+    elif f == "metadata":
+        part = {k: v[k] for k in ("broker", "topic", "partition", "leader", "leader_epoch") if k in v}
+    elif f == "upgrade":
+        part = {}
+    else:
+        return record
+    return {**record, "value": part}
 
 
 def _plain(value):
