@@ -24,8 +24,20 @@ def why_indices(why: str) -> set[int]:
     return found
 
 
+#: shared histories the checker does not flag, each with the Kafka mechanism that keeps it from
+#: proving the violation (docs/checker.md, "Recall"); strict: a change that flags one fails here
+#: until it is taken off this list
+UNPROVABLE = {
+    "wrong-fetch-error-03": "follower 2's place in the ISR at the leader's report (17) is shown only by the "
+                            "leader's own metadata answers (1, 23); 23 was asked 2.8 ms after 17, and a leader's "
+                            "metadata image trails its AlterPartition response (a shrink applied at once, "
+                            "replayed later): no answer an image lag (1 s) after 17 proves 2 still in sync",
+}
+
+
 @pytest.mark.skipif(not CASES, reason=f"no shared histories at {SHARED}")
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=UNPROVABLE[c]))
+                                  if c in UNPROVABLE else c for c in CASES])
 def test_shared_history_is_flagged_at_its_records(case, tmp_path):
     expected = json.loads((SHARED / case / "expected.json").read_text())
     profiles = ("kip", RELEASE) if expected["profile"] == "any" else (expected["profile"],)
