@@ -6,6 +6,7 @@ Sessions and the cache are immutable values (`state.Session`, `state.SessionCach
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Sequence
 
 from . import profiles
 from .profiles import Profile
@@ -322,7 +323,7 @@ def may_omit(cached: CachedPartition, response_may_be_full: bool, records_seen_a
     """KIP-227 "Incremental Fetch Responses": a partition with new data must be in the
     response. Committed data at the fetch offset (below the HWM the session last sent)
     is new data unless the response may have hit its size limit ("Handling Partition
-    Size Limits") or the replica may not hold it: under the KIP a follower's HWM may
+    Size Limits": `size_limits_may_empty_read`) or the replica may not hold it: under the KIP a follower's HWM may
     exceed its LEO (KIP-392 case 2), unless records at that offset were already seen;
     with `hwm-capped-at-leo` (Kafka) the HWM never exceeds the LEO, so it holds them.
     See `hwm_changed_since_sent` for the other reason, which no size limit excuses."""
@@ -344,3 +345,50 @@ def hwm_changed_since_sent(cached: CachedPartition, hwm_floor: int | None) -> bo
     for its records, so "Handling Partition Size Limits" does not excuse leaving it out.
     An unknown cached HWM (-1 after an error) proves nothing."""
     return hwm_floor is not None and cached.hwm >= 0 and hwm_floor > cached.hwm
+
+
+# --- Handling Partition Size Limits, as Kafka reads (ReplicaManager.readFromLog) -----------
+
+def size_limits_may_empty_read(first_batch_max: int | None, earlier: Sequence[int | None], partition_max_bytes: int,
+                               max_bytes: int, order_known: bool = True) -> bool:
+    """KIP-227 "Handling Partition Size Limits" (KIP-74): may the response's size limits have
+    left a partition with data at its fetch offset no bytes? Kafka (`ReplicaManager.readFromLog`)
+    reads the session's partitions in its order (`rotate`) from a budget of `max_bytes`: until
+    one returns bytes each read ignores both limits (`minOneMessage`: at least its first batch,
+    alone when larger than the limit); every later read gets min(`partition_max_bytes`, what is
+    left) and returns nothing when its first batch is larger (`LogSegment.read`; an incomplete
+    first batch is dropped from v3 on). So: not when no partition read before it returned bytes;
+    else not when its first batch fits what the earlier ones can have left.
+
+    `first_batch_max`: a bound on its first batch's size; `earlier`: a bound on the first batch
+    of each partition read before it that returned bytes, in read order (None: unbounded), or,
+    when not `order_known`, of every other partition that returned bytes (any may have been first)."""
+    if not earlier:
+        return False
+    heads = earlier[:1] if order_known else earlier  # the ones that may have been read with minOneMessage
+    if first_batch_max is None or any(b is None for b in heads):
+        return True
+    spent = max(partition_max_bytes, *heads) + partition_max_bytes * (len(earlier) - 1)
+    return first_batch_max > min(partition_max_bytes, max_bytes - spent)
+
+
+def first_batch_within_limit(reads: Sequence[tuple]) -> tuple[int, ...]:
+    """Which of `reads` prove that the first record batch at one fetch offset is no larger
+    than the partition limit every read used (their positions; empty: not proven).
+
+    `reads`: the non-empty reads at that offset of one unchanged log, each (read with
+    `minOneMessage`: True, False or None when not known, the offsets it returned). Kafka
+    (`ReplicaManager.readFromLog`, `LogSegment.read`): a read without `minOneMessage` returns
+    whole batches within the limit, so its first batch fit; a batch above the limit is only
+    ever returned alone (with `minOneMessage`), the same offsets each time, so two reads that
+    returned different offsets prove it fit too. A batch that fits also bounds what a read
+    with `minOneMessage` returns there: at most the limit."""
+    for i, (min_one_message, _) in enumerate(reads):
+        if min_one_message is False:
+            return (i,)
+    first: dict = {}
+    for i, (_, offsets) in enumerate(reads):
+        first.setdefault(tuple(offsets), i)
+        if len(first) > 1:
+            return tuple(first.values())
+    return ()

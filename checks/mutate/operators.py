@@ -370,13 +370,37 @@ def _prr_killed(h: History, rng: random.Random):
 
 # -- KIP-227 ------------------------------------------------------------------------------
 
+def _sessions_sent_hwm(h: History) -> list:
+    """(answer, entry) of each incremental consumer answer's partition that returned records at a
+    fetch offset below the HWM its session last sent for that partition (the session itself
+    proves committed data there). Elsewhere the returned records are the only proof of new data,
+    and with them gone a correct Kafka may have answered the same: its HWM reached the data just
+    after the read, so that change would plant nothing a history shows."""
+    sent: dict = {}  # (broker, process, session id) -> {partition: HWM last sent}
+    out = []
+    for r in h.ok("fetch"):
+        v = r["value"]
+        if v.get("top_error", "NONE") != "NONE" or as_int(v.get("replica_id"), -1) >= 0:
+            continue
+        incremental = as_int(v.get("session_epoch"), 0) > 0
+        key = (v.get("broker"), r.get("process"), as_int(v.get("session_id" if incremental else "response_session_id"), 0))
+        if not incremental:
+            sent[key] = {}
+        last = sent.setdefault(key, {})
+        for x in fetch_entries(v):
+            if x.get("omitted") or x.get("error", "NONE") != "NONE":
+                continue
+            if x.get("records") and incremental and last.get(tp_of(x), -1) > as_int(x.get("fetch_offset"), 1 << 62):
+                out.append((r, x))
+            if as_int(x.get("high_watermark")) is not None:
+                last[tp_of(x)] = as_int(x.get("high_watermark"))
+    return out
+
+
 @operator("incremental-response-omits-new-data", "fetch-session-violation",
           "KIP-227: an incremental response includes every partition with new data or a changed high watermark")
 def _session_omit(h: History, rng: random.Random):
-    cands = [(r, x) for r in h.ok("fetch") if as_int(r["value"].get("session_epoch"), 0) > 0
-             and r["value"].get("top_error", "NONE") == "NONE" and as_int(r["value"].get("replica_id"), -1) < 0
-             for x in fetch_entries(r["value"]) if x.get("records") and not x.get("omitted")]
-    pick = _pick(rng, cands)
+    pick = _pick(rng, _sessions_sent_hwm(h))
     if pick is None:
         return None
     r, x = pick

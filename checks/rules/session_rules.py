@@ -37,6 +37,17 @@ from kipcheck.checks.rules.observe import as_int, known_as, partitions_of, verdi
 
 SESSION_ANSWERS = {NONE, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH}
 NAME = "fetch-session-violation"
+#: The size limits of every raw fetch (only the prober records them, and the history does not
+#: carry the limits): harness/clients/prober.py asks max_bytes 1 MiB, PARTITION_MAX_BYTES each
+MAX_BYTES = 1 << 20
+PARTITION_MAX_BYTES = 16384
+LATEST_TIERED = -5  # ListOffsets timestamp: the last offset in remote storage (-1: none, KIP-1005)
+#: The topic Kafka's remote log metadata manager (TopicBasedRemoteLogMetadataManager, the only
+#: one Kafka ships) creates on a cluster with remote storage (remote.log.storage.system.enable)
+REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
+#: Errors Kafka's KafkaApis answers a partition with before reading (unknown, unauthorized): it
+#: puts them after the partitions it read, in the response and in a new session's order
+UNREAD_ERRORS = {"UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_ID", "TOPIC_AUTHORIZATION_FAILED"}
 
 
 def _key(e: dict) -> tuple:
@@ -47,6 +58,15 @@ def _requested(inv: dict) -> tuple:
     """(topic, partition, fetch offset) of each partition the request carried."""
     return tuple((e.get("topic"), e.get("partition"), int(e["fetch_offset"]))
                  for e in partitions_of(inv) if as_int(e.get("fetch_offset")) is not None)
+
+
+def _returned(e: dict) -> tuple:
+    """The offsets of the records and markers an answer carried for a partition: its read's
+    bytes (empty: none, or an error)."""
+    if e.get("omitted") or e.get("missing") or e.get("error", NONE) != NONE:
+        return ()
+    return tuple(sorted(int(r[0]) for r in (e.get("records") or []) + (e.get("markers") or [])
+                        if as_int(r[0]) is not None))
 
 
 def _response(e: dict) -> kip227.PartitionResponse:
@@ -64,9 +84,13 @@ class FetchSessionRule(BaseRule):
             yield f"session:{(record.get('value') or {}).get('broker')}"
         elif f == "fault":
             yield from (f"session:{b}" for b in fault_brokers(record))
+        elif f == "partition_change" and (record.get("value") or {}).get("kind") == "create":
+            # the metadata log's partition creations, to the brokers that host the partition (`_Reads.local`)
+            yield from (f"session:{b}" for b in (record.get("value") or {}).get("replicas") or ())
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
         floor = HwmFloor.of(records)
+        reads = _Reads(records, floor)
         walks: dict = {}  # process -> its sessions on this broker
         pending: dict = {}
         for r in records:
@@ -77,20 +101,137 @@ class FetchSessionRule(BaseRule):
             elif r.get("type") in ("ok", "fail", "info"):
                 inv = pending.pop(r.get("process"), None)
                 if r.get("type") == "ok" and inv is not None:
-                    walks.setdefault(r.get("process"), _Walk(profile, floor)).step(inv, r)
+                    walks.setdefault(r.get("process"), _Walk(profile, floor, reads)).step(inv, r)
         return [a for w in walks.values() for a in w.out]
+
+
+class _Reads:
+    """What one broker's answers (the group's) prove about its reads, for KIP-227 "Handling
+    Partition Size Limits": its non-empty reads at each fetch offset, whether each ignored the
+    size limits, and whether a partition may have been read from remote storage.
+
+    A read ignored the limits (Kafka `ReplicaManager.readFromLog`: `minOneMessage`) iff no
+    partition read before it in the same request returned bytes. The read order is the
+    request's own (the invoke's) without a session's rotation, else the session's order
+    as the client's walk tracks it (`orders`; unknown: nothing said)."""
+
+    def __init__(self, records: Sequence[dict], floor: HwmFloor):
+        self.floor = floor
+        self.answers: dict = {}  # completion index -> (invoked, completed, indices, named epoch, read order, bytes by key)
+        self.at: dict = {}  # (topic, partition, fetch offset) -> completion indices of non-empty reads there
+        self.orders: dict = {}  # completion index -> an incremental answer's read order (`_Walk`)
+        self.tiered: set = set()  # topics the broker answered some data in remote storage for
+        self.created: set = set()  # (topic, partition) the metadata log created with a replica here
+        pending: dict = {}
+        for r in records:
+            f = r.get("f")
+            if f == "partition_change":
+                v = r.get("value") or {}
+                self.created.add((v.get("topic"), v.get("partition")))
+                continue
+            if f not in ("fetch", "list_offsets"):
+                continue
+            if r.get("type") == "invoke":
+                pending[(r.get("process"), f)] = r
+                continue
+            inv = pending.pop((r.get("process"), f), None)
+            if r.get("type") == "ok" and inv is not None:
+                (self._fetch if f == "fetch" else self._offsets)(inv, r)
+
+    def _fetch(self, inv: dict, done: dict) -> None:
+        v, iv = done.get("value") or {}, inv.get("value") or {}
+        if v.get("top_error", NONE) not in (NONE, None):
+            return
+        ordered = kip227.request_kind(as_int(iv.get("session_id"), 0), as_int(iv.get("session_epoch"), -1)) \
+            != kip227.INCREMENTAL
+        got = {_key(e): (as_int(e.get("fetch_offset")), _returned(e)) for e in partitions_of(v)}
+        self.answers[done["index"]] = (inv.get("time", 0), done.get("time", 0), (inv["index"], done["index"]),
+                                       as_int(iv.get("current_leader_epoch"), -1),
+                                       tuple(_key(e) for e in partitions_of(iv)) if ordered else None, got)
+        for (topic, partition), (offset, returned) in got.items():
+            if returned and offset is not None:
+                self.at.setdefault((topic, partition, offset), []).append(done["index"])
+
+    def _offsets(self, inv: dict, done: dict) -> None:
+        v = done.get("value") or {}
+        if as_int(v.get("timestamp")) == LATEST_TIERED and v.get("error", NONE) == NONE \
+                and as_int(v.get("offset"), -1) >= 0:
+            self.tiered.add(v.get("topic"))
+
+    def min_one_message(self, index: int, key) -> bool | None:
+        """Whether answer `index` read `key` ignoring the size limits (None: not known)."""
+        *_, order, got = self.answers[index]
+        order = order or self.orders.get(index)
+        if order is None or key not in order:
+            return None
+        return not any(got.get(k, (None, ()))[1] for k in order[:order.index(key)])
+
+    def epoch(self, broker, topic, partition, invoked: int, completed: int, named: int = -1) -> tuple | None:
+        """(leader epoch, life, indices proving the epoch) `broker` was in for the partition
+        throughout [invoked, completed] (None: not proven): the epoch the request named when
+        answered NONE (Kafka `Partition.checkCurrentLeaderEpoch`), its metadata bracketing it,
+        or its first accepted fetch answer after it when an answer of that epoch completed
+        before (`HwmFloor.epoch_after`: a broker's epochs never go back)."""
+        lives = self.floor.lives
+        life = lives.of(invoked)
+        if life != lives.of(completed):
+            return None
+        if named >= 0:
+            return named, life, ()
+        during = self.floor.epochs.epoch_during(broker, topic, partition, invoked, completed)
+        if during is not None:
+            return during, life, ()
+        after = self.floor.epoch_after(broker, topic, partition, completed, life)
+        if after is None:
+            return None
+        anchor = next((p[4] for p in self.floor.points.get((topic, partition, after[0], life), ()) if p[1] < invoked),
+                      None)
+        return None if anchor is None else (after[0], life, after[1] + anchor)
+
+    def small_first_batch(self, broker, topic, partition, offset: int, invoked: int, completed: int) -> tuple | None:
+        """The indices proving that the first batch at `offset` of `broker`'s log for the
+        partition fitted the partition limit while it answered a request made in [invoked,
+        completed] (None: not proven): `kip227.first_batch_within_limit` on its non-empty
+        reads at that offset, before or after, in the same leader epoch and life (in which a
+        committed batch does not change)."""
+        at = self.epoch(broker, topic, partition, invoked, completed)
+        if at is None:
+            return None
+        same = []
+        for index in self.at.get((topic, partition, offset), ()):
+            inv_t, done_t, indices, named, _, got = self.answers[index]
+            read = self.epoch(broker, topic, partition, inv_t, done_t, named)
+            if read is not None and read[:2] == at[:2]:
+                same.append((self.min_one_message(index, (topic, partition)), got[(topic, partition)][1],
+                             indices + read[2]))
+        witnesses = kip227.first_batch_within_limit([(one, returned) for one, returned, _ in same])
+        return (at[2] + tuple(i for w in witnesses for i in same[w][2])) if witnesses else None
+
+    def local(self, topic, partition) -> bool:
+        """Whether the broker read the partition from its local log, never from remote storage:
+        Kafka reads remote storage (KIP-405) only on a cluster with remote storage, and such a
+        read may come back empty (`ReplicaManager.fetchMessages` fetches only a request's first
+        remote partition; `DelayedRemoteFetch` expires). Proven by the metadata log (appended to
+        the history, docs/history.md) creating the partition on this broker while creating no
+        partition of `REMOTE_LOG_METADATA_TOPIC` here (its replicas span the brokers: kipcheck's
+        tiered clusters replicate it on each), and by no LATEST_TIERED answer of the broker
+        showing data of the topic in remote storage."""
+        return (topic, partition) in self.created and not any(t == REMOTE_LOG_METADATA_TOPIC for t, _ in self.created) \
+            and topic not in self.tiered
 
 
 class _Walk:
     """The client's model state on one broker and the anomalies found so far."""
 
-    def __init__(self, profile: str, floor: HwmFloor | None = None):
+    def __init__(self, profile: str, floor: HwmFloor | None = None, reads: _Reads | None = None):
         self.profile = profile
         self.floor = floor
+        self.reads = reads
         self.known = SessionCache()
         self.gone: frozenset = frozenset()
         self.seen: dict = {}  # (session id, partition key) -> highest offset returned in it
         self.sent_at: dict = {}  # (session id, partition key) -> index of the answer that last sent it
+        self.in_order: dict = {}  # session id -> whether its partitions are in the broker's read order
         self.out: list[Anomaly] = []
 
     def flag(self, kind: str | None, rule: str, indices, message: str, **details) -> None:
@@ -119,9 +260,14 @@ class _Walk:
         if top not in SESSION_ANSWERS:
             return
         before = self.known.get(sid)
+        created = kind in (kip227.NEW, kip227.CLOSE_AND_NEW) and top == NONE and rid
+        if created:
+            self.in_order.pop(rid, None)
         chosen = self._judge_answer(kind, req, top, rid, indices, where)
         if top != NONE:
             return
+        if created:  # Kafka's new session holds the partitions in the order it read them
+            self.in_order.setdefault(rid, not any(e.get("error") in UNREAD_ERRORS for e in entries))
         if kind != kip227.INCREMENTAL:
             answered = {_key(e) for e in entries if not (e.get("omitted") or e.get("missing"))}
             gaps = sorted((kip227.full_response_partitions(req) | {_key(e) for e in entries}) - answered)
@@ -132,9 +278,11 @@ class _Walk:
                           f"\"Full Fetch Responses\", \"FetchRequest Metadata meaning\")", **where,
                           left_out=[list(g) for g in gaps[:20]])
         elif before is not None and rid == sid:
+            if self.reads is not None and self.in_order.get(sid):
+                self.reads.orders[done["index"]] = tuple(c.key for c in kip227.update_session_partitions(before, req))
             self._judge_incremental(before, req, entries, indices, where, (iv.get("broker"), inv, done))
         if chosen is not None and rid:
-            self._absorb(rid, entries, done["index"])
+            self._absorb(rid, entries, done["index"], rotate=kind == kip227.INCREMENTAL)
 
     def _judge_answer(self, kind, req, top, rid, indices, where):
         """The top-level answer against the model; steps the state. Returns the session
@@ -167,6 +315,7 @@ class _Walk:
         if top == FETCH_SESSION_ID_NOT_FOUND or (top == NONE and rid == 0 and req.session_id):
             self.known, self.gone = self.known.without(req.session_id), self.gone | {req.session_id}
         elif top == NONE and rid:
+            self.in_order[rid] = False
             old = self.known.get(rid)
             parts = kip227.update_session_partitions(old, req) if old else tuple(
                 CachedPartition(t, p, o) for t, p, o in req.partitions)
@@ -201,12 +350,12 @@ class _Walk:
             self.flag(k, "kip227.may_omit", indices, f"incremental response carries {c.topic}/{c.partition} with nothing new: HWM "
                                   f"{e.get('high_watermark')} and log start {e.get('log_start_offset')} as last sent, "
                                   f"no records, error {e.get('error', NONE)}", **where)
-        may_be_full = any(e.get("records") for e in entries)
         for e in entries:
             c = cached.get(_key(e))
             if not e.get("omitted") or c is None:
                 continue
             seen = self.seen.get((before.id, c.key), -1) >= c.fetch_offset
+            may_be_full, room = self._size_limits(c, session, entries, at, self.in_order.get(before.id, False))
             floors = {}
 
             def omit(p):
@@ -222,19 +371,57 @@ class _Walk:
                 why = (f"its HWM had changed since the session last sent it ({c.hwm}): broker {at[0]} had proven "
                        f"an HWM of at least {floor} in the same leader epoch before the request was sent")
             else:
-                why = f"committed data was available at its fetch offset {c.fetch_offset} (HWM {c.hwm})"
+                last_sent = self.sent_at.get((before.id, c.key))
+                shown = indices + room + (() if last_sent is None else (last_sent,))
+                why = (f"committed data was available at its fetch offset {c.fetch_offset} (HWM {c.hwm}), so its read "
+                       f"returned records: " + (f"its first batch fitted the partition limit and the other partitions "
+                                                 f"that returned records left room (answers {sorted(set(room))})" if room
+                                                 else "no other partition returned any, so it was read ignoring the "
+                                                      "size limits"))
             self.flag(k, "kip227.may_omit", shown,
                       f"incremental response left out {c.topic}/{c.partition} although {why}", **where)
 
-    def _absorb(self, sid: int, entries, index=None) -> None:
+    def _size_limits(self, c, session: Session, entries, at, order_known: bool) -> tuple[bool, tuple]:
+        """Whether the response's size limits may have left `c`'s read empty (KIP-227 "Handling
+        Partition Size Limits": `kip227.size_limits_may_empty_read`), and the indices of the
+        answers proving they did not: with another partition's bytes in the response, that the
+        first batch at each fetch offset concerned fitted the partition limit
+        (`_Reads.small_first_batch`), that the partition was read from the local log
+        (`_Reads.local`) and up to the HWM (read_uncommitted). `order_known`: the session's
+        partitions are in the broker's read order (else any other may have been read first)."""
+        got = {_key(e): _returned(e) for e in entries}
+        if not any(returned for key, returned in got.items() if key != c.key):
+            return False, ()  # read with minOneMessage
+        keys = [x.key for x in session.partitions]
+        if self.reads is None or at is None or any(got[k] for k in set(got) - set(keys)):
+            return True, ()
+        earlier = [k for k in (keys[:keys.index(c.key)] if order_known else keys) if k != c.key and got.get(k)]
+        broker, inv, done = at
+        cached = {x.key: x for x in session.partitions}
+        proofs = {k: self.reads.small_first_batch(broker, *k, cached[k].fetch_offset, inv.get("time", 0),
+                                                  done.get("time", 0)) for k in [c.key, *earlier]}
+        bound = lambda k: PARTITION_MAX_BYTES if proofs[k] else None  # noqa: E731
+        if (kip227.size_limits_may_empty_read(bound(c.key), [bound(k) for k in earlier], PARTITION_MAX_BYTES,
+                                              MAX_BYTES, order_known)
+                or not self.reads.local(c.topic, c.partition)
+                or (inv.get("value") or {}).get("isolation_level", "read_uncommitted") != "read_uncommitted"):
+            return True, ()
+        return False, tuple(i for p in proofs.values() if p for i in p)
+
+    def _absorb(self, sid: int, entries, index=None, rotate: bool = False) -> None:
         """KIP-227 "Cached data about each partition": the session now holds what this
-        response sent (`kip227.after_response`)."""
+        response sent (`kip227.after_response`); after an incremental response the partitions
+        that returned bytes move to the end of its order ("Handling Partition Size Limits")."""
         session = self.known.get(sid)
         if session is None:
             return
         sent = {_key(e): e for e in entries if not e.get("omitted") and not e.get("missing")}
         parts = tuple(kip227.after_response(c, _response(sent[c.key])) if c.key in sent else c
                       for c in session.partitions)
+        if rotate:
+            by_key = {c.key: c for c in parts}
+            order = kip227.rotate(tuple(by_key), tuple(k for k in by_key if k in sent and _returned(sent[k])))
+            parts = tuple(by_key[k] for k in order)
         self.known = self.known.with_session(replace(session, partitions=parts))
         for key, e in sent.items():
             self.sent_at[(sid, key)] = index
