@@ -369,7 +369,16 @@ def size_limits_may_empty_read(first_batch_max: int | None, earlier: Sequence[in
     if first_batch_max is None or any(b is None for b in heads):
         return True
     spent = max(partition_max_bytes, *heads) + partition_max_bytes * (len(earlier) - 1)
-    return first_batch_max > min(partition_max_bytes, max_bytes - spent)
+    return not read_has_room(first_batch_max, spent, partition_max_bytes, max_bytes)
+
+
+def read_has_room(first_batch: int, spent: int, partition_max_bytes: int, max_bytes: int) -> bool:
+    """KIP-227 "Handling Partition Size Limits" (KIP-74), for a partition read after another
+    returned bytes: Kafka (`ReplicaManager.readFromLog`) gives it min(`partition_max_bytes`,
+    what the `spent` bytes of the earlier reads left of `max_bytes`), and a first batch larger
+    than that comes back as nothing (`LogSegment.read`; an incomplete first batch is dropped
+    from Fetch v3 on). So it returns bytes iff its first batch fits."""
+    return first_batch <= min(partition_max_bytes, max_bytes - spent)
 
 
 def first_batch_within_limit(reads: Sequence[tuple]) -> tuple[int, ...]:

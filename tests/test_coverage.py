@@ -30,7 +30,7 @@ def test_every_counted_rule_is_a_model_rule_with_its_kip_section():
 NOT_COUNTED = {"kip227.must_include", "kip227.update_session_partitions", "kip227.after_response",
                "kip227.hwm_changed_since_sent",
                # the size limits and read order `kip227.may_omit` is judged under
-               "kip227.size_limits_may_empty_read", "kip227.rotate",
+               "kip227.size_limits_may_empty_read", "kip227.read_has_room", "kip227.rotate",
                "kip1166.kip_bound_ns", "kip1166.parked_once_bound_ns",
                # the bounds on the replica state `kip392.consumer_fetch_outcomes` is asked about
                "kip392.partition_log_bounds", "kip392.leo_reached_leader_hwm",

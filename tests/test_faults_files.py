@@ -147,6 +147,17 @@ def test_a_record_served_with_a_flipped_bit_is_an_inconsistent_offset():
                          )["valid"] is True
 
 
+def test_the_first_batch_size_is_read_from_its_header():
+    """What the prober records of a fetched record set for KIP-227's size limits: the first
+    batch's whole size, whatever follows it (another batch, or a batch cut short by the limit)."""
+    from kipcheck.harness.clients.wire import decode_fetched, first_batch_bytes
+    first, second = _batch(0, [b"0-1", b"0-2"]), _batch(2, [b"0-3" * 50])
+    assert first_batch_bytes(first + second) == len(first) != len(second)
+    assert first_batch_bytes(first + second[:20]) == len(first)
+    assert [o for o, _ in decode_fetched(first + second[:20])[0]] == [0, 1]  # the cut batch is no record
+    assert first_batch_bytes(b"") is None and first_batch_bytes(first[:11]) is None
+
+
 def test_offset_text_is_libfaketimes_relative_offset():
     assert offset_text(60) == "+60" and offset_text(-300) == "-300" and offset_text(0) == "+0"
 

@@ -37,8 +37,8 @@ from kipcheck.checks.rules.observe import as_int, known_as, partitions_of, verdi
 
 SESSION_ANSWERS = {NONE, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH}
 NAME = "fetch-session-violation"
-#: The size limits of every raw fetch (only the prober records them, and the history does not
-#: carry the limits): harness/clients/prober.py asks max_bytes 1 MiB, PARTITION_MAX_BYTES each
+#: The size limits of a raw fetch whose invoke does not record them (histories before
+#: 2026-11-28): harness/clients/prober.py asked max_bytes 1 MiB, PARTITION_MAX_BYTES each
 MAX_BYTES = 1 << 20
 PARTITION_MAX_BYTES = 16384
 LATEST_TIERED = -5  # ListOffsets timestamp: the last offset in remote storage (-1: none, KIP-1005)
@@ -144,11 +144,12 @@ class _Reads:
             return
         ordered = kip227.request_kind(as_int(iv.get("session_id"), 0), as_int(iv.get("session_epoch"), -1)) \
             != kip227.INCREMENTAL
-        got = {_key(e): (as_int(e.get("fetch_offset")), _returned(e)) for e in partitions_of(v)}
+        got = {_key(e): (as_int(e.get("fetch_offset")), _returned(e), as_int(e.get("first_batch_bytes")))
+               for e in partitions_of(v)}
         self.answers[done["index"]] = (inv.get("time", 0), done.get("time", 0), (inv["index"], done["index"]),
                                        as_int(iv.get("current_leader_epoch"), -1),
                                        tuple(_key(e) for e in partitions_of(iv)) if ordered else None, got)
-        for (topic, partition), (offset, returned) in got.items():
+        for (topic, partition), (offset, returned, _) in got.items():
             if returned and offset is not None:
                 self.at.setdefault((topic, partition, offset), []).append(done["index"])
 
@@ -188,12 +189,14 @@ class _Reads:
                       None)
         return None if anchor is None else (after[0], life, after[1] + anchor)
 
-    def small_first_batch(self, broker, topic, partition, offset: int, invoked: int, completed: int) -> tuple | None:
-        """The indices proving that the first batch at `offset` of `broker`'s log for the
-        partition fitted the partition limit while it answered a request made in [invoked,
-        completed] (None: not proven): `kip227.first_batch_within_limit` on its non-empty
-        reads at that offset, before or after, in the same leader epoch and life (in which a
-        committed batch does not change)."""
+    def first_batch(self, broker, topic, partition, offset: int, invoked: int, completed: int,
+                    limit: int) -> tuple | None:
+        """(a bound on the size of the first batch at `offset` of `broker`'s log for the
+        partition, the indices proving it) while it answered a request made in [invoked,
+        completed] (None: not proven), from its non-empty reads at that offset, before or after,
+        in the same leader epoch and life (in which a committed batch does not change): the size
+        a read recorded (`first_batch_bytes`), else `limit` where
+        `kip227.first_batch_within_limit` proves the batch within it."""
         at = self.epoch(broker, topic, partition, invoked, completed)
         if at is None:
             return None
@@ -202,10 +205,12 @@ class _Reads:
             inv_t, done_t, indices, named, _, got = self.answers[index]
             read = self.epoch(broker, topic, partition, inv_t, done_t, named)
             if read is not None and read[:2] == at[:2]:
-                same.append((self.min_one_message(index, (topic, partition)), got[(topic, partition)][1],
-                             indices + read[2]))
+                _, returned, size = got[(topic, partition)]
+                if size is not None:
+                    return size, at[2] + indices + read[2]
+                same.append((self.min_one_message(index, (topic, partition)), returned, indices + read[2]))
         witnesses = kip227.first_batch_within_limit([(one, returned) for one, returned, _ in same])
-        return (at[2] + tuple(i for w in witnesses for i in same[w][2])) if witnesses else None
+        return (limit, at[2] + tuple(i for w in witnesses for i in same[w][2])) if witnesses else None
 
     def local(self, topic, partition) -> bool:
         """Whether the broker read the partition from its local log, never from remote storage:
@@ -383,12 +388,14 @@ class _Walk:
 
     def _size_limits(self, c, session: Session, entries, at, order_known: bool) -> tuple[bool, tuple]:
         """Whether the response's size limits may have left `c`'s read empty (KIP-227 "Handling
-        Partition Size Limits": `kip227.size_limits_may_empty_read`), and the indices of the
-        answers proving they did not: with another partition's bytes in the response, that the
-        first batch at each fetch offset concerned fitted the partition limit
-        (`_Reads.small_first_batch`), that the partition was read from the local log
-        (`_Reads.local`) and up to the HWM (read_uncommitted). `order_known`: the session's
-        partitions are in the broker's read order (else any other may have been read first)."""
+        Partition Size Limits"), and the indices of the answers proving they did not. Not when
+        no other partition returned bytes (read with minOneMessage); else only when the first
+        batch at its fetch offset (`_Reads.first_batch`) fits what the partitions read before it
+        left: `kip227.read_has_room` on the bytes each charged where the answer records them,
+        `kip227.size_limits_may_empty_read` on their first batches' bounds where not; and only
+        for a partition read from the local log (`_Reads.local`) up to the HWM
+        (read_uncommitted). `order_known`: the session's partitions are in the broker's read
+        order (else any other may have been read first)."""
         got = {_key(e): _returned(e) for e in entries}
         if not any(returned for key, returned in got.items() if key != c.key):
             return False, ()  # read with minOneMessage
@@ -396,17 +403,28 @@ class _Walk:
         if self.reads is None or at is None or any(got[k] for k in set(got) - set(keys)):
             return True, ()
         earlier = [k for k in (keys[:keys.index(c.key)] if order_known else keys) if k != c.key and got.get(k)]
+        if not earlier:
+            return False, ()  # first in the read order to return bytes: read with minOneMessage
         broker, inv, done = at
+        iv = inv.get("value") or {}
+        limit, budget = as_int(iv.get("partition_max_bytes"), PARTITION_MAX_BYTES), as_int(iv.get("max_bytes"), MAX_BYTES)
         cached = {x.key: x for x in session.partitions}
-        proofs = {k: self.reads.small_first_batch(broker, *k, cached[k].fetch_offset, inv.get("time", 0),
-                                                  done.get("time", 0)) for k in [c.key, *earlier]}
-        bound = lambda k: PARTITION_MAX_BYTES if proofs[k] else None  # noqa: E731
-        if (kip227.size_limits_may_empty_read(bound(c.key), [bound(k) for k in earlier], PARTITION_MAX_BYTES,
-                                              MAX_BYTES, order_known)
-                or not self.reads.local(c.topic, c.partition)
-                or (inv.get("value") or {}).get("isolation_level", "read_uncommitted") != "read_uncommitted"):
+        batches = {k: self.reads.first_batch(broker, *k, cached[k].fetch_offset, inv.get("time", 0), done.get("time", 0),
+                                             limit) for k in [c.key, *earlier]}
+        charged = {_key(e): as_int(e.get("bytes")) for e in entries}
+        own = batches[c.key]
+        if own is None:
             return True, ()
-        return False, tuple(i for p in proofs.values() if p for i in p)
+        if all(charged.get(k) is not None for k in earlier):  # the answer says what each earlier read charged
+            room, proofs = kip227.read_has_room(own[0], sum(charged[k] for k in earlier), limit, budget), [own]
+        else:
+            room = not kip227.size_limits_may_empty_read(own[0], [(batches[k] or (None,))[0] for k in earlier],
+                                                         limit, budget, order_known)
+            proofs = [b for b in batches.values() if b]
+        if not room or not self.reads.local(c.topic, c.partition) \
+                or iv.get("isolation_level", "read_uncommitted") != "read_uncommitted":
+            return True, ()
+        return False, tuple(i for _, indices in proofs for i in indices)
 
     def _absorb(self, sid: int, entries, index=None, rotate: bool = False) -> None:
         """KIP-227 "Cached data about each partition": the session now holds what this

@@ -35,7 +35,7 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderE
 from kipcheck.rundir.writer import History
 from kipcheck.harness.runlog import internal_error
 from kipcheck.harness.clients.wire import BrokerConnection, MetadataView, UnsupportedVersion, WireError, decode_fetched, \
-    error_name, metadata
+    error_name, first_batch_bytes, metadata
 from kipcheck.harness.clients.workload import Worker
 
 FETCH_MIN_VERSION = 11  # KIP-392: rack id and preferred read replica
@@ -46,6 +46,10 @@ BY_TIME_LOOKBACK_MS = (500, 2000, 8000)
 ISOLATION = {0: "read_uncommitted", 1: "read_committed"}
 FAR_ABOVE = 1_000_000_000  # KIP-392 case: above both HWM and LEO
 PARTITION_MAX_BYTES = 16384
+MAX_BYTES = 1 << 20
+#: the size limits every consumer fetch asks (the invoke records them: KIP-227 "Handling
+#: Partition Size Limits" judges an incremental response by them)
+LIMITS = {"max_bytes": MAX_BYTES, "partition_max_bytes": PARTITION_MAX_BYTES}
 UNKNOWN = {"high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1, "preferred_read_replica": -1,
            "records": []}
 
@@ -235,7 +239,7 @@ class Prober(Worker):
         topic, partition = key
         value = {"broker": broker, "replica_id": -1, "rack": rack, "session_id": 0, "session_epoch": -1,
                  "current_leader_epoch": leader_epoch, "topic": topic, "partition": partition, "fetch_offset": offset,
-                 **({"isolation_level": ISOLATION[isolation]} if isolation else {})}
+                 **LIMITS, **({"isolation_level": ISOLATION[isolation]} if isolation else {})}
         request = self._fetch_request(0, -1, [(topic, partition, offset)], [], rack, leader_epoch, isolation)
 
         def send(conn):
@@ -304,7 +308,7 @@ class Prober(Worker):
         the session's partitions with their fetch offsets (the completion covers them all)."""
         sent_list = [(t, p, o) for (t, p), o in sorted(sent.items())]
         value = {"broker": broker, "replica_id": -1, "rack": rack, "session_id": session_id,
-                 "session_epoch": epoch, "partitions": [{"topic": t, "partition": p, "fetch_offset": o}
+                 "session_epoch": epoch, **LIMITS, "partitions": [{"topic": t, "partition": p, "fetch_offset": o}
                                                         for t, p, o in sent_list]}
         if forgotten:
             value["forgotten"] = [list(k) for k in forgotten]
@@ -338,7 +342,7 @@ class Prober(Worker):
         for t, p in forgotten:
             gone.setdefault(t, []).append(p)
         ids = self._view.topic_ids
-        return F(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=isolation,
+        return F(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=MAX_BYTES, isolation_level=isolation,
                  session_id=session_id, session_epoch=epoch, rack_id=rack or "",
                  topics=[F.FetchTopic(topic=t, topic_id=ids.get(t), partitions=ps) for t, ps in by_topic.items()],
                  forgotten_topics_data=[F.ForgottenTopic(topic=t, topic_id=ids.get(t), partitions=ps)
@@ -367,6 +371,8 @@ class Prober(Worker):
                              preferred_read_replica=p.preferred_read_replica, records=records)
                 if markers:
                     entry["markers"] = markers
+                if p.records:  # what the read charged against the response's budget, and its first batch
+                    entry.update(bytes=len(p.records), first_batch_bytes=first_batch_bytes(p.records))
                 if isolation:  # what read_committed readers filter by (KIP-98)
                     entry["aborted_transactions"] = [[a.producer_id, a.first_offset]
                                                      for a in getattr(p, "aborted_transactions", None) or ()]

@@ -74,6 +74,14 @@ def decode_fetched(data) -> tuple[list[list], list[list], list[list]]:
     return out, markers, batches
 
 
+def first_batch_bytes(data) -> int | None:
+    """The size of the first record batch of a fetched record set (its header's base offset,
+    int64, then batch length, int32, counting what follows it); None: too short to say."""
+    if data is None or len(data) < 12:
+        return None
+    return 12 + int.from_bytes(bytes(data[8:12]), "big", signed=True)
+
+
 def newest_common(versions: dict[int, tuple[int, int]], message_class, lowest: int = 0) -> int | None:
     """The newest version of `message_class` that a broker (its ApiVersions answer) and the codec
     both speak, at least `lowest`; None when there is none."""

@@ -1,0 +1,94 @@
+"""An incremental response that leaves out a partition with committed data at its fetch
+offset, judged by the size limits as Kafka reads them (KIP-227 "Handling Partition Size
+Limits", `ReplicaManager.readFromLog`): a partition read after another that returned bytes gets
+min(partition limit, what the earlier reads left of the response limit) and comes back empty
+when its first batch is larger. The prober records the limits it asked (invoke
+`max_bytes`, `partition_max_bytes`), what each read charged (`bytes`) and the size of the first
+batch it returned (`first_batch_bytes`): the rule is held on each bound, flagged on its edge
+and accepted one byte past it."""
+import pytest
+
+from kipcheck.checks.engine_local import check_records
+from tests.support.raw_protocol import H, S
+
+NAME = "fetch-session-violation"
+PROFILES = ("kip", "kafka-4.3")
+LIMIT, BUDGET = 16384, 1 << 20
+HEAD_BYTES = 5000  # what t/0's read charged in the incremental response
+
+
+def entry(p, offset, hwm, recs=(), bytes_=None, first=None, omitted=False):
+    e = {"topic": "t", "partition": p, "fetch_offset": offset, "error": "NONE"}
+    if omitted:
+        return {**e, "omitted": True}
+    e.update(high_watermark=hwm, last_stable_offset=hwm, log_start_offset=0, preferred_read_replica=-1,
+             records=[[o, f"v{p}-{o}"] for o in recs])
+    if recs and bytes_ is not None:
+        e.update(bytes=bytes_, first_batch_bytes=first)
+    return e
+
+
+def session(first_batch=1000, budget=BUDGET, limit=LIMIT, created=True, isolation=None, record_sizes=True):
+    """Broker 1 (leader of t/0 and t/1, epoch 5 by its metadata before and after) opens session
+    42 at fetch offsets 10 and 20: both return records (t/1's first batch `first_batch` bytes).
+    The next incremental request changes nothing; its response returns t/0 again (charging
+    HEAD_BYTES) and leaves out t/1, whose session HWM 25 is above its fetch offset 20."""
+    h = H()
+    if created:
+        for p in (0, 1):
+            h.add("metadata-log", "ok", "partition_change", {"kind": "create", "topic": "t", "partition": p,
+                                                             "replicas": [1, 2, 3], "leader": 1, "isr": [1, 2, 3],
+                                                             "leader_epoch": 5}, 0)
+    for p in (0, 1):
+        h.meta(S // 4, p=p)
+    sizes = (lambda b, f: (b, f)) if record_sizes else (lambda b, f: (None, None))
+    limits = {"max_bytes": budget, "partition_max_bytes": limit, **({"isolation_level": isolation} if isolation else {})}
+
+    def fetch(t, epoch, rid, entries, sent):
+        inv = {"broker": 1, "replica_id": -1, "rack": "r1", "session_id": 42 if epoch else 0, "session_epoch": epoch,
+               "version": 18, **limits, "partitions": sent}
+        h.op(6, "fetch", inv, {"top_error": "NONE", "response_session_id": rid, "partitions": entries}, t)
+
+    both = [{"topic": "t", "partition": p, "fetch_offset": o} for p, o in ((0, 10), (1, 20))]
+    fetch(S // 2, 0, 42, [entry(0, 10, 15, range(10, 15), *sizes(900, 400)),
+                          entry(1, 20, 25, range(20, 25), *sizes(first_batch + 100, first_batch))], both)
+    fetch(S, 1, 42, [entry(0, 10, 15, range(10, 15), *sizes(HEAD_BYTES, 400)), entry(1, 20, 25, omitted=True)], [])
+    for p in (0, 1):
+        h.meta(2 * S, p=p)
+    return h.records
+
+
+def flagged(records, profile) -> bool:
+    return bool(check_records(records, profile=profile)["anomalies"].get(NAME))
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_room_left_for_its_first_batch_is_flagged(profile):
+    assert flagged(session(), profile)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_response_limit_at_its_edge(profile):
+    """What the earlier read left is exactly the first batch: read, so flagged; a byte less: may be empty."""
+    assert flagged(session(first_batch=1000, budget=HEAD_BYTES + 1000), profile)
+    assert not flagged(session(first_batch=1000, budget=HEAD_BYTES + 999), profile)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_partition_limit_at_its_edge(profile):
+    assert flagged(session(first_batch=LIMIT), profile)
+    assert not flagged(session(first_batch=LIMIT + 1), profile)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_without_recorded_sizes_or_another_proof_nothing_is_said(profile):
+    """A history without sizes: t/1's only read at 20 was the full fetch's second (without
+    minOneMessage), which proves its first batch within the limit, and t/0 is the head of both
+    reads (minOneMessage): its charge is bounded by nothing, so the response may have been full."""
+    assert not flagged(session(record_sizes=False), profile)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_only_a_partition_read_from_the_local_log_up_to_the_hwm(profile):
+    assert not flagged(session(created=False), profile)  # no metadata log: remote storage not ruled out
+    assert not flagged(session(isolation="read_committed"), profile)  # read up to the LSO, not the HWM
