@@ -153,6 +153,17 @@ PROBES: dict[str, tuple[tuple[Probe, ...], ...]] = {
            r"Math\.max\(curHighestRemoteOffset \+ 1, logStartOffset\(\)\)", ordered=True,
            name="fetchEarliestPendingUploadOffset"),
     ),),
+    # the rebuild empties the epoch cache before it assigns the tier's epochs, and a remote read
+    # without an epoch for its offset answers OffsetOutOfRange
+    P.TIERED_READ_OUT_OF_RANGE: ((
+        _p("kafka/server/TierStateMachine.java", r"private Long buildRemoteLogAuxState\(",
+           r"\.truncateFullyAndStartAt\(", r"leaderEpochCache\(\)\.assign\(", ordered=True, name="buildRemoteLogAuxState"),
+        _p(_UL, r"(public void|def) truncateFullyAndStartAt\((long )?newOffset", r"leaderEpochCache\.clearAndFlush\(\)",
+           name="truncateFullyAndStartAt"),
+        _p("org/apache/kafka/server/log/remote/storage/RemoteLogManager.java kafka/log/remote/RemoteLogManager.java",
+           r"public FetchDataInfo read\(RemoteStorageFetchInfo", r"epochForOffset\(offset\)",
+           r"throw new OffsetOutOfRangeException\(", ordered=True, name="read"),
+    ),),
     # the deviation is code that is missing: the fetcher has no last-tiered-offset path
     P.FOLLOWER_BOOTSTRAP_ABSENT: ((
         _p(_AFT, r"def shouldFetchFromLastTieredOffset\(", absent=True, name="shouldFetchFromLastTieredOffset"),

@@ -178,6 +178,22 @@ def deviation_case_outcomes(case: str, offset: int, log_start: int, hwm: int,
     return frozenset(out)
 
 
+def tiered_read_out_of_range(offset: int, serving_is_leader: bool | None, leader_local_start_after: int | None,
+                             hwm_before_max: int | None, profile: Profile) -> bool:
+    """KIP-405 "Consumer Fetch Requests" with KIP-392 "Follower Fetching": a replica serves an
+    offset in its tiered range [log start, local log start) from remote storage. Under
+    `tiered-read-out-of-range` (Kafka) a follower rebuilding its log from the tier answers
+    OFFSET_OUT_OF_RANGE (HWM, log start -1) there instead: on a replica not proven leader, at an
+    offset below the leader's local log start answered after the fetch (same leader epoch and
+    life), while every HWM the replica reported before in its life is at most that start.
+    `leader_local_start_after` None: tiered storage not proven, so not allowed. This is a
+    deliberate exception to "None allows everything": without it, every follower
+    OFFSET_OUT_OF_RANGE of a run without tiered storage would be accepted."""
+    return (profile.allows(profiles.TIERED_READ_OUT_OF_RANGE) and serving_is_leader is not True
+            and leader_local_start_after is not None and offset < leader_local_start_after
+            and (hwm_before_max is None or hwm_before_max <= leader_local_start_after))
+
+
 @dataclass(frozen=True)
 class LogBounds:
     """What other answers prove about a replica's log at the moment it answered (the

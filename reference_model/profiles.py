@@ -38,6 +38,12 @@ RESPONSE_HWM_SAMPLED_BEFORE_READ = "response-hwm-sampled-before-read"
 #: election the new leader's HWM can lag the one the follower already had, so within
 #: the new epoch a follower's HWM (and what it serves consumers) goes back once.
 FOLLOWER_HWM_FOLLOWS_LEADER = "follower-hwm-follows-leader"
+# --- KIP-405 (with KIP-392 fetch from follower) ---------------------------------
+#: A follower rebuilding its log from remote storage answers a consumer fetch in its tiered
+#: range [log start, local log start) with OFFSET_OUT_OF_RANGE (HWM and log start -1): the
+#: rebuild empties its leader-epoch cache before assigning the epochs read from the tier, and
+#: a remote read that finds no epoch for the offset reports OffsetOutOfRange.
+TIERED_READ_OUT_OF_RANGE = "tiered-read-out-of-range"
 # --- KIP-98 --------------------------------------------------------------------
 #: A fetch response's last stable offset is sampled before the log read, and a
 #: read_committed read is bounded by the LSO at read time; when a transaction ends in
@@ -114,6 +120,17 @@ EVIDENCE: dict[str, str] = {
     "log.maybeUpdateHighWatermark(partitionData.highWatermark); UnifiedLog.updateHighWatermarkMetadata accepts a "
     "lower value and only logs WARN 'Non-monotonic update of high watermark'. Seen live after a leader change "
     "(3 -> 1, epoch 1): follower 2 went from HWM 1710 to 1708 and served reads capped at 1708.",
+    TIERED_READ_OUT_OF_RANGE: "Kafka 4.3.1: kafka.server.TierStateMachine.buildRemoteLogAuxState calls "
+    "Partition.truncateFullyAndStartAt (UnifiedLog.truncateFullyAndStartAt: leaderEpochCache.clearAndFlush, "
+    "localLogStartOffset = the leader's local log start, logStartOffset = the leader's log start) and only later "
+    "leaderEpochCache.assign(readLeaderEpochCheckpoint(...)). Meanwhile ReplicaManager.handleOffsetOutOfRangeError "
+    "sends a consumer fetch at an offset in [logStartOffset, localLogStartOffset) to RemoteLogManager.read, which "
+    "throws OffsetOutOfRangeException when leaderEpochCache.epochForOffset(offset) is empty ('leader epoch NOT "
+    "AVAILABLE ... does not exist in remote tier'); RemoteLogReader.call catches it without logging, and "
+    "DelayedRemoteFetch.onComplete answers new LogReadResult(Errors.forException(e)), i.e. HWM and log start -1. "
+    "Seen live (--tiered --faults kill --seed 2, 2026-11-27): restarted follower 1 answered kipcheck/2 @104 and "
+    "kipcheck/0 @204 OFFSET_OUT_OF_RANGE -1/-1 between 'Deleting segments as part of log truncation' and 'Updated "
+    "the epoch cache from remote tier', then served both offsets from the tier (docs/findings.md section 1).",
     EMPTY_SESSION_CLOSED: "Kafka 4.3.1: org.apache.kafka.server.FetchManager.newContext: after session.update, "
     "if session.isEmpty() the session is removed from its shard and a SessionlessFetchContext "
     "(response session id INVALID_SESSION_ID = 0) answers.",
@@ -179,6 +196,13 @@ BOUNDS: dict[str, str] = {
     "HWM it carried into the epoch (not after it rose in it), and no deeper than the new leader's HWM could have been "
     "when the follower copied it: its answers of the epoch before the follower's last answer above the drop, and those "
     "of the epoch before it still held, in its life (kip392.hwm_may_go_back's leader_floor).",
+    TIERED_READ_OUT_OF_RANGE: "Only on a replica not proven to be the partition's leader in that epoch (a leader "
+    "never runs TierStateMachine). Only at an offset below L, the first EARLIEST_LOCAL (-4) answer the epoch's leader "
+    "gave after the fetch completed, in the same leader epoch and the leader's life: the follower restarted its local "
+    "log at the leader's local log start, which within a leader's life only grows, so its local log start is <= L. "
+    "Only while every HWM that replica reported for the partition earlier in its life is <= L: the rebuild runs only "
+    "while the follower's log is behind the leader's local log start. Beyond this, or with no such -4 answer (tiered "
+    "storage not proven), it is a wrong-fetch-error under every profile (kip392.tiered_read_out_of_range).",
     EMPTY_SESSION_CLOSED: "Only when the request left the session without partitions.",
     INCREMENTAL_EXTRA_PARTITIONS: "Only partitions of the session.",
     EVICT_SMALLEST: "The one victim kip227 computes.",
@@ -214,7 +238,11 @@ RELEASE_NOTES: dict[str, str] = {
     "(FetchRequest v18 tagged HighWatermark, default max int64; KafkaRaftClient.handleFetchRequest answers at "
     "once when isHighWatermarkUpdated, i.e. request HWM < leader HWM (-1 if unknown); "
     "onUpdateLeaderHighWatermark completes all parked fetches) follow the KIP text apart from "
-    "pending-upload-resolved-by-leader.",
+    "pending-upload-resolved-by-leader. tiered-read-out-of-range (KIP-405 with KIP-392) was read in the 4.3.1 "
+    "binary jars (javap -c: TierStateMachine, UnifiedLog.truncateFullyAndStartAt, RemoteLogManager.read, "
+    "RemoteLogReader.call, DelayedRemoteFetch.onComplete) after a live run showed it; `kipcheck profile read` "
+    "finds the same code in 4.0.2, 4.1.2, 4.2.2 and 4.4.0 (their profiles carry it); the 3.x lines' probe finds no "
+    "Java TierStateMachine there (3.6-3.9 have ReplicaFetcherTierStateMachine: not read for it).",
     "kafka-4.2": "Read in the 4.2.1 source jars (kafka_2.13, kafka-server, kafka-storage, kafka-raft): the KIP-392 "
     "and KIP-227 deviations are the same code (FetchSession still in Scala, kafka.server.FetchSession.scala, "
     "same tryEvict/touch/sharding, NumFetchSessionCacheShards = 8); UnifiedLog.fetchEarliestPendingUploadOffset "
@@ -268,11 +296,11 @@ _KIP392_227 = frozenset({
     EMPTY_SESSION_CLOSED, INCREMENTAL_EXTRA_PARTITIONS, EVICT_SMALLEST, SHARDED_SESSION_CACHE,
 })
 _BY_MINOR = {  # the LSO deviation read in 4.1.2, 4.2.1 and 4.3.1 by hand, in 4.0.2 and 3.x by `kipcheck profile read`
-    0: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT, KRAFT_FETCH_PARKS_WITHOUT_HWM, RESPONSE_LSO_SAMPLED_BEFORE_READ},
-    1: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT, RESPONSE_LSO_SAMPLED_BEFORE_READ},
-    2: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT, PENDING_UPLOAD_RESOLVED_BY_LEADER, RESPONSE_LSO_SAMPLED_BEFORE_READ},
-    3: _KIP392_227 | {PENDING_UPLOAD_RESOLVED_BY_LEADER, RESPONSE_LSO_SAMPLED_BEFORE_READ},
-    4: _KIP392_227 | {PENDING_UPLOAD_RESOLVED_BY_LEADER, RESPONSE_LSO_SAMPLED_BEFORE_READ},
+    0: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT, KRAFT_FETCH_PARKS_WITHOUT_HWM, RESPONSE_LSO_SAMPLED_BEFORE_READ, TIERED_READ_OUT_OF_RANGE},
+    1: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT, RESPONSE_LSO_SAMPLED_BEFORE_READ, TIERED_READ_OUT_OF_RANGE},
+    2: _KIP392_227 | {FOLLOWER_BOOTSTRAP_ABSENT, PENDING_UPLOAD_RESOLVED_BY_LEADER, RESPONSE_LSO_SAMPLED_BEFORE_READ, TIERED_READ_OUT_OF_RANGE},
+    3: _KIP392_227 | {PENDING_UPLOAD_RESOLVED_BY_LEADER, RESPONSE_LSO_SAMPLED_BEFORE_READ, TIERED_READ_OUT_OF_RANGE},
+    4: _KIP392_227 | {PENDING_UPLOAD_RESOLVED_BY_LEADER, RESPONSE_LSO_SAMPLED_BEFORE_READ, TIERED_READ_OUT_OF_RANGE},
 }
 PROFILES: dict[str, Profile] = {"kip": KIP}
 for _minor, _devs in _BY_MINOR.items():

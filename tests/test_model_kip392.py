@@ -307,3 +307,21 @@ def test_an_in_sync_followers_leo_reaches_the_leaders_hwm():
     assert kip392.leo_reached_leader_hwm(120, in_isr=True) == 120
     assert kip392.leo_reached_leader_hwm(120, in_isr=False) is None
     assert kip392.leo_reached_leader_hwm(-1, in_isr=True) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 60), st.sampled_from([None, False, True]), _maybe(60), _maybe(60))
+def test_a_tiered_read_out_of_range_is_accepted_only_by_its_profile_and_within_its_bound(
+        offset, is_leader, local_start, hwm_before):
+    """KIP-405 with KIP-392: `kip` never accepts the follower's OFFSET_OUT_OF_RANGE in its tiered
+    range; a profile accepts it only off the leader, below a known leader local log start that no
+    earlier HWM exceeds, and then also at any lower offset or earlier HWM (the bound only narrows)."""
+    for name, p in profiles.PROFILES.items():
+        ok = kip392.tiered_read_out_of_range(offset, is_leader, local_start, hwm_before, p)
+        assert not kip392.tiered_read_out_of_range(offset, is_leader, local_start, hwm_before, KIP)
+        assert ok == (p.allows(profiles.TIERED_READ_OUT_OF_RANGE) and is_leader is not True
+                      and local_start is not None and offset < local_start
+                      and (hwm_before is None or hwm_before <= local_start)), name
+        if ok:
+            assert kip392.tiered_read_out_of_range(max(offset - 1, 0), is_leader, local_start, hwm_before, p)
+            assert kip392.tiered_read_out_of_range(offset, is_leader, local_start, None, p)

@@ -120,19 +120,27 @@ class ConsumerFetchRule(BaseRule):
 
     # --- one broker: KIP-392 cases, with the bounds its own answers prove ----------------
     def _judge_broker(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
+        """(An answer `tiered-read-out-of-range` may explain is judged in `kip392-isr` instead:
+        its bound needs the leader's answers, `_judge_in_sync_followers`.)"""
         out: list[Anomaly] = []
         for op, entry, _, same, bounds in self._broker_answers(records):
             out += self._uncommitted(op, entry, same, profile)
-            out += self._judge(op, entry, profile, bounds)
+            if not _tiered_candidate(entry, profile):
+                out += self._judge(op, entry, profile, bounds)
         return out
 
-    def _broker_answers(self, records: Sequence[dict]):
-        """One broker's answered consumer fetch entries: (op, entry, proven epoch, the HWM
-        answers of its epoch and life, the log bounds its own answers prove)."""
+    @staticmethod
+    def _broker_view(records: Sequence[dict]) -> tuple:
+        """One broker's (fetch and ListOffsets answers, EpochIndex, Lives, `hwm_series`)."""
         ops = answered(records, ["fetch", "list_offsets"])
         epochs = EpochIndex(answered(records, ["metadata"]))
         lives = Lives(records)
-        series = hwm_series(ops, epochs, lives)
+        return ops, epochs, lives, hwm_series(ops, epochs, lives)
+
+    def _broker_answers(self, records: Sequence[dict], view: tuple | None = None):
+        """One broker's answered consumer fetch entries: (op, entry, proven epoch, the HWM
+        answers of its epoch and life, the log bounds its own answers prove)."""
+        ops, epochs, lives, series = view or self._broker_view(records)
         leo_lows, start_highs = self._log_facts(ops, series, lives)
         for op in ops:
             if op.f != "fetch" or op.value.get("top_error", NONE) not in (NONE, None):
@@ -158,9 +166,18 @@ class ConsumerFetchRule(BaseRule):
         The leader's HWM is that of its latest answer in the epoch before the follower's
         request after which `_IsrProof` proves the follower in its ISR (`_Reports`). Only what
         this bound adds to the follower's own bounds (`_broker_answers`, judged in its broker's
-        group) is reported here."""
+        group) is reported here.
+
+        Also judged here, under a profile carrying `tiered-read-out-of-range`: every OFFSET_OUT_OF_RANGE
+        answer with HWM and log start -1 (`_tiered_candidate`; its broker's group leaves it out), with
+        its own bounds, as that group would, or-ed with `kip392.tiered_read_out_of_range`, whose facts
+        come from more than one broker (`_tiered`). Kafka mechanism: TierStateMachine.buildRemoteLogAuxState
+        empties the follower's leader-epoch cache before assigning the tier's epochs;
+        RemoteLogManager.read reports OffsetOutOfRange for an offset without an epoch (real false
+        alarm: corpus tiered seed 2, kipcheck/2 @104; docs/findings.md section 1)."""
         isr = _IsrProof(records)
-        if not isr.known:
+        tiering = profiles.get(profile).allows(profiles.TIERED_READ_OUT_OF_RANGE)
+        if not isr.known and not tiering:
             return []
         by_broker: dict[int, list[dict]] = {}
         for r in records:
@@ -169,7 +186,19 @@ class ConsumerFetchRule(BaseRule):
                     by_broker.setdefault(b, []).append(r)
             else:
                 by_broker.setdefault(as_int((r.get("value") or {}).get("broker"), -1), []).append(r)
-        answers = {b: list(self._broker_answers(rs)) for b, rs in by_broker.items()}
+        views = {b: self._broker_view(rs) for b, rs in by_broker.items()}
+        answers = {b: list(self._broker_answers(rs, views[b])) for b, rs in by_broker.items()}
+        starts = _LocalStarts(views) if tiering else None
+        highs = _hwms_by_life(views) if tiering else {}
+        tiered: dict[int, tuple] = {}  # id(entry) -> (predicate, why), for `_tiered_candidate` entries
+        out: list[Anomaly] = []
+        for b, items in answers.items():
+            for op, entry, epoch, _, own in items:
+                if tiering and _tiered_candidate(entry, profile):
+                    tiered[id(entry)] = self._tiered(b, op, entry, epoch, isr, views, starts, highs)
+                    out += self._judge(op, entry, profile, own, tiered=tiered[id(entry)])
+        if not isr.known:
+            return out
         leader_hwms: dict[tuple, list] = {}
         for b, items in answers.items():
             for op, entry, epoch, _, _ in items:
@@ -177,7 +206,6 @@ class ConsumerFetchRule(BaseRule):
                 if entry.get("error", NONE) == NONE and hwm >= 0 and epoch is not None and isr.leader(tp, epoch) == b:
                     leader_hwms.setdefault((*tp, epoch), []).append((op.completed, hwm, op.invoked, op.indices))
         reports = {k: _Reports(v) for k, v in leader_hwms.items()}
-        out: list[Anomaly] = []
         for b, items in answers.items():
             for op, entry, epoch, _, own in items:
                 tp = (entry.get("topic"), entry.get("partition"))
@@ -192,8 +220,36 @@ class ConsumerFetchRule(BaseRule):
                                           hwm_max=own.hwm_max)
                 out += self._judge(op, entry, profile, bounds, unless_under=own, proof=proof,
                                    why=f"broker {b} was in leader {leader}'s ISR of epoch {epoch}, whose HWM had "
-                                       f"reached {least}")
+                                       f"reached {least}", tiered=tiered.get(id(entry)))
         return out
+
+    @staticmethod
+    def _tiered(b: int, op: Op, entry: dict, epoch: int | None, isr: "_IsrProof", views: dict,
+                starts: "_LocalStarts", highs: dict) -> tuple:
+        """`kip392.tiered_read_out_of_range` for broker `b`'s answer `entry`, as a predicate of the
+        profile, and the text saying why it holds: the epoch's leader
+        (`_IsrProof.leader`), that leader's first EARLIEST_LOCAL answer in the epoch and its life
+        invoked after the fetch completed (`_LocalStarts`), and the greatest HWM `b` reported for the
+        partition in its life (any epoch) before the fetch was invoked."""
+        tp, offset = (entry.get("topic"), entry.get("partition")), int(entry["fetch_offset"])
+        leader = None if epoch is None else isr.leader(tp, epoch)
+        start = None
+        if leader is not None and leader in views:
+            start = starts.after(tp, epoch, leader, views[leader][2].of(op.completed), op.completed)
+        own = highs.get((b, *tp, views[b][2].of(op.completed)))
+        before = own.before(op.invoked + 1) if own else None  # completed <= invoked
+        is_leader = None if leader is None else leader == b
+        local_start = start[0] if start else None
+
+        def holds(p):
+            return kip392.tiered_read_out_of_range(offset, is_leader, local_start, before, p)
+
+        why = "" if start is None else (
+            f"broker {b} is not leader {leader} of epoch {epoch}, whose local log start {local_start} (answered "
+            f"after the fetch, index {start[1][-1]}) is above the offset"
+            + (f" and at least every HWM {b} reported before in its life (at most {before})" if before is not None
+               else "") + ": a follower rebuilding its log from the tier (tiered-read-out-of-range)")
+        return holds, why
 
     @staticmethod
     def _log_facts(ops: list, series: dict, lives: Lives):
@@ -235,10 +291,12 @@ class ConsumerFetchRule(BaseRule):
                         offsets=above[:20], high_watermark=hwm, later_high_watermarks=sorted({h for h, _ in later})[:20])
 
     def _judge(self, op: Op, e: dict, profile: str, bounds=kip392.NO_BOUNDS, unless_under=None,
-               why: str = "", proof: tuple = ()) -> list[Anomaly]:
+               why: str = "", proof: tuple = (), tiered=None) -> list[Anomaly]:
         """`unless_under`: report only where `bounds` decide otherwise than these bounds (under
         which another group judges the same answer). `proof`: the indices of the answers that
-        prove `bounds`, reported with the answer's own."""
+        prove `bounds`, reported with the answer's own. `tiered`: (profile -> bool, why) for a
+        `_tiered_candidate`: `kip392.tiered_read_out_of_range`, asked only when the KIP-392 cases
+        reject the answer under the profile (then it alone is the deviation that accepts it)."""
         err, offset = e.get("error", NONE), int(e["fetch_offset"])
         hwm, start = as_int(e.get("high_watermark"), -1), as_int(e.get("log_start_offset"), -1)
         if err not in KIP392_ERRORS or as_int(e.get("preferred_read_replica"), -1) >= 0:
@@ -249,9 +307,17 @@ class ConsumerFetchRule(BaseRule):
         def allowed(p, b=bounds):
             return any(o.matches(err, [], hwm, start) for o in kip392.consumer_fetch_outcomes(known, offset, p, b))
 
-        kind = verdict(allowed, profile)
-        if unless_under is not None and kind == verdict(lambda p: allowed(p, unless_under), profile):
+        def judged(b):
+            kind = verdict(lambda p: allowed(p, b), profile)
+            if kind == "anomaly" and tiered is not None:
+                kind = verdict(lambda p: allowed(p, b) or tiered[0](p), profile)
+                return kind, (tiered[1] if kind != "anomaly" else "")
+            return kind, ""
+
+        kind, rebuilding = judged(bounds)
+        if unless_under is not None and kind == judged(unless_under)[0]:
             return []
+        why = "; ".join(w for w in (why, rebuilding) if w)
         where = f"{e.get('topic')}/{e.get('partition')} on broker {op.value.get('broker')} at offset {offset}"
         bound_text = ", ".join(f"{k} {v}" for k, v in (("LEO >=", bounds.leo_min), ("LEO <=", bounds.leo_max),
                                                         ("log start <=", bounds.log_start_max)) if v is not None)
@@ -398,6 +464,53 @@ class _IsrProof:
     def faultless(self, begin: int, end: int) -> bool:
         """No fault touched any node in [begin, end]: no lost log, no new life, no fencing."""
         return not touched(self.faults, begin, end, None)
+
+
+def _tiered_candidate(entry: dict, profile: str) -> bool:
+    """An answer `tiered-read-out-of-range` may explain under `profile`: OFFSET_OUT_OF_RANGE with
+    HWM and log start -1, no redirect (judged in `kip392-isr`, not in its broker's group)."""
+    return (entry.get("error", NONE) == "OFFSET_OUT_OF_RANGE" and as_int(entry.get("high_watermark"), -1) == -1
+            and as_int(entry.get("log_start_offset"), -1) == -1 and as_int(entry.get("preferred_read_replica"), -1) < 0
+            and profiles.get(profile).allows(profiles.TIERED_READ_OUT_OF_RANGE))
+
+
+def _hwms_by_life(views: dict) -> dict[tuple, Extremes]:
+    """(broker, topic, partition, life) -> the HWMs that broker answered, any leader epoch, by
+    completion (`Extremes`, max), from each broker's `_broker_view`."""
+    points: dict[tuple, list] = {}
+    for b, (_, _, _, series) in views.items():
+        for (topic, part, _, life), items in series.items():
+            points.setdefault((b, topic, part, life), []).extend((o.op.completed, o.hwm) for o in items)
+    return {k: Extremes(v, max) for k, v in points.items()}
+
+
+class _LocalStarts:
+    """KIP-405 local log starts a partition's leader answered: per (topic, partition, leader epoch),
+    the EARLIEST_LOCAL (-4) ListOffsets answers to consumers (error NONE, to a request naming that
+    epoch as `current_leader_epoch`, which Kafka's leader checks), `(invoked, broker, life, offset,
+    indices)` by invoke time, from each broker's `_broker_view`."""
+
+    def __init__(self, views: dict):
+        self.items: dict[tuple, list[tuple]] = {}
+        for b, (ops, _, lives, _) in views.items():
+            for op in ops:
+                v = op.value
+                epoch, life = as_int(v.get("current_leader_epoch"), -1), lives.of_op(op)
+                if (op.f == "list_offsets" and as_int(v.get("timestamp")) == -4 and _is_consumer(v) and epoch >= 0
+                        and v.get("error", NONE) == NONE and as_int(v.get("offset"), -1) >= 0 and life is not None):
+                    self.items.setdefault((v.get("topic"), v.get("partition"), epoch), []).append(
+                        (op.invoked, b, life, int(v["offset"]), op.indices))
+        for items in self.items.values():
+            items.sort(key=lambda a: a[0])
+
+    def after(self, tp: tuple, epoch: int, leader: int, life: int, t: int) -> tuple | None:
+        """(offset, indices) of `leader`'s first answer in `epoch` and `life` invoked at or after
+        `t`; None if there is none."""
+        items = self.items.get((*tp, epoch), [])
+        for invoked, b, lf, offset, indices in items[bisect.bisect_left(items, t, key=lambda a: a[0]):]:
+            if b == leader and lf == life:
+                return offset, indices
+        return None
 
 
 class _Reports:
