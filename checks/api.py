@@ -58,7 +58,19 @@ def check_many(paths: Sequence[str | Path], engine: str = "local", master: str |
         judged = inherited(kafka_version(path))
         if judged and judged["profile"] == name:
             verdict["judged_as"] = judged  # newer than every read profile: judged under the newest, inherited
+        _add_broker_logs(verdict, path)
     return [apply_requirement(v, require_coverage) for v in verdicts]
+
+
+def _add_broker_logs(verdict: dict, path) -> None:
+    """The brokers' log lines around each example's proof (rundir.broker_logs), for a run
+    directory with node logs; the same for both engines, after the judgement. A failure here
+    costs the lines, never the verdict."""
+    from kipcheck.rundir import broker_logs
+    try:
+        broker_logs.enrich(verdict, path)
+    except Exception as e:  # a torn log, an odd history line: say so in the verdict
+        verdict[broker_logs.FIELD] = {"error": f"{type(e).__name__}: {' '.join(str(e).split())}"[:300]}
 
 
 def write_verdict(verdict: dict, path: str | Path) -> Path:

@@ -178,7 +178,9 @@ td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
 pointer-events:none;max-width:520px;box-shadow:1px 1px 4px #0003}}#view-status{{font-size:12px;color:#555}}
 tr.proof td{{background:#ffe9c7;font-weight:bold}}tr.gap td{{color:#999;text-align:center}}
 .example{{border-left:3px solid #d62728;padding-left:10px;margin:12px 0}}ul.faults li.active{{color:#a01010;font-weight:bold}}
-table.records code{{font-size:11px;word-break:break-all}}</style></head><body>
+table.records code{{font-size:11px;word-break:break-all}}
+table.broker-logs pre{{margin:0;font-size:11px;white-space:pre-wrap;word-break:break-all}}
+tr.level-WARN td{{background:#fff4d6}}tr.level-ERROR td,tr.level-FATAL td{{background:#ffe0e0}}</style></head><body>
 <h1>kipcheck run <code>{html.escape(run_dir.name)}</code> <span class="badge" style="background:{badge[1]}">{badge[0]}</span></h1>
 <p>Kafka {html.escape(str(config.get('kafka_version', '?')))} · seed {config.get('seed', '?')} ·
 {config.get('duration', '?')} s · mode {html.escape(str(config.get('mode', '?')))} ·

@@ -11,6 +11,7 @@ import html
 import json
 
 from kipcheck.reference_model import profiles
+from kipcheck.rundir.broker_logs import FIELD as BROKER_LOGS
 
 #: examples shown with their proof per anomaly name (the verdict keeps up to 50, all counted)
 PROOFS_SHOWN = 10
@@ -79,7 +80,7 @@ def _faults_near(times: list[float], windows) -> str:
 def _example(name: str, n: int, ex: dict, lookup: RecordLookup, windows, known: bool) -> str:
     indices = [int(i) for i in ex.get("indices", [])]
     times = [r["time"] / 1e9 for i in indices if (r := lookup.get(i)) is not None]
-    details = {k: v for k, v in ex.items() if k not in ("indices", "message")}
+    details = {k: v for k, v in ex.items() if k not in ("indices", "message", BROKER_LOGS)}
     anchor = f"{'known-' if known else ''}{name}-{n}"
     return (f"<div class='example' id='{esc(anchor)}' data-anomaly='{esc(name)}' data-indices='{json.dumps(indices)}'>"
             f"<p><b>{esc(name)}</b> #{n + 1}: {esc(str(ex.get('message', '')))} "
@@ -89,7 +90,33 @@ def _example(name: str, n: int, ex: dict, lookup: RecordLookup, windows, known: 
                if known and ex.get("deviations") else "")
             + (f"<details><summary>details</summary><pre>{esc(json.dumps(details, indent=1, default=str))}</pre></details>"
                if details else "")
-            + _context(indices, lookup) + _faults_near(times, windows) + "</div>")
+            + _context(indices, lookup) + _faults_near(times, windows) + _broker_logs(ex.get(BROKER_LOGS)) + "</div>")
+
+
+def _broker_logs(block) -> str:
+    """The brokers' log lines around the proof (verdict field `broker_logs`, rundir/broker_logs.py),
+    in a collapsible block, open when one is a WARN or an ERROR."""
+    if not isinstance(block, dict):
+        return ""
+    lines = [line for line in block.get("lines") or () if isinstance(line, dict)]
+    parts = ", ".join(esc(str(p)) for p in block.get("partitions") or ()) or "no partition: WARN and ERROR only"
+    window = block.get("window_s") or ["?", "?"]
+    mapping = block.get("mapping") or {}
+    head = (f"broker log lines: {len(lines)} of {block.get('matched', len(lines))} naming {parts} "
+            f"within {esc(str(window[0]))}–{esc(str(window[-1]))} s")
+    if not lines:
+        return f"<p class='broker-logs none'>{head}: none</p>"
+    loud = any(line.get("level") in ("WARN", "ERROR", "FATAL") for line in lines)
+    rows = "".join(
+        f"<tr class='level-{esc(str(line.get('level')))}'><td>{esc(str(line.get('node')))}</td>"
+        f"<td>{esc(str(line.get('time')))}</td><td>{esc(str(line.get('history_s')))}"
+        f"{' (clock ' + esc(str(line['clock_skew_s'])) + ' s)' if 'clock_skew_s' in line else ''}</td>"
+        f"<td>{esc(str(line.get('level')))}</td><td><pre>{esc(str(line.get('text')))}</pre></td></tr>" for line in lines)
+    return (f"<details class='broker-logs'{' open' if loud else ''}><summary>{head}</summary>"
+            f"<p>log time to history time through wall − history = {esc(str(mapping.get('wall_minus_history_ms')))} ms "
+            f"({esc(str(mapping.get('source', '?')))})</p>"
+            "<table class='broker-logs'><tr><th>node</th><th>log time</th><th>history (s)</th><th>level</th>"
+            f"<th>line</th></tr>{rows}</table></details>")
 
 
 def _evidence(name: str, verdict: dict) -> str:

@@ -43,13 +43,20 @@ def history(forge_lost_read: bool) -> list[dict]:
     return h.records
 
 
+#: history time 0 of the runs here, as config.json's `started` says (UTC)
+STARTED = "2026-11-20T10:00:00+0000"
+
+
 def run_dir(tmp_path: Path, name: str, forge: bool) -> tuple[Path, dict, list[dict]]:
     run = tmp_path / name
     run.mkdir()
     records = history(forge)
     write_jsonl(records, run / "history.jsonl")
     (run / "config.json").write_text(json.dumps({"kafka_version": "4.3.1", "seed": 7, "duration": 30,
-                                                 "reproduce": f"kipcheck run --seed 7 # {name}"}))
+                                                 "reproduce": f"kipcheck run --seed 7 # {name}", "started": STARTED}))
+    (run / "cluster" / "node-1").mkdir(parents=True)  # a WARN on partition 0 every second (rundir/broker_logs.py)
+    (run / "cluster" / "node-1" / "server.log").write_text("".join(
+        f"[2026-11-20 10:00:{s:02d},500] WARN [Partition t-0 broker=1] browser line {s} <i>\n" for s in range(31)))
     verdict = check(run)
     write_verdict(verdict, run)
     write_report(run)
@@ -131,6 +138,8 @@ def test_invalid_run_shows_each_anomaly_with_its_proof_in_context(tmp_path):
                         assert f'data-index="{j}"' in anomalies
     assert "Fault windows around the proof" in anomalies or "no fault window within" in anomalies
     assert proof_indices <= {r["index"] for r in records}
+    # the broker's log lines naming the partition around the proof, open (WARNs), escaped
+    assert re.search(r"<details class=\"broker-logs\" open=\"\">.*browser line \d+ &lt;i&gt;", anomalies, re.S)
 
 
 HOVER = """<script>window.addEventListener("load", () => {
