@@ -194,8 +194,10 @@ BOUNDS: dict[str, str] = {
     FOLLOWER_HWM_FOLLOWS_LEADER: "Only on a known follower, after a leader-epoch change in the same life, once per "
     "epoch (after the first drop the follower follows the new leader, whose HWM does not go back), and only from the "
     "HWM it carried into the epoch (not after it rose in it), and no deeper than the new leader's HWM could have been "
-    "when the follower copied it: its answers of the epoch before the follower's last answer above the drop, and those "
-    "of the epoch before it still held, in its life (kip392.hwm_may_go_back's leader_floor).",
+    "when the follower copied it: the HWM it held from the epoch before, in its life (kip392.hwm_may_go_back's "
+    "leader_floor). Not its answers in the new epoch: it reads a follower's fetch (Partition.fetchRecords) before "
+    "that fetch moves its HWM (updateFollowerFetchState), so the copy may be older than any of them by the "
+    "response's time in flight (seed-25 run, docs/findings.md section 3).",
     TIERED_READ_OUT_OF_RANGE: "Only on a replica not proven to be the partition's leader in that epoch (a leader "
     "never runs TierStateMachine). Only at an offset below L, the first EARLIEST_LOCAL (-4) answer the epoch's leader "
     "gave after the fetch completed, in the same leader epoch and the leader's life: the follower restarted its local "

@@ -111,15 +111,19 @@ def test_a_follower_going_back_no_deeper_than_its_new_leaders_hwm_is_known():
     # the leader's answers from an older epoch (it may have gone back in between), or before its kill
     inside(follower_with_leader(leader_answers(10, epoch=3)), "hwm-regression", F)
     inside(follower_with_leader(leader_answers(10, epoch=4, kill=True)), "hwm-regression", F)
+    # the leader's answers in the new epoch, even before the follower's last uncopied one: Kafka
+    # reads a follower's fetch before that fetch moves the leader's HWM, so the copy may be older
+    # by the response's time in flight (the seed-25 run, docs/findings.md section 3)
+    inside(follower_with_leader(leader_answers(10)), "hwm-regression", F)
+    inside(follower_with_leader(leader_answers(8, 10)), "hwm-regression", F)
 
 
-@pytest.mark.parametrize("leader", [leader_answers(10, epoch=4), leader_answers(10), leader_answers(8, 10)])
-def test_a_follower_going_back_below_its_new_leaders_hwm_is_a_regression(leader):
+def test_a_follower_going_back_below_its_new_leaders_hwm_is_a_regression():
     """Issue 21 section 1: the drop was once per epoch, of any depth. Leader 1 had HWM 10 in
-    epoch 4 (carried into its epoch 5) or in epoch 5 before the follower copied: 9 is deeper."""
-    outside(follower_with_leader(leader), "hwm-regression", F)
+    epoch 4 and carried it into its epoch 5: 9 is deeper than any HWM it could have sent."""
+    outside(follower_with_leader(leader_answers(10, epoch=4)), "hwm-regression", F)
     assert "below the HWM 10 its new leader 1 had proven by then" in " ".join(
-        a.message for a in both(follower_with_leader(leader), "kafka-4.3"))
+        a.message for a in both(follower_with_leader(leader_answers(10, epoch=4)), "kafka-4.3"))
 
 
 def test_a_leader_going_back_is_a_regression_whatever_the_profile():

@@ -889,16 +889,17 @@ class _BrokerHwm:
 
 
 def _leader_floor(views: dict, leader, topic, part, epoch: int, items: list, drop, profile) -> int | None:
-    """The least HWM the new `leader` of `epoch` had when the follower copied it, i.e. after
-    the follower's last answer above its drop (it had not copied yet) was invoked: the
-    leader's answers in `epoch` completed before then (a leader's HWM never goes back), and
-    those of `epoch` - 1 it still held (`HwmFloor.held`: it carries its HWM into its epoch;
-    `epoch` - 1 so that no epoch it may have gone back in lies between), in its life at the
-    drop. None: nothing proven (any depth)."""
+    """The least HWM the new `leader` of `epoch` had when the follower copied it: the HWM the
+    leader held from `epoch` - 1 (`HwmFloor.held`: it carries its HWM into its epoch, and a
+    leader's HWM never goes back; `epoch` - 1 so that no epoch it may have gone back in lies
+    between), in its life at the drop. Not its answers in `epoch`: Kafka's leader reads a
+    follower's fetch (`Partition.fetchRecords`: the HWM as it is) before that fetch advances its
+    HWM (`updateFollowerFetchState`), so the HWM the follower copies may be older than any
+    answer the leader gave meanwhile, by the response's time in flight, which nothing bounds
+    (seed-25 run, docs/findings.md section 3). None: nothing proven (any depth)."""
     view = views.get(str(leader)) if leader is not None else None
     if view is None:
         return None
-    uncopied = [x.op.invoked for x in items if x.hwm > drop.hwm and x.op.completed < drop.op.invoked]
     life = view.lives.of(drop.op.invoked)
     if life != view.lives.of(drop.op.completed):
         return None
@@ -907,10 +908,7 @@ def _leader_floor(views: dict, leader, topic, part, epoch: int, items: list, dro
         return kip392.hwm_may_go_back(is_leader, profile, after_epoch_change=changed, rose_in_epoch=rose,
                                       back_in_epoch=back)
 
-    found = [view.floor.held(leader, topic, part, epoch - 1, life, drop.op.completed, may_go_back)]
-    if uncopied:
-        found.append(view.floor.held(leader, topic, part, epoch, life, max(uncopied), may_go_back))
-    return max((f for f in found if f is not None), default=None)
+    return view.floor.held(leader, topic, part, epoch - 1, life, drop.op.completed, may_go_back)
 
 
 class _PrefixMax:

@@ -47,10 +47,12 @@ def faketime_env(clock_file: Path, host) -> dict:
     """The environment that preloads libfaketime into a node's JVM, driven by `clock_file`.
 
     The file holds libfaketime's offset ("+60", "-300"); while it is absent the clock is real.
-    libfaketime re-reads it at most once a second (FAKETIME_CACHE_DURATION), so a fault can
-    move a running JVM's wall clock; the monotonic clock (System.nanoTime) stays real (without
-    that the JVM hangs). Debian's 0.9.10 then turns on its pthread_cond_timedwait "monotonic fix",
-    which makes the JVM's timed waits spin: a Kafka tool took 26 s instead of 1.7 s, so it is off."""
+    libfaketime re-reads it on the first clock call whose whole second exceeds that of its last
+    read by more than FAKETIME_CACHE_DURATION (1): a running JVM's wall clock moves up to 2 s
+    after the file changed (faults/clock.py's heals wait that out); the monotonic clock
+    (System.nanoTime) stays real (without that the JVM hangs). Debian's 0.9.10 then turns on its
+    pthread_cond_timedwait "monotonic fix", which makes the JVM's timed waits spin: a Kafka tool
+    took 26 s instead of 1.7 s, so it is off."""
     if not host.exists(LIBFAKETIME):  # on the node's own machine
         where = f"host {host.name}: " if host.remote else ""
         raise HarnessError(f"{where}clock faults need libfaketime ({LIBFAKETIME}): apt-get install libfaketime "
