@@ -16,7 +16,6 @@ a closing answer sooner than that may still show a follower the leader had just 
 history wrong-fetch-error-03 closes 2.8 ms after the report, so as recorded it proves nothing.
 """
 import json
-from pathlib import Path
 
 import pytest
 
@@ -27,9 +26,9 @@ from kipcheck.checks.rules.replica_rules import IMAGE_LAG_NS
 from kipcheck.checks.verdict import run_rule
 from kipcheck.reference_model import kip392, profiles
 from tests.support.raw_protocol import H, S
+from tests.support.shared_histories import SHARED
 
 PROFILES = ("kip", "kafka-4.3")
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "histories"
 MS = 1_000_000
 
 

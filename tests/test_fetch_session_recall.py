@@ -14,16 +14,14 @@ epoch, answered NONE, in the same broker life; with no metadata of the broker na
 epoch's leader, the worst case (a follower just past an election, which under Kafka may still
 copy a lower HWM from the new leader) is assumed until the HWM was seen rising in the epoch."""
 import json
-import re
-from pathlib import Path
 
 import pytest
 
 from kipcheck.checks.engine_local import check_records
 from tests.support.raw_protocol import H, S, part, sess
+from tests.support.shared_histories import SHARED, why_indices
 
 PROFILES = ("kip", "kafka-4.3")
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "histories"
 NAME = "fetch-session-violation"
 DONE = 2 * S + 1_000_000  # when the incremental request below completes (H.op's dt)
 
@@ -54,14 +52,6 @@ def later_proof(later_at=3 * S, later_epoch=5, later_error="NONE", kill_at=None,
 # --- the shared histories -------------------------------------------------------------------
 
 
-def _why_indices(why: str) -> set[int]:
-    """The history indices a `why` names: "at 15", "(21)", "(19, 21)"."""
-    named = re.findall(r"\bat (\d+)", why)
-    for group in re.findall(r"\(([\d, ]+)\)", why):
-        named += group.split(",")
-    return {int(n) for n in named}
-
-
 @pytest.mark.parametrize("case, proof", [
     ("fetch-session-violation-04", {15, 21, 23, 25}),  # session opened, HWM 5 served, left out, epoch after
     ("fetch-session-violation-06", {15, 23, 25, 27}),
@@ -77,10 +67,10 @@ def test_shared_history_is_flagged_at_its_indices(case, proof, profile):
     assert not set(got) & set(expected["must_not_flag"])
     [example] = got[NAME]
     shown = set(example["indices"])
-    assert proof <= shown and proof <= _why_indices(expected["why"])
+    assert proof <= shown and proof <= why_indices(expected["why"])
     assert "its HWM had changed since the session last sent it (3)" in example["message"]
     invokes = {r["index"] for r in records if r["type"] == "invoke"}
-    assert shown - invokes <= _why_indices(expected["why"])  # every completion shown is one the why names
+    assert shown - invokes <= why_indices(expected["why"])  # every completion shown is one the why names
 
 
 # --- the epoch bracket closed by a later accepted fetch answer -------------------------------

@@ -20,16 +20,14 @@ the Kafka mechanism it cites, not dropped:
 
 Each bound has a history just inside the proof (flagged) and just outside it (accepted)."""
 import json
-import re
-from pathlib import Path
 
 import pytest
 
 from kipcheck.checks.engine_local import check_records
 from tests.support.raw_protocol import H, S
+from tests.support.shared_histories import SHARED, why_indices
 
 PROFILES = ("kip", "kafka-4.3")
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "histories"
 NAME = "preferred-replica-violation"
 
 
@@ -55,14 +53,6 @@ def fault(h: H, invoked, done, kind, targets, phase) -> H:
 # --- the shared histories -------------------------------------------------------------------
 
 
-def _why_indices(why: str) -> set[int]:
-    """The history indices a `why` names: "at 17", "(15)", "(1, 3, 17, 19)"."""
-    named = re.findall(r"\bat (\d+)", why)
-    for group in re.findall(r"\(([\d, ]+)\)", why):
-        named += group.split(",")
-    return {int(n) for n in named}
-
-
 @pytest.mark.parametrize("case, answer", [
     ("preferred-replica-violation-02", 17),  # offline in the leader's own metadata, killed
     ("preferred-replica-violation-03", 9),  # not a replica of the epoch the leader accepted
@@ -81,7 +71,7 @@ def test_shared_history_is_flagged_at_its_indices(case, answer, profile):
     assert set(got) == {NAME} and not set(got) & set(expected["must_not_flag"])
     [example] = got[NAME]
     invokes = {r["index"] for r in records if r["type"] == "invoke"}
-    assert answer in example["indices"] and answer in _why_indices(expected["why"])
+    assert answer in example["indices"] and answer in why_indices(expected["why"])
     assert set(example["indices"]) - invokes == {answer}  # the answer the why names, with its invoke
     assert example["allowed"] == ([2] if case.endswith("05") else [-1])
 

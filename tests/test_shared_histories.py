@@ -2,26 +2,15 @@
 once) are flagged as their expected.json says, under each profile it names, and the proof
 names the records its `why` points at."""
 import json
-import re
 import shutil
-from pathlib import Path
 
 import pytest
 
 from kipcheck.checks.api import check
+from tests.support.shared_histories import SHARED, why_indices
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "histories"
 CASES = sorted(p.name for p in SHARED.iterdir() if (p / "expected.json").exists()) if SHARED.is_dir() else []
 RELEASE = "kafka-4.3"
-
-
-def why_indices(why: str) -> set[int]:
-    """History indices a `why` names: numbers in parentheses or brackets, and "at N"."""
-    found = set()
-    for group in re.findall(r"[(\[]([^()\[\]]*)[)\]]", why):
-        found.update(int(n) for n in re.findall(r"\b\d+\b", group))
-    found.update(int(n) for n in re.findall(r"\bat (\d+)\b", why))
-    return found
 
 
 #: shared histories the checker does not flag, each with the Kafka mechanism that keeps it from

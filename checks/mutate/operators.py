@@ -670,10 +670,7 @@ def _aborted_read(h: History, rng: random.Random):
     aborted = [rec for t in txns.values() if t["abort"] is not None and t["commit"] is None for rec in t["records"]]
     rec = _pick(rng, aborted)
     polls = [r for r in _committed_polls(h) if rec and r["index"] > rec[4]]
-    poll = _pick(rng, polls)
-    if poll is None:
-        return None
-    return _add_to_poll(h, poll, rec, "read-committed-returns-aborted", h.proof(poll["index"]), f"{rec[:3]} read")
+    return _read_in_some_poll(h, rng, polls, rec, "read-committed-returns-aborted", f"{rec[:3]} read")
 
 
 @operator("read-committed-returns-before-commit", "precommitted-read",
@@ -696,10 +693,15 @@ def _precommitted_read(h: History, rng: random.Random):
     rec, invoked = pick
     sent = h.invoke_of.get(rec[4], rec[4])  # read after its send was called, before its commit was
     polls = [r for r in _committed_polls(h) if r["index"] > sent and r["time"] < invoked]
+    return _read_in_some_poll(h, rng, polls, rec, "read-committed-returns-before-commit", f"{rec[:3]} read early")
+
+
+def _read_in_some_poll(h: History, rng: random.Random, polls: list, rec, name: str, note: str):
+    """`rec` added to one of `polls` (drawn), the proof that poll (None: no poll to add it to)."""
     poll = _pick(rng, polls)
     if poll is None:
         return None
-    return _add_to_poll(h, poll, rec, "read-committed-returns-before-commit", h.proof(poll["index"]), f"{rec[:3]} read early")
+    return _add_to_poll(h, poll, rec, name, h.proof(poll["index"]), note)
 
 
 @operator("committed-transaction-read-in-part", "torn-transaction",
