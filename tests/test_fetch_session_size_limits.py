@@ -76,6 +76,8 @@ def test_the_response_limit_at_its_edge(profile):
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_the_partition_limit_at_its_edge(profile):
+    """(A first batch above the limit read second, as the full fetch here says, is no answer Kafka
+    gives; the rule is held to the bound, not to the history's own consistency.)"""
     assert flagged(session(first_batch=LIMIT), profile)
     assert not flagged(session(first_batch=LIMIT + 1), profile)
 
@@ -92,3 +94,42 @@ def test_without_recorded_sizes_or_another_proof_nothing_is_said(profile):
 def test_only_a_partition_read_from_the_local_log_up_to_the_hwm(profile):
     assert not flagged(session(created=False), profile)  # no metadata log: remote storage not ruled out
     assert not flagged(session(isolation="read_committed"), profile)  # read up to the LSO, not the HWM
+
+
+def rotation(rotate: bool):
+    """t/0 returns records in every response; t/1 is caught up (fetch offset 25 = its HWM) until
+    the last request moves it back to 20, where nothing proves its first batch's size. With
+    `rotate`, an incremental response before it returned t/0's records, which moved t/0 behind
+    t/1 in the session's order (KIP-227 "Handling Partition Size Limits"): t/1 is then read first,
+    ignoring the size limits."""
+    h = H()
+    for p in (0, 1):
+        h.add("metadata-log", "ok", "partition_change", {"kind": "create", "topic": "t", "partition": p,
+                                                         "replicas": [1, 2, 3], "leader": 1, "isr": [1, 2, 3],
+                                                         "leader_epoch": 5}, 0)
+        h.meta(S // 4, p=p)
+
+    def fetch(t, epoch, entries, sent):
+        inv = {"broker": 1, "replica_id": -1, "rack": "r1", "session_id": 42 if epoch else 0, "session_epoch": epoch,
+               "version": 18, "max_bytes": BUDGET, "partition_max_bytes": LIMIT, "partitions": sent}
+        h.op(6, "fetch", inv, {"top_error": "NONE", "response_session_id": 42, "partitions": entries}, t)
+
+    t0 = entry(0, 10, 15, range(10, 15), 900, 400)
+    fetch(S // 2, 0, [t0, entry(1, 25, 25)], [{"topic": "t", "partition": p, "fetch_offset": o} for p, o in ((0, 10), (1, 25))])
+    epoch = 1
+    if rotate:
+        fetch(S, epoch, [t0, entry(1, 25, 25, omitted=True)], [])
+        epoch += 1
+    fetch(2 * S, epoch, [t0, entry(1, 20, 25, omitted=True)], [{"topic": "t", "partition": 1, "fetch_offset": 20}])
+    for p in (0, 1):
+        h.meta(3 * S, p=p)
+    return h.records
+
+
+def test_a_partition_the_rotation_put_first_is_read_ignoring_the_limits():
+    """Under kafka-4.3 (the HWM never above the LEO: the data at 20 is there); `kip` lets a
+    follower's HWM pass its LEO, so an offset never read proves nothing there."""
+    found = check_records(rotation(True), profile="kafka-4.3")["anomalies"].get(NAME)
+    assert found and "first in the session's read order" in found[0]["message"]
+    assert "rotated after answer" in found[0]["message"]
+    assert not flagged(rotation(False), "kafka-4.3")  # read after t/0's bytes; its first batch unknown

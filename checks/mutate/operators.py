@@ -669,7 +669,9 @@ def _aborted_read(h: History, rng: random.Random):
     txns = _transactions(h)
     aborted = [rec for t in txns.values() if t["abort"] is not None and t["commit"] is None for rec in t["records"]]
     rec = _pick(rng, aborted)
-    polls = [r for r in _committed_polls(h) if rec and r["index"] > rec[4]]
+    if rec is None:
+        return None
+    polls = [r for r in _committed_polls(h) if r["index"] > rec[4]]
     return _read_in_some_poll(h, rng, polls, rec, "read-committed-returns-aborted", f"{rec[:3]} read")
 
 

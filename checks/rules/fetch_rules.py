@@ -839,7 +839,7 @@ class HighWatermarkRule(BaseRule):
             floors: dict = {}
 
             def allowed(p):
-                floors[p.name] = _leader_floor(views, leader, topic, part, epoch, items, b, p) if b is drop else None
+                floors[p.name] = _leader_floor(views, leader, topic, part, epoch, b, p) if b is drop else None
                 return kip392.hwm_may_go_back(is_leader, p, after_epoch_change=changed, rose_in_epoch=rose,
                                               back_in_epoch=back_again, to=b.hwm, leader_floor=floors[p.name])
 
@@ -888,7 +888,7 @@ class _BrokerHwm:
         self.floor = HwmFloor(ops, self.epochs, self.lives, self.series)
 
 
-def _leader_floor(views: dict, leader, topic, part, epoch: int, items: list, drop, profile) -> int | None:
+def _leader_floor(views: dict, leader, topic, part, epoch: int, drop, profile) -> int | None:
     """The least HWM the new `leader` of `epoch` had when the follower copied it: the HWM the
     leader held from `epoch` - 1 (`HwmFloor.held`: it carries its HWM into its epoch, and a
     leader's HWM never goes back; `epoch` - 1 so that no epoch it may have gone back in lies

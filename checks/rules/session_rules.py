@@ -17,10 +17,18 @@ one the session last sent (or served records past it) is a KIP-227 violation
 while the broker stayed in that answer's leader epoch and life (its metadata around the
 request, or its first fetch answer accepted after it, proves the epoch).
 
+A partition with committed data at its fetch offset left out of an incremental response is
+excused only by the response's size limits as Kafka reads them ("Handling Partition Size
+Limits", `_Walk._size_limits`): the read order is inferred (the request's, then the session's,
+rotated after each incremental response that returned records), not observed, since the
+history lists a response's partitions in the session's sorted order; the bytes each read
+charged and the size of the first batch it returned are the prober's record (`bytes`,
+`first_batch_bytes`), else bounded by the broker's other reads at that offset (`_Reads`), and a
+partition read from remote storage (the metadata log and ListOffsets say) is excused.
+
 What cannot be judged from the history (docs/checker.md): evicting one of the prober's
 sessions (a consumer's: any follower's new session may evict it once the cache is full,
-and the cache's other sessions are not observed), and the rotation of partitions (the
-history lists a response's partitions in the session's sorted order, not as sent).
+and the cache's other sessions are not observed).
 """
 from __future__ import annotations
 
@@ -127,7 +135,8 @@ class _Reads:
             f = r.get("f")
             if f == "partition_change":
                 v = r.get("value") or {}
-                self.created.add((v.get("topic"), v.get("partition")))
+                if v.get("kind") == "create":
+                    self.created.add((v.get("topic"), v.get("partition")))
                 continue
             if f not in ("fetch", "list_offsets"):
                 continue
@@ -237,6 +246,7 @@ class _Walk:
         self.seen: dict = {}  # (session id, partition key) -> highest offset returned in it
         self.sent_at: dict = {}  # (session id, partition key) -> index of the answer that last sent it
         self.in_order: dict = {}  # session id -> whether its partitions are in the broker's read order
+        self.rotated_at: dict = {}  # session id -> the answer whose records last rotated its order
         self.out: list[Anomaly] = []
 
     def flag(self, kind: str | None, rule: str, indices, message: str, **details) -> None:
@@ -268,6 +278,7 @@ class _Walk:
         created = kind in (kip227.NEW, kip227.CLOSE_AND_NEW) and top == NONE and rid
         if created:
             self.in_order.pop(rid, None)
+            self.rotated_at.pop(rid, None)
         chosen = self._judge_answer(kind, req, top, rid, indices, where)
         if top != NONE:
             return
@@ -360,7 +371,7 @@ class _Walk:
             if not e.get("omitted") or c is None:
                 continue
             seen = self.seen.get((before.id, c.key), -1) >= c.fetch_offset
-            may_be_full, room = self._size_limits(c, session, entries, at, self.in_order.get(before.id, False))
+            may_be_full, room, read = self._size_limits(c, session, entries, at, self.in_order.get(before.id, False))
             floors = {}
 
             def omit(p):
@@ -369,24 +380,20 @@ class _Walk:
 
             k = verdict(omit, self.profile)
             floor, proof = max((f for f in floors.values() if f is not None), default=(None, ()))
-            shown = indices
+            last_sent = self.sent_at.get((before.id, c.key))  # where the session's HWM came from
+            sent = () if last_sent is None else (last_sent,)
             if kip227.hwm_changed_since_sent(c, floor):
-                last_sent = self.sent_at.get((before.id, c.key))  # where the session's HWM came from
-                shown = indices + proof + (() if last_sent is None else (last_sent,))
+                shown = indices + proof + sent
                 why = (f"its HWM had changed since the session last sent it ({c.hwm}): broker {at[0]} had proven "
                        f"an HWM of at least {floor} in the same leader epoch before the request was sent")
             else:
-                last_sent = self.sent_at.get((before.id, c.key))
-                shown = indices + room + (() if last_sent is None else (last_sent,))
+                shown = indices + room + sent
                 why = (f"committed data was available at its fetch offset {c.fetch_offset} (HWM {c.hwm}), so its read "
-                       f"returned records: " + (f"its first batch fitted the partition limit and the other partitions "
-                                                 f"that returned records left room (answers {sorted(set(room))})" if room
-                                                 else "no other partition returned any, so it was read ignoring the "
-                                                      "size limits"))
+                       f"returned records: {read}")
             self.flag(k, "kip227.may_omit", shown,
                       f"incremental response left out {c.topic}/{c.partition} although {why}", **where)
 
-    def _size_limits(self, c, session: Session, entries, at, order_known: bool) -> tuple[bool, tuple]:
+    def _size_limits(self, c, session: Session, entries, at, order_known: bool) -> tuple[bool, tuple, str]:
         """Whether the response's size limits may have left `c`'s read empty (KIP-227 "Handling
         Partition Size Limits"), and the indices of the answers proving they did not. Not when
         no other partition returned bytes (read with minOneMessage); else only when the first
@@ -395,16 +402,21 @@ class _Walk:
         `kip227.size_limits_may_empty_read` on their first batches' bounds where not; and only
         for a partition read from the local log (`_Reads.local`) up to the HWM
         (read_uncommitted). `order_known`: the session's partitions are in the broker's read
-        order (else any other may have been read first)."""
-        got = {_key(e): _returned(e) for e in entries}
+        order (else any other may have been read first). Returns (may be full, the indices proving
+        it was not, the sentence saying why it returned records)."""
+        got = {_key(e): bool(_returned(e)) or (as_int(e.get("bytes")) or 0) > 0 for e in entries}
         if not any(returned for key, returned in got.items() if key != c.key):
-            return False, ()  # read with minOneMessage
+            return False, (), "no other partition returned any, so it was read ignoring the size limits"
         keys = [x.key for x in session.partitions]
         if self.reads is None or at is None or any(got[k] for k in set(got) - set(keys)):
-            return True, ()
+            return True, (), ""
         earlier = [k for k in (keys[:keys.index(c.key)] if order_known else keys) if k != c.key and got.get(k)]
+        rotated = self.rotated_at.get(session.id)
         if not earlier:
-            return False, ()  # first in the read order to return bytes: read with minOneMessage
+            return False, () if rotated is None else (rotated,), (
+                "it was the first in the session's read order to return bytes" + (
+                    f" (rotated after answer {rotated})" if rotated is not None else "")
+                + ", so it was read ignoring the size limits")
         broker, inv, done = at
         iv = inv.get("value") or {}
         limit, budget = as_int(iv.get("partition_max_bytes"), PARTITION_MAX_BYTES), as_int(iv.get("max_bytes"), MAX_BYTES)
@@ -414,17 +426,21 @@ class _Walk:
         charged = {_key(e): as_int(e.get("bytes")) for e in entries}
         own = batches[c.key]
         if own is None:
-            return True, ()
+            return True, (), ""
         if all(charged.get(k) is not None for k in earlier):  # the answer says what each earlier read charged
             room, proofs = kip227.read_has_room(own[0], sum(charged[k] for k in earlier), limit, budget), [own]
+            read = (f"its first batch ({own[0]} bytes) fitted the partition limit ({limit}) and what the "
+                    f"{sum(charged[k] for k in earlier)} bytes read before it left of {budget}")
         else:
             room = not kip227.size_limits_may_empty_read(own[0], [(batches[k] or (None,))[0] for k in earlier],
                                                          limit, budget, order_known)
             proofs = [b for b in batches.values() if b]
+            read = "its first batch fitted the partition limit and the partitions read before it left room"
         if not room or not self.reads.local(c.topic, c.partition) \
                 or iv.get("isolation_level", "read_uncommitted") != "read_uncommitted":
-            return True, ()
-        return False, tuple(i for _, indices in proofs for i in indices)
+            return True, (), ""
+        shown = tuple(i for _, indices in proofs for i in indices) + (() if rotated is None else (rotated,))
+        return False, shown, f"{read} (answers {sorted(set(shown))})"
 
     def _absorb(self, sid: int, entries, index=None, rotate: bool = False) -> None:
         """KIP-227 "Cached data about each partition": the session now holds what this
@@ -437,6 +453,7 @@ class _Walk:
         parts = tuple(kip227.after_response(c, _response(sent[c.key])) if c.key in sent else c
                       for c in session.partitions)
         if rotate:
+            self.rotated_at[sid] = index
             by_key = {c.key: c for c in parts}
             order = kip227.rotate(tuple(by_key), tuple(k for k in by_key if k in sent and _returned(sent[k])))
             parts = tuple(by_key[k] for k in order)
