@@ -605,10 +605,18 @@ def _stale_metadata(h: History, rng: random.Random):
 def _follower_lag(h: History, rng: random.Random):
     leaders = {(m["value"].get("topic"), m["value"].get("partition"), m["value"].get("leader_epoch")): m["value"].get("leader")
                for m in h.ok("metadata")}
+    reported: dict = {}  # (broker, topic, partition) -> [(completion index, HWM)] of every fetch answer
+    for r in h.ok("fetch"):
+        for y in fetch_entries(r["value"]):
+            if as_int(y.get("high_watermark"), -1) >= 0 and y.get("error", "NONE") == "NONE":
+                reported.setdefault((r["value"].get("broker"), *tp_of(y)), []).append((r["index"], y["high_watermark"]))
     cands = []
     for (a, hw_a), r, x in _same_epoch_pairs(h):
-        # not below what it returned, nor at or below the fetch offset (then KIP-392 case 1 applies)
-        low = max(hw_a, as_int(x.get("fetch_offset"), 0) + 1, *(rec[0] + 1 for rec in x.get("records") or [(-1,)]))
+        # not below what it returned, nor at or below the fetch offset (then KIP-392 case 1 applies),
+        # nor below any HWM the broker had answered before the request (the HWM it had then)
+        before = [hw for i, hw in reported.get((r["value"].get("broker"), *tp_of(x)), ()) if i < h.invoke_of[r["index"]]]
+        low = max(hw_a, as_int(x.get("fetch_offset"), 0) + 1, *(rec[0] + 1 for rec in x.get("records") or [(-1,)]),
+                  *before)
         leader = leaders.get((*tp_of(x), r["value"].get("current_leader_epoch")))
         if low < x["high_watermark"] and leader is not None and r["value"].get("broker") != leader \
                 and h.records[h.invoke_of[r["index"]]]["time"] - a["time"] < FETCH_WAIT_NS:
