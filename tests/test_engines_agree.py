@@ -142,7 +142,7 @@ def test_same_verdict_on_the_second_pass_gaps(spark, tmp_path, gap):
     from tests.support.raw_protocol import killed, omitted_after
     records, name = {"killed": (lambda: killed().records, "preferred-replica-violation"),
                      "omitted": (lambda: omitted_after().records, "fetch-session-violation"),
-                     "deep": (lambda: follower_with_leader(leader_answers(10)), "hwm-regression")}[gap]
+                     "deep": (lambda: follower_with_leader(leader_answers(10, epoch=4)), "hwm-regression")}[gap]
     write_jsonl(records(), tmp_path / "history.jsonl")
     local = engine_local.check_path(tmp_path / "history.jsonl", profile="kafka-4.3")
     remote = engine_spark.check_path(tmp_path / "history.jsonl", spark=spark, profile="kafka-4.3")
