@@ -98,6 +98,7 @@ class Digest:
         self._first_read: dict = {}  # offset -> first index reading it (any value)
         self._last: dict = {}  # process -> (offset, index) of its last read, since a reset
         self._cont: list = []  # continuity candidates in history order
+        self._points: list = []  # (fetch offset, first offset returned, index): raw fetches that began above their offset
         self._odd = False  # an ok send with a non-string value or a non-int offset
         self.finished = False
 
@@ -189,25 +190,31 @@ class Digest:
                 else:
                     self._other_value(offset, value, index)
         elif f == "fetch":
-            if len(v) == 1:  # the part `split` made: this partition's records only
-                self._fetched(v["records"], r["index"])
+            if v.keys() <= {"records", "start"}:  # the part `split` made: this partition's records and read start
+                self._fetched(v["records"], r["index"], v.get("start"))
             else:  # a whole record (plain `check`)
-                self._fetched(dict(fetched_records(r)).get(partition_key(self.topic, self.partition), ()), r["index"])
+                for key, recs, start in fetched_records(r):
+                    if key == partition_key(self.topic, self.partition):
+                        self._fetched(recs, r["index"], start)
         elif f in ("assign", "seek"):
             self._last.pop(r["process"], None)
         elif f in TXN_ENDS and t != "invoke":
             ends = self._ends.setdefault(v.get("txn"), ([], []))
             ends[f == "txn-abort"].append(t)
 
-    def _fetched(self, records, index) -> None:
+    def _fetched(self, records, index, start) -> None:
         """A raw-protocol fetch's [offset, value] records of this partition: observations
         for `inconsistent-offset` and `duplicate` (and proof that the offsets exist), but
         not consumer reads: a fetch is a point read at an offset the prober chose, so it
         neither continues a process's reads nor shows that reads went past an offset
-        (`lost-write`), and its values do not make a send "read"."""
+        (`lost-write`), and its values do not make a send "read". It does start at its fetch
+        offset: one whose first record lies above it is kept for `point_skips`."""
         observe, code = self._observe_read, ~index
         for rec in records:
             observe(rec[0], rec[1], code)
+        first = min((rec[0] for rec in records), default=None)
+        if start is not None and first is not None and first > start:
+            self._points.append((start, first, index))
 
     def _observe_read(self, offset, value, code):
         """A read observed (offset, value) (`code`: ~ its index); returns the value as
@@ -460,6 +467,26 @@ def continuity(d: Digest) -> list[Anomaly]:
     return out
 
 
+def point_skips(d: Digest) -> list[Anomaly]:
+    """poll-skip of a raw fetch: Kafka reads a fetch from the batch holding its fetch offset
+    (`LogSegment.read` starts at the first batch whose last offset is at or above it; a remote
+    read, `RemoteLogManager.read`, the same), so an answer whose first data record lies above
+    the fetch offset skipped every offset in between; flagged for one proven to exist (as in
+    `continuity`: transaction markers, the only legitimate data-less offsets, never are)."""
+    known, known_first = d.known_offsets, d.known_first
+    out = []
+    for start, first, index in d._points:
+        k = bisect.bisect_left(known, start)
+        if k < len(known) and known[k] < first:
+            skipped, proof = known[k], known_first[k]
+            out.append(Anomaly(
+                "poll-skip", tuple(sorted({index, proof})),
+                f"fetch of {d.topic}/{d.partition} at offset {start} (index {index}) returned records from "
+                f"offset {first} on, skipping offset {skipped} which exists (index {proof})",
+                details={**_where(d), "fetch_offset": start, "to": first, "skipped": skipped}))
+    return out
+
+
 # --- linearisability of the append-only log ---------------------------------------------
 
 def _placed_sends(d: Digest) -> tuple[list[int], list[int]]:
@@ -573,7 +600,7 @@ class PartitionHistoryRule(BaseRule):
         if f == "poll" and record["type"] == "ok":
             return {partition_key(r[0], r[1]) for r in v["records"]}
         if f == "fetch":
-            return tuple(key for key, _ in fetched_records(record))
+            return tuple(key for key, _, _ in fetched_records(record))
         if f == "assign":
             return {partition_key(t, p) for t, p in v.get("partitions", ())}
         if f in TXN_ENDS and record["type"] != "invoke":
@@ -616,7 +643,7 @@ class PartitionHistoryRule(BaseRule):
                 out.sort(key=lambda kv: kv[0])
             return out
         if f == "fetch":
-            return [(key, {**record, "value": {"records": recs}}) for key, recs in fetched_records(record)]
+            return [(key, {**record, "value": {"records": recs, "start": start}}) for key, recs, start in fetched_records(record)]
         if f == "send" or f == "seek":  # one group: nothing to share, the record as it is
             return [(partition_key(v["topic"], v["partition"]), record)]
         if f == "assign":
@@ -643,15 +670,17 @@ class _Judge:
 
     def finish(self) -> list[Anomaly]:
         d = self.digest.finish()
-        return (lost_writes(d) + duplicates(d) + inconsistent_offsets(d) + continuity(d)
+        return (lost_writes(d) + duplicates(d) + inconsistent_offsets(d) + continuity(d) + point_skips(d)
                 + send_order(d, self.budget) + reads_before_send(d))
 
 
-def fetched_records(record: dict) -> list[tuple[str, list]]:
-    """(partition key, [[offset, value], ...]) of each partition an ok raw `fetch`
+def fetched_records(record: dict) -> list[tuple[str, list, int | None]]:
+    """(partition key, [[offset, value], ...], read start) of each partition an ok raw `fetch`
     returned records for, keys sorted. The entries are inline (one partition) or in
-    `partitions`; a record that is not an [int offset, value] pair is not an
-    observation and is left out (the fetch rules judge the answer's shape)."""
+    `partitions`; a record that is not an [int offset, value] pair is not an observation and
+    is left out (the fetch rules judge the answer's shape). The read start is the entry's
+    fetch offset when the answer says the read began there (error NONE, the offset at or above
+    the log start it answered), else None."""
     if record["type"] != "ok":
         return []
     v = record["value"]
@@ -666,8 +695,20 @@ def fetched_records(record: dict) -> list[tuple[str, list]]:
             continue
         good = [rec for rec in recs if type(rec) is list and len(rec) >= 2 and type(rec[0]) is int]
         if good:
-            out.setdefault(partition_key(topic, partition), []).extend(good)
-    return sorted(out.items())
+            key = partition_key(topic, partition)
+            start = _read_start(e)
+            if key in out:  # one partition twice in an answer: no single start
+                out[key] = (out[key][0] + good, None)
+            else:
+                out[key] = (good, start)
+    return [(key, recs, start) for key, (recs, start) in sorted(out.items())]
+
+
+def _read_start(entry: dict) -> int | None:
+    o, log_start = entry.get("fetch_offset"), entry.get("log_start_offset")
+    if entry.get("error") != "NONE" or type(o) is not int or type(log_start) is not int or not 0 <= log_start <= o:
+        return None
+    return o
 
 
 HISTORY_RULES = (PartitionHistoryRule(),)

@@ -2,7 +2,7 @@
 
 It asks the questions the KIPs answer and clients never ask on purpose:
 - KIP-392: consumer fetches (replica id -1) with a rack id, to the leader (which may
-  name a preferred read replica) and to followers, at offsets chosen around the HWM,
+  name a preferred read replica) and to followers, at offsets chosen around the HWM and at batch edges,
   between a follower's HWM and the leader's (case 1 on an in-sync follower), far above
   the log end and below the log start (cases 1-4).
 - KIP-227: a full fetch session, incremental fetches with and without changes, a wrong
@@ -185,8 +185,10 @@ class Prober(Worker):
             rack = self.rack_of(follower)
             start = max(self._log_start.get(key, 0), self._hwm.get((state.leader, *key), 0) - 20)
             # the leader, asked by a client in the follower's rack, should name that follower
-            self.fetch_one(state.leader, key, start, rack, state.leader_epoch)
+            self.fetch_batch_edge(state.leader, key, self.fetch_one(state.leader, key, start, rack, state.leader_epoch),
+                                  rack, state.leader_epoch)
             answer = self.fetch_one(follower, key, start, rack, state.leader_epoch)
+            self.fetch_batch_edge(follower, key, answer, rack, state.leader_epoch)
             self.fetch_one(follower, key, FAR_ABOVE, rack, state.leader_epoch)  # above both HWM and LEO (case 4)
             hwm = answer and answer.get("high_watermark", -1)
             if hwm is None or hwm < 0:
@@ -216,7 +218,8 @@ class Prober(Worker):
             return
         start = max(self._log_start.get(key, 0), self._hwm.get((state.leader, *key), 0) - 50)
         for broker in [state.leader, *(b for b in state.replicas if b != state.leader and b in self._view.brokers)]:
-            self.fetch_one(broker, key, start, None, state.leader_epoch, isolation=1)
+            self.fetch_batch_edge(broker, key, self.fetch_one(broker, key, start, None, state.leader_epoch, isolation=1),
+                                  None, state.leader_epoch, isolation=1)
 
     # -- KIP-664: the coordinators' own view of open transactions ---------------------------
     def transactions(self, key) -> None:
@@ -252,6 +255,15 @@ class Prober(Worker):
                                                                    if k not in ("topic", "partition", "fetch_offset")}}
 
         return self.call("fetch", value, broker, send)
+
+    def fetch_batch_edge(self, broker: int, key, answer: dict | None, rack: str | None, leader_epoch: int,
+                         isolation: int = 0) -> None:
+        """A fetch at the last offset of the batch before the first one `answer` returned (a raw
+        answer starts at a batch's base offset). Kafka returns whole batches, so a read that starts
+        past its fetch offset shows only there, where the next offset opens a new batch (poll-skip)."""
+        records = (answer or {}).get("records") or []
+        if answer and answer.get("error") == "NONE" and records and records[0][0] - 1 >= self._log_start.get(key, 0):
+            self.fetch_one(broker, key, records[0][0] - 1, rack, leader_epoch, isolation)
 
     # -- KIP-227 ---------------------------------------------------------------------
     def fetch_session(self, key) -> None:

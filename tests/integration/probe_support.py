@@ -20,15 +20,23 @@ class Traffic(threading.Thread):
                                   "logger": quiet_logger()})
         self.stop_event = threading.Event()
         self.sent = 0
+        #: (partition, offset) -> value, from the delivery reports: what the brokers acknowledged
+        #: (the first sends may fail while the new topic's metadata spreads, so offset 0 need not
+        #: hold the first value sent)
+        self.acknowledged: dict[tuple[int, int], bytes] = {}
 
     def run(self):
         while not self.stop_event.is_set():
             for _ in range(50):
                 self.producer.produce(self.topic, value=f"traffic-{self.sent}".encode(),
-                                      partition=self.sent % self.partitions)
+                                      partition=self.sent % self.partitions, on_delivery=self._delivered)
                 self.sent += 1
             self.producer.poll(0.01)
         self.producer.flush(10)
+
+    def _delivered(self, err, msg) -> None:
+        if err is None:
+            self.acknowledged[(msg.partition(), msg.offset())] = msg.value()
 
     def stop(self):
         self.stop_event.set()
