@@ -31,16 +31,25 @@ SETTINGS = ("duration", "backend", "bootstrap", "hosts", "brokers", "tiered", "a
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """One run of the campaign: what differs between runs."""
+    """One run of the campaign: what differs between runs. The last four are set by a plan whose
+    runs differ in more than seed, faults and release (`kipcheck qualify`); None / False keep the
+    campaign's own settings."""
 
     seed: int
     faults: str  # "default" (the single leader isolation), "none", "all" or "kind,kind"
     kafka_version: str | None
+    workload: str | None = None  # "default" or "txn"
+    tiered: bool = False
+    elr: str | None = None  # "on" / "off"
+    upgrade_from: str | None = None  # a rolling upgrade from this release to `kafka_version`
 
     @property
     def key(self) -> str:
         version = self.kafka_version or "default"
-        return re.sub(r"[^A-Za-z0-9.,_-]", "_", f"kafka-{version}__faults-{self.faults}__seed-{self.seed}")
+        extra = "".join(f"__{name}-{value}" for name, value in (
+            ("workload", self.workload), ("tiered", "on" if self.tiered else None), ("elr", self.elr),
+            ("from", self.upgrade_from)) if value)
+        return re.sub(r"[^A-Za-z0-9.,_-]", "_", f"kafka-{version}__faults-{self.faults}__seed-{self.seed}{extra}")
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -70,8 +79,18 @@ def run_options(base, planned: PlannedRun, runs_dir: Path):
     faults = {"default": None, "none": []}.get(planned.faults)
     if faults is None and planned.faults not in ("default", "none"):
         faults = parse_kinds(planned.faults)
-    return replace(base, seed=planned.seed, faults=faults, kafka_version=planned.kafka_version,
-                   runs_dir=str(runs_dir))
+    options = replace(base, seed=planned.seed, faults=faults, kafka_version=planned.kafka_version,
+                      runs_dir=str(runs_dir))
+    if planned.workload:
+        options = replace(options, workload=replace(options.workload, workload=planned.workload))
+    if planned.tiered:
+        options = replace(options, tiered=True)
+    if planned.elr:
+        options = replace(options, elr=planned.elr)
+    if planned.upgrade_from:  # rolls from the older release to the planned one
+        options = replace(options, kafka_version=None, upgrade_from=planned.upgrade_from,
+                          upgrade_to=planned.kafka_version)
+    return options
 
 
 class CampaignState:
@@ -100,27 +119,31 @@ class CampaignState:
 def run_campaign(directory: Path, planned: list[PlannedRun], base, settings: dict, ui) -> dict:
     """Do every planned run not done yet, then check them all at once; return the summary.
     `settings` (saved for a resume) hold the check's `engine` and `master` too."""
-    from kipcheck.harness.run import run
     directory.mkdir(parents=True, exist_ok=True)
     state = CampaignState(directory, planned, settings)
     for n, p in enumerate(planned, 1):
         if state.status(p) == DONE:
             ui.note(f"[{n}/{len(planned)}] {p.key}: done before, kept")
             continue
-        options = run_options(base, p, directory / "runs")
         ui.note(f"[{n}/{len(planned)}] {p.key}")
-        state.mark(p, status=RUNNING, error=None)
-        try:
-            run_dir, _ = run(options, ui)
-            state.mark(p, status=DONE, run_dir=str(run_dir))
-        except KipcheckError as e:  # a HarnessError or a fault's own
-            state.mark(p, status=ERROR, error=str(e))
-            ui.note(f"  error: {e} (the campaign goes on)")
-        except Exception as e:  # a kipcheck bug in one run must not cost the night
-            state.mark(p, status=ERROR, error=f"{type(e).__name__}: {e}")
-            (directory / "campaign-errors.log").open("a").write(f"--- {p.key}\n{traceback.format_exc()}\n")
-            ui.note(f"  error: {type(e).__name__}: {e} (traceback in campaign-errors.log; the campaign goes on)")
+        do_run(directory, state, p, base, ui)
     return check_campaign(directory, planned, state, base, ui, settings["engine"], settings.get("master"))
+
+
+def do_run(directory: Path, state: CampaignState, p: PlannedRun, base, ui) -> None:
+    """One planned run, its status in `state` as it goes; an error is recorded, never raised."""
+    from kipcheck.harness.run import run
+    state.mark(p, status=RUNNING, error=None)
+    try:
+        run_dir, _ = run(run_options(base, p, directory / "runs"), ui)
+        state.mark(p, status=DONE, run_dir=str(run_dir))
+    except KipcheckError as e:  # a HarnessError or a fault's own
+        state.mark(p, status=ERROR, error=str(e))
+        ui.note(f"  error: {e} (the campaign goes on)")
+    except Exception as e:  # a kipcheck bug in one run must not cost the night
+        state.mark(p, status=ERROR, error=f"{type(e).__name__}: {e}")
+        (directory / "campaign-errors.log").open("a").write(f"--- {p.key}\n{traceback.format_exc()}\n")
+        ui.note(f"  error: {type(e).__name__}: {e} (traceback in campaign-errors.log; the campaign goes on)")
 
 
 def check_campaign(directory: Path, planned: list[PlannedRun], state: CampaignState, base, ui,

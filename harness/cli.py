@@ -298,6 +298,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_campaign_arguments(cp)
     cp.set_defaults(func=cmd_campaign)
 
+    from kipcheck.harness.qualify import add_qualify_arguments, cmd_qualify
+    qp = sub.add_parser("qualify", help="qualify a release against a baseline: one documented plan on both, "
+                                        "regressions first")
+    add_qualify_arguments(qp)
+    qp.set_defaults(func=cmd_qualify)
+
     c = sub.add_parser("cluster", help="keep a cluster running to poke at it")
     c.add_argument("action", choices=("up", "status", "down"))
     c.add_argument("--id", default=None, help="with down: only this cluster")

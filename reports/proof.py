@@ -90,10 +90,10 @@ def _example(name: str, n: int, ex: dict, lookup: RecordLookup, windows, known: 
                if known and ex.get("deviations") else "")
             + (f"<details><summary>details</summary><pre>{esc(json.dumps(details, indent=1, default=str))}</pre></details>"
                if details else "")
-            + _context(indices, lookup) + _faults_near(times, windows) + _broker_logs(ex.get(BROKER_LOGS)) + "</div>")
+            + _context(indices, lookup) + _faults_near(times, windows) + broker_logs_html(ex.get(BROKER_LOGS)) + "</div>")
 
 
-def _broker_logs(block) -> str:
+def broker_logs_html(block) -> str:
     """The brokers' log lines around the proof (verdict field `broker_logs`, rundir/broker_logs.py),
     in a collapsible block, open when one is a WARN or an ERROR."""
     if not isinstance(block, dict):

@@ -262,3 +262,15 @@ def test_changes_a_fault_voided_do_not_count(tmp_path):
     voided = history(lags) + fault(90_000, 0, (len(lags) - 10) * GAP, [2])
     _, coverage, row = _checked(tmp_path, voided)
     assert coverage["observations"] == 0 and row["status"] == "undecided"
+
+
+@pytest.mark.parametrize("version,probed", [("4.1.2", True), ("4.0.2", True), ("3.9.2", False), ("3.3.2", False)])
+def test_propagation_is_probed_where_the_model_says_what_kraft_does(version, probed):
+    """KIP-1166 shipped in 4.1; 4.0's profile carries its absence (one parked FETCH a change), so
+    `kip` can name it there; the 3.x profiles say nothing of it, so no probe judges them."""
+    from types import SimpleNamespace
+
+    from kipcheck.harness.run import RunOptions
+    from kipcheck.harness.session import release_gaps
+    gaps = release_gaps(SimpleNamespace(dist=SimpleNamespace(version=version)), RunOptions())
+    assert [g.key for g in gaps] == ([] if probed else ["observer.metadata_propagation"])
