@@ -28,11 +28,14 @@ def entry(p, offset, hwm, recs=(), bytes_=None, first=None, omitted=False):
     return e
 
 
-def session(first_batch=1000, budget=BUDGET, limit=LIMIT, created=True, isolation=None, record_sizes=True):
+def session(first_batch=1000, budget=BUDGET, limit=LIMIT, created=True, isolation=None, record_sizes=True,
+            named=None, metadata_after=True):
     """Broker 1 (leader of t/0 and t/1, epoch 5 by its metadata before and after) opens session
     42 at fetch offsets 10 and 20: both return records (t/1's first batch `first_batch` bytes).
     The next incremental request changes nothing; its response returns t/0 again (charging
-    HEAD_BYTES) and leaves out t/1, whose session HWM 25 is above its fetch offset 20."""
+    HEAD_BYTES) and leaves out t/1, whose session HWM 25 is above its fetch offset 20. `named`:
+    the leader epoch the full request names for each partition (None: none named);
+    `metadata_after`: the metadata answers after the session that bracket the epoch."""
     h = H()
     if created:
         for p in (0, 1):
@@ -49,12 +52,14 @@ def session(first_batch=1000, budget=BUDGET, limit=LIMIT, created=True, isolatio
                "version": 18, **limits, "partitions": sent}
         h.op(6, "fetch", inv, {"top_error": "NONE", "response_session_id": rid, "partitions": entries}, t)
 
-    both = [{"topic": "t", "partition": p, "fetch_offset": o} for p, o in ((0, 10), (1, 20))]
+    both = [{"topic": "t", "partition": p, "fetch_offset": o, **({} if named is None else {"current_leader_epoch": named})}
+            for p, o in ((0, 10), (1, 20))]
     fetch(S // 2, 0, 42, [entry(0, 10, 15, range(10, 15), *sizes(900, 400)),
                           entry(1, 20, 25, range(20, 25), *sizes(first_batch + 100, first_batch))], both)
     fetch(S, 1, 42, [entry(0, 10, 15, range(10, 15), *sizes(HEAD_BYTES, 400)), entry(1, 20, 25, omitted=True)], [])
     for p in (0, 1):
-        h.meta(2 * S, p=p)
+        if metadata_after:
+            h.meta(2 * S, p=p)
     return h.records
 
 
@@ -133,3 +138,13 @@ def test_a_partition_the_rotation_put_first_is_read_ignoring_the_limits():
     assert found and "first in the session's read order" in found[0]["message"]
     assert "rotated after answer" in found[0]["message"]
     assert not flagged(rotation(False), "kafka-4.3")  # read after t/0's bytes; its first batch unknown
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_epoch_the_session_holds_proves_the_omitted_read(profile):
+    """Without metadata after the session nothing brackets the leader epoch, unless the session
+    holds one for the partition: Kafka checks it on every read of a session partition, sent or
+    not (`Partition.checkCurrentLeaderEpoch`), and an omitted partition carried no error."""
+    assert not flagged(session(metadata_after=False), profile)
+    assert not flagged(session(metadata_after=False, named=-1), profile)
+    assert flagged(session(metadata_after=False, named=5), profile)

@@ -189,13 +189,19 @@ class HwmFloor:
         found = self.proof_at(broker, topic, partition, invoked, completed, may_go_back)
         return None if found is None else found[0]
 
-    def proof_at(self, broker, topic, partition, invoked: int, completed: int, may_go_back) -> tuple | None:
+    def proof_at(self, broker, topic, partition, invoked: int, completed: int, may_go_back,
+                 named: int = -1) -> tuple | None:
         """`at`'s floor and the history indices that prove it: the answer it comes from and,
-        without bracketing metadata, the later answer that proves the epoch."""
+        without bracketing metadata, the later answer that proves the epoch. `named` >= 0: the
+        epoch the read was checked against and passed (Kafka `Partition.checkCurrentLeaderEpoch`)."""
         life = self.lives.of(invoked)
         if life != self.lives.of(completed):
             return None
         epoch, shown = self.epochs.epoch_during(broker, topic, partition, invoked, completed), ()
+        if epoch is None and named >= 0:
+            epoch = named
+            if self.epochs.leader_of_epoch(broker, topic, partition, epoch) is None:
+                may_go_back = _as_follower_after_election(may_go_back)
         if epoch is None:
             epoch, shown = self.epoch_after(broker, topic, partition, completed, life) or (None, ())
             if epoch is not None and self.epochs.leader_of_epoch(broker, topic, partition, epoch) is None:

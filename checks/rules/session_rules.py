@@ -125,7 +125,7 @@ class _Reads:
 
     def __init__(self, records: Sequence[dict], floor: HwmFloor):
         self.floor = floor
-        self.answers: dict = {}  # completion index -> (invoked, completed, indices, named epoch, read order, bytes by key)
+        self.answers: dict = {}  # completion index -> (invoked, completed, indices, named epoch by key, read order, bytes by key)
         self.at: dict = {}  # (topic, partition, fetch offset) -> completion indices of non-empty reads there
         self.orders: dict = {}  # completion index -> an incremental answer's read order (`_Walk`)
         self.tiered: set = set()  # topics the broker answered some data in remote storage for
@@ -155,8 +155,10 @@ class _Reads:
             != kip227.INCREMENTAL
         got = {_key(e): (as_int(e.get("fetch_offset")), _returned(e), as_int(e.get("first_batch_bytes")))
                for e in partitions_of(v)}
+        top_named = as_int(iv.get("current_leader_epoch"), -1)  # a sessionless fetch names one epoch
+        named = {_key(e): as_int(e.get("current_leader_epoch"), top_named) for e in partitions_of(iv)}
         self.answers[done["index"]] = (inv.get("time", 0), done.get("time", 0), (inv["index"], done["index"]),
-                                       as_int(iv.get("current_leader_epoch"), -1),
+                                       named if named else {_key(e): top_named for e in partitions_of(v)},
                                        tuple(_key(e) for e in partitions_of(iv)) if ordered else None, got)
         for (topic, partition), (offset, returned, _) in got.items():
             if returned and offset is not None:
@@ -199,20 +201,20 @@ class _Reads:
         return None if anchor is None else (after[0], life, after[1] + anchor)
 
     def first_batch(self, broker, topic, partition, offset: int, invoked: int, completed: int,
-                    limit: int) -> tuple | None:
+                    limit: int, named: int = -1) -> tuple | None:
         """(a bound on the size of the first batch at `offset` of `broker`'s log for the
         partition, the indices proving it) while it answered a request made in [invoked,
         completed] (None: not proven), from its non-empty reads at that offset, before or after,
         in the same leader epoch and life (in which a committed batch does not change): the size
         a read recorded (`first_batch_bytes`), else `limit` where
         `kip227.first_batch_within_limit` proves the batch within it."""
-        at = self.epoch(broker, topic, partition, invoked, completed)
+        at = self.epoch(broker, topic, partition, invoked, completed, named)
         if at is None:
             return None
         same = []
         for index in self.at.get((topic, partition, offset), ()):
             inv_t, done_t, indices, named, _, got = self.answers[index]
-            read = self.epoch(broker, topic, partition, inv_t, done_t, named)
+            read = self.epoch(broker, topic, partition, inv_t, done_t, named.get((topic, partition), -1))
             if read is not None and read[:2] == at[:2]:
                 _, returned, size = got[(topic, partition)]
                 if size is not None:
@@ -247,6 +249,7 @@ class _Walk:
         self.sent_at: dict = {}  # (session id, partition key) -> index of the answer that last sent it
         self.in_order: dict = {}  # session id -> whether its partitions are in the broker's read order
         self.rotated_at: dict = {}  # session id -> the answer whose records last rotated its order
+        self.named: dict = {}  # session id -> {partition key: the leader epoch the session holds for it}
         self.out: list[Anomaly] = []
 
     def flag(self, kind: str | None, rule: str, indices, message: str, **details) -> None:
@@ -282,6 +285,7 @@ class _Walk:
         chosen = self._judge_answer(kind, req, top, rid, indices, where)
         if top != NONE:
             return
+        named = {_key(e): as_int(e.get("current_leader_epoch"), -1) for e in partitions_of(iv)}
         if created:  # Kafka's new session holds the partitions in the order it read them
             self.in_order.setdefault(rid, not any(e.get("error") in UNREAD_ERRORS for e in entries))
         if kind != kip227.INCREMENTAL:
@@ -298,6 +302,8 @@ class _Walk:
                 self.reads.orders[done["index"]] = tuple(c.key for c in kip227.update_session_partitions(before, req))
             self._judge_incremental(before, req, entries, indices, where, (iv.get("broker"), inv, done))
         if chosen is not None and rid:
+            held = {} if created else self.named.get(rid, {})
+            self.named[rid] = {**held, **named}  # Kafka's CachedPartition keeps the epoch last sent
             self._absorb(rid, entries, done["index"], rotate=kind == kip227.INCREMENTAL)
 
     def _judge_answer(self, kind, req, top, rid, indices, where):
@@ -339,7 +345,7 @@ class _Walk:
             self.known = self.known.with_session(Session(rid, epoch, req.privileged, parts, req.now_ms, req.now_ms))
             self.gone = self.gone - {rid}
 
-    def _hwm_floor(self, at, c, profile) -> tuple | None:
+    def _hwm_floor(self, at, c, profile, named: int = -1) -> tuple | None:
         """The least HWM the broker had for `c` while it answered and the indices of the
         answer that proves it (`log_bounds.HwmFloor.proof_at`; None: nothing proven)."""
         if self.floor is None:
@@ -348,7 +354,7 @@ class _Walk:
         return self.floor.proof_at(broker, c.topic, c.partition, inv.get("time", 0), done.get("time", 0),
                                    lambda leader, changed, rose, back: kip392.hwm_may_go_back(
                                        leader, profile, after_epoch_change=changed, rose_in_epoch=rose,
-                                       back_in_epoch=back))
+                                       back_in_epoch=back), named)
 
     def _judge_incremental(self, before: Session, req, entries, indices, where, at=None) -> None:
         session = replace(before, partitions=kip227.update_session_partitions(before, req))
@@ -371,11 +377,15 @@ class _Walk:
             if not e.get("omitted") or c is None:
                 continue
             seen = self.seen.get((before.id, c.key), -1) >= c.fetch_offset
-            may_be_full, room, read = self._size_limits(c, session, entries, at, self.in_order.get(before.id, False))
+            # left out without an error: the read passed the check of the epoch the session holds for it
+            held = self.named.get(before.id, {})
+            named = held.get(c.key, -1)
+            may_be_full, room, read = self._size_limits(c, session, entries, at, self.in_order.get(before.id, False),
+                                                        held)
             floors = {}
 
             def omit(p):
-                floors[p.name] = self._hwm_floor(at, c, p) if at else None
+                floors[p.name] = self._hwm_floor(at, c, p, named) if at else None
                 return kip227.may_omit(c, may_be_full, seen, p, floors[p.name][0] if floors[p.name] else None)
 
             k = verdict(omit, self.profile)
@@ -393,7 +403,8 @@ class _Walk:
             self.flag(k, "kip227.may_omit", shown,
                       f"incremental response left out {c.topic}/{c.partition} although {why}", **where)
 
-    def _size_limits(self, c, session: Session, entries, at, order_known: bool) -> tuple[bool, tuple, str]:
+    def _size_limits(self, c, session: Session, entries, at, order_known: bool,
+                     named: dict | None = None) -> tuple[bool, tuple, str]:
         """Whether the response's size limits may have left `c`'s read empty (KIP-227 "Handling
         Partition Size Limits"), and the indices of the answers proving they did not. Not when
         no other partition returned bytes (read with minOneMessage); else only when the first
@@ -402,7 +413,8 @@ class _Walk:
         `kip227.size_limits_may_empty_read` on their first batches' bounds where not; and only
         for a partition read from the local log (`_Reads.local`) up to the HWM
         (read_uncommitted). `order_known`: the session's partitions are in the broker's read
-        order (else any other may have been read first). Returns (may be full, the indices proving
+        order (else any other may have been read first). `named`: the leader epoch the session holds
+        for each partition, which a read answered without an error passed. Returns (may be full, the indices proving
         it was not, the sentence saying why it returned records)."""
         got = {_key(e): bool(_returned(e)) or (as_int(e.get("bytes")) or 0) > 0 for e in entries}
         if not any(returned for key, returned in got.items() if key != c.key):
@@ -421,8 +433,10 @@ class _Walk:
         iv = inv.get("value") or {}
         limit, budget = as_int(iv.get("partition_max_bytes"), PARTITION_MAX_BYTES), as_int(iv.get("max_bytes"), MAX_BYTES)
         cached = {x.key: x for x in session.partitions}
+        clean = {_key(e) for e in entries if e.get("error", NONE) in (NONE, None)}
         batches = {k: self.reads.first_batch(broker, *k, cached[k].fetch_offset, inv.get("time", 0), done.get("time", 0),
-                                             limit) for k in [c.key, *earlier]}
+                                             limit, (named or {}).get(k, -1) if k in clean else -1)
+                   for k in [c.key, *earlier]}
         charged = {_key(e): as_int(e.get("bytes")) for e in entries}
         own = batches[c.key]
         if own is None:

@@ -319,12 +319,17 @@ class Prober(Worker):
         """A fetch in a session: `sent` are the partitions in the request, `session` all of
         the session's partitions with their fetch offsets (the completion covers them all)."""
         sent_list = [(t, p, o) for (t, p), o in sorted(sent.items())]
+        # each sent partition names the leader epoch of the view: the session keeps it, and Kafka
+        # checks it on every read of the partition, sent or not (Partition.checkCurrentLeaderEpoch)
+        epochs = {(t, p): self._view.partitions[(t, p)].leader_epoch if (t, p) in self._view.partitions else -1
+                  for t, p, _ in sent_list}
         value = {"broker": broker, "replica_id": -1, "rack": rack, "session_id": session_id,
-                 "session_epoch": epoch, **LIMITS, "partitions": [{"topic": t, "partition": p, "fetch_offset": o}
-                                                        for t, p, o in sent_list]}
+                 "session_epoch": epoch, **LIMITS,
+                 "partitions": [{"topic": t, "partition": p, "fetch_offset": o, "current_leader_epoch": epochs[(t, p)]}
+                                for t, p, o in sent_list]}
         if forgotten:
             value["forgotten"] = [list(k) for k in forgotten]
-        request = self._fetch_request(session_id, epoch, sent_list, forgotten or [], rack, -1)
+        request = self._fetch_request(session_id, epoch, sent_list, forgotten or [], rack, epochs)
         incremental = session_id != 0 and epoch > 0
         covered = [(t, p, o) for (t, p), o in sorted(session.items())] if incremental else sent_list
 
@@ -342,13 +347,15 @@ class Prober(Worker):
         return self.call("fetch", value, broker, send)
 
     # -- building and reading Fetch ------------------------------------------------------
-    def _fetch_request(self, session_id, epoch, partitions, forgotten, rack, leader_epoch,
+    def _fetch_request(self, session_id, epoch, partitions, forgotten, rack, leader_epoch: int | dict,
                        isolation: int = 0) -> FetchRequest:
+        """`leader_epoch`: every partition's current leader epoch, or a dict of them by (topic, partition)."""
         F = FetchRequest
         by_topic: dict[str, list] = {}
         for t, p, o in partitions:
+            named = leader_epoch.get((t, p), -1) if isinstance(leader_epoch, dict) else leader_epoch
             by_topic.setdefault(t, []).append(F.FetchTopic.FetchPartition(
-                partition=p, current_leader_epoch=leader_epoch, fetch_offset=o, last_fetched_epoch=-1,
+                partition=p, current_leader_epoch=named, fetch_offset=o, last_fetched_epoch=-1,
                 log_start_offset=-1, partition_max_bytes=PARTITION_MAX_BYTES))
         gone: dict[str, list] = {}
         for t, p in forgotten:
