@@ -69,6 +69,12 @@ def cmd_run(args) -> int:
             parse_requirement(args.require_coverage)  # a typo fails before the cluster starts
         except ValueError as e:
             raise HarnessError(str(e)) from None
+    if args.profile:
+        from kipcheck.reference_model import profiles
+        try:
+            profiles.get(args.profile)  # an unknown profile fails before the cluster starts, as `check` says it
+        except ValueError as e:
+            raise HarnessError(f"--profile: {e}") from None
     opts = RunOptions(duration=args.duration, seed=args.seed, backend=args.backend, bootstrap=args.bootstrap,
                       hosts=args.hosts,
                       kafka_version=args.kafka_version,

@@ -55,6 +55,12 @@ def test_broker_decommission_on_three_brokers_is_one_line_and_starts_nothing(tmp
     assert not any(tmp_path.iterdir())
 
 
+def test_unknown_profile_for_run_starts_nothing(tmp_path):
+    code, _, err = kipcheck("run", "--profile", "kafka-9.9", "--duration", "5", "--runs-dir", str(tmp_path))
+    assert_one_line_error(code, err, "--profile", "kafka-9.9", "kafka-4.3")
+    assert not any(tmp_path.iterdir())
+
+
 def test_kafka_version_that_does_not_exist(tmp_path):
     code, _, err = kipcheck("run", "--kafka-version", "0.0.1", "--runs-dir", str(tmp_path))
     assert_one_line_error(code, err, "0.0.1")
