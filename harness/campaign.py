@@ -173,6 +173,14 @@ def check_campaign(directory: Path, planned: list[PlannedRun], state: CampaignSt
         return write_summary(directory, rows, engine)
 
 
+def add_engine_arguments(c) -> None:
+    """--duration, --engine and --master, as a campaign and a qualification take them."""
+    c.add_argument("--duration", type=float, default=60.0, help="seconds of workload per run (default 60)")
+    c.add_argument("--engine", choices=("local", "spark"), default="local",
+                   help="the one check over all runs: local, or one Spark job (default local)")
+    c.add_argument("--master", default=None, help="Spark master for --engine spark (e.g. spark://host:7077)")
+
+
 def add_campaign_arguments(c) -> None:
     from kipcheck.harness.run import BACKENDS
     c.add_argument("--seeds", default=None, help="seeds, e.g. 1-20 or 1,4,9 (required for a new campaign)")
@@ -180,12 +188,9 @@ def add_campaign_arguments(c) -> None:
                    help="a fault mix per flag: 'default', 'none', 'all' or kinds 'partition,kill' (repeatable)")
     c.add_argument("--kafka-versions", default=None, help="comma-separated Kafka versions, `latest` for the newest on Maven Central "
                         "(default: the pinned default release)")
-    c.add_argument("--duration", type=float, default=60.0, help="seconds of workload per run (default 60)")
     c.add_argument("--dir", default=None, help="campaign directory (default ./campaigns/<time>); an existing "
                                                "one resumes with its own plan")
-    c.add_argument("--engine", choices=("local", "spark"), default="local",
-                   help="the one check over all runs: local, or one Spark job (default local)")
-    c.add_argument("--master", default=None, help="Spark master for --engine spark (e.g. spark://host:7077)")
+    add_engine_arguments(c)
     c.add_argument("--backend", choices=BACKENDS, default="native",
                    help="where each run's cluster comes from, as for `kipcheck run` (default native)")
     c.add_argument("--bootstrap", default=None, help="bootstrap servers (external backend)")

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kipcheck.harness.backends import releases
-from kipcheck.harness.campaign import DONE, ERROR, CampaignState, PlannedRun, check_campaign, do_run
+from kipcheck.harness.campaign import (DONE, ERROR, CampaignState, PlannedRun, add_engine_arguments, check_campaign,
+                                      do_run)
 from kipcheck.harness.errors import HarnessError
 
 DROPPED = "dropped"
@@ -280,12 +281,9 @@ def add_qualify_arguments(q) -> None:
                    help="the release it is held against (default: the newest patch of the previous line that has "
                         "a read profile)")
     q.add_argument("--budget", default="45m", help="wall time for the whole qualification, e.g. 45m, 1h30m (default 45m)")
-    q.add_argument("--duration", type=float, default=60.0, help="seconds of workload per run (default 60)")
     q.add_argument("--dir", default=None, help="qualification directory (default ./qualify/<version>-<time>); an "
                                                "existing one goes on where it stopped")
-    q.add_argument("--engine", choices=("local", "spark"), default="local",
-                   help="the one check over all runs: local, or one Spark job (default local)")
-    q.add_argument("--master", default=None, help="Spark master for --engine spark (e.g. spark://host:7077)")
+    add_engine_arguments(q)
     q.add_argument("--quiet", action="store_true")
 
 
