@@ -11,37 +11,43 @@ from kipcheck.checks.mutate.operators import OPERATORS
 from kipcheck.checks.mutate.recall import load_history, measure, recovery_bound, release_profile
 
 CORPUS = Path(__file__).parent / "data" / "recall"
-RUNS = sorted(p for p in CORPUS.iterdir() if (p / "history.jsonl.gz").exists())
+#: a 120 s txn run whose two faults end at 33 s: the only one with a heal window longer than the
+#: liveness bound and transactions described a timeout and a bound apart, judged for the operators
+#: that need them alone (it is the slowest to check)
+LONG = CORPUS / "ci-long"
+RUNS = sorted(p for p in CORPUS.iterdir() if (p / "history.jsonl.gz").exists() and p != LONG)
 SEEDS = range(1)
 
-#: caught / judged, at least (measured 2026-11-28 on this corpus; raise it when recall rises)
+#: caught / judged, at least (measured 2026-11-28 on this corpus: every operator at every
+#: position, seeds 0-2; lower one only with the measurement that says why)
 FLOORS = {name: 1.0 for name, op in OPERATORS.items() if op.anomaly}
-#: 6 of 8 at seed 0 (21 of 24 over seeds 0-2): a partition read after others that returned
-#: bytes, whose first batch no read of the same log proves within what was left, may have been
-#: left empty by the size limits (docs/checker.md "Recall")
-FLOORS["incremental-response-omits-new-data"] = 0.75
-#: operators the corpus has no position for: a 30-45 s run has no heal window longer than the
-#: liveness bound, nor a transaction described twice a timeout and a bound apart (measured on
-#: longer runs by benchmarks/bench_recall.py)
-NO_POSITION = {"partition-never-acknowledges-after-heal", "transaction-described-ongoing-past-timeout"}
+#: operators only the long run has a position for: a 30-45 s run has no heal window longer than
+#: the liveness bound, nor a transaction described twice a timeout and a bound apart
+LONG_ONLY = {"partition-never-acknowledges-after-heal", "transaction-described-ongoing-past-timeout"}
+
+
+def _load(runs) -> tuple[dict, dict, dict]:
+    return ({str(p): load_history(p) for p in runs},
+            {str(p): ["kip", release_profile(p)] for p in runs},
+            {str(p): recovery_bound(p) for p in runs})
 
 
 @pytest.fixture(scope="module")
 def corpus():
-    return ({str(p): load_history(p) for p in RUNS},
-            {str(p): ["kip", release_profile(p)] for p in RUNS},
-            {str(p): recovery_bound(p) for p in RUNS})
+    return _load(RUNS)
+
+
+@pytest.fixture(scope="module")
+def long_corpus():
+    return _load([LONG])
 
 
 @pytest.mark.parametrize("name", sorted(OPERATORS))
-def test_operator_at_its_floor(name, corpus):
-    histories, profiles, bounds = corpus
+def test_operator_at_its_floor(name, request):
+    histories, profiles, bounds = request.getfixturevalue("long_corpus" if name in LONG_ONLY else "corpus")
     tallies = measure(histories, profiles, SEEDS, [name], bounds=bounds)
     planted = sum(t.planted for t in tallies)
-    if name in NO_POSITION:
-        assert planted == 0, f"{name} found a position: measure it and give it a floor"
-        return
-    assert planted, f"{name}: no position in {[p.name for p in RUNS]}"
+    assert planted, f"{name}: no position in {sorted(Path(h).name for h in histories)}"
     op = OPERATORS[name]
     if op.anomaly is None:
         alarms = [a for t in tallies for a in t.alarms]

@@ -47,7 +47,7 @@ def test_round_one_runs_every_step_both_releases_can():
     assert (upgrade.upgrade_from, upgrade.kafka_version) == ("4.1.2", "4.2.2")
     # 3.3 has no tiered storage, no ELR and no earlier KRaft line to upgrade from
     [old] = qualify.rounds("3.3.1", "3.3.2", 1)
-    assert [s.name for s, _, _ in old] == ["chaos", "transactions"]
+    assert [s.name for s, _, _ in old] == ["chaos", "followers", "transactions"]
     assert len(qualify.skipped_steps("3.3.1", "3.3.2")) == 4
 
 
@@ -80,14 +80,14 @@ def test_the_budget_drops_what_does_not_fit_and_says_so(monkeypatch, tmp_path):
     done, dropped = qualify.run_plan(tmp_path, "4.3.1", "4.2.2", RunOptions(), {"engine": "local"}, budget, _Quiet())
     assert len(done) == 8  # four pairs fit; the fifth would end at 1000 s > 900 s
     assert [p.key for p in done][:2] == ["kafka-4.3.1__faults-all__seed-1", "kafka-4.2.2__faults-all__seed-1"]
-    assert [line.split(" (")[0] for line in dropped] == ["elr-off", "upgrade", "chaos: seeds 2-20 not run"]
+    assert [line.split(" (")[0] for line in dropped] == ["elr-on", "elr-off", "upgrade", "chaos: seeds 2-20 not run"]
     # one run more of budget: the fifth pair fits, the sixth does not
     clock[0] = 0.0
     monkeypatch.setattr(qualify, "do_run", lambda *a: clock.__setitem__(0, clock[0] + 100.0))
     budget = qualify.Budget(1000.0 + 200 / 0.9, 60.0, clock=lambda: clock[0])
     done, dropped = qualify.run_plan(tmp_path / "b", "4.3.1", "4.2.2", RunOptions(), {"engine": "local"}, budget,
                                      _Quiet())
-    assert len(done) == 10 and [line.split(" (")[0] for line in dropped][0] == "upgrade"
+    assert len(done) == 10 and [line.split(" (")[0] for line in dropped][0] == "elr-off"
 
 
 def test_a_family_on_the_release_only_is_a_regression(monkeypatch, tmp_path):

@@ -808,9 +808,12 @@ def _slow_recovery(h: History, rng: random.Random):
     if pick is None:
         return None
     heal, end, tp = pick
+    # from the heal's invoke: the liveness rule measures from when the heal began, and a restarted
+    # node's heal completes only once its JVM listens, while the others already acknowledge
+    began = h.records[h.invoke_of.get(heal["index"], heal["index"])]["time"]
     e = Edit(h)
     for r in h.ok("send"):
-        if heal["time"] < r["time"] < end and (r["value"]["topic"], r["value"]["partition"]) == tp:
+        if began < r["time"] < end and (r["value"]["topic"], r["value"]["partition"]) == tp:
             c = e.take(r["index"])
             c["type"] = "info"
             c["value"].pop("offset", None)
@@ -821,15 +824,23 @@ def _slow_recovery(h: History, rng: random.Random):
           "KIP-98 (transaction timeout): the coordinator aborts a transaction open past transaction.timeout.ms")
 def _hanging(h: History, rng: random.Random):
     described = [r for r in h.ok("describe_transactions")]
-    last_fault = max((r["time"] for r in h.records if r["f"] == "fault"), default=0)
-    quiet_after = last_fault + (h.liveness_bound_s + 1) * 1e9
+    faults = [(r["time"], r["value"].get("phase")) for r in h.records if r["f"] == "fault" and r["type"] != "invoke"]
+    bound_ns = (h.liveness_bound_s + 1) * 1e9 + CLEANUP_INTERVAL_NS  # the rule's bound, and a second
+
+    def quiet(t: int) -> bool:
+        """As the rule judges an answer asked at `t` (faults by their completions): no fault on,
+        the last heal more than its bound before."""
+        before = [phase for time, phase in faults if time < t]
+        last_stop = max((time for time, phase in faults if time < t and phase == "stop"), default=None)
+        return (not before or before[-1] == "stop") and (last_stop is None or t - last_stop > bound_ns)
+
     cands = []
     for a in described:
         for t in a["value"].get("transactions") or []:
             if t.get("state") != "Ongoing" or not isinstance(t.get("timeout_ms"), int):
                 continue
             due = a["time"] + (t["timeout_ms"] / 1e3 + h.liveness_bound_s + CLEANUP_INTERVAL_NS / 1e9 + 1) * 1e9
-            later = [b for b in described if h.records[h.invoke_of[b["index"]]]["time"] > max(due, quiet_after)
+            later = [b for b in described if (asked := h.records[h.invoke_of[b["index"]]]["time"]) > due and quiet(asked)
                      and t["transactional_id"] in (b["value"].get("transactional_ids") or [])]
             if later:
                 cands.append((a, t, later[0]))
