@@ -389,9 +389,9 @@ def for_version(version: str | None) -> str:
 # 3.3 and 3.9 were read by hand; 3.4 ... 3.8 by a script now grown into `kipcheck profile read`
 # (harness/profile_read.py), which looks for the same code in the same class and method of each
 # release's source jars. That reader also finds the KIP-227 deviations (and from 3.8 the sharded
-# session cache), follower-bootstrap-absent and kraft-fetch-parks-without-hwm in 3.x code; they are
-# not in these profiles
-# (tests/test_profile_read.py lists them as UNPROFILED_3X).
+# session cache), taken into these profiles on 2026-11-28 (`_KIP227_3X`), and follower-bootstrap-absent
+# and kraft-fetch-parks-without-hwm in 3.x code, which are not in them
+# (tests/test_profile_read.py lists those two as UNPROFILED_3X).
 _READ_IN_3X = frozenset({OUT_OF_RANGE_WITHOUT_OFFSETS, RESPONSE_HWM_SAMPLED_BEFORE_READ, FETCH_ABOVE_HWM_EMPTY,
                          HWM_CAPPED_AT_LEO, OFFSETS_FOR_LEADER_EPOCH_UNCAPPED, FOLLOWER_HWM_FOLLOWS_LEADER,
                          RESPONSE_LSO_SAMPLED_BEFORE_READ})
@@ -433,6 +433,18 @@ for _minor, _patch in ((4, "3.4.1"), (5, "3.5.2"), (6, "3.6.2"), (7, "3.7.2"), (
         "highWatermark = leaderLogStartOffset = UnifiedLog.UnknownOffset (inline catch, or from 3.6 "
         "handleOffsetOutOfRangeError -> createLogReadResult(e) outside the tiered range). " + _3X_COMMON +
         f" No other deviation read for 3.{_minor}.")
+#: KIP-227 as 4.x serves it, in every 3.x line's kafka.server.FetchSession.scala (found by `kipcheck profile
+#: read`): taken in after a 3.3.1 run's incremental response carried a partition whose only news was an
+#: UNKNOWN_LEADER_EPOCH error (CachedPartition.maybeUpdateResponseData: an error always responds)
+_KIP227_3X = frozenset({EMPTY_SESSION_CLOSED, INCREMENTAL_EXTRA_PARTITIONS, EVICT_SMALLEST})
 for _name, _notes in _BY_3X_LINE.items():
+    _sharded = int(_name.rsplit(".", 1)[1]) >= 8
+    _notes += (" empty-session-closed, incremental-extra-partitions, evict-smallest"
+               + (", sharded-session-cache" if _sharded else "") + ": kafka.server.FetchSession.scala as in 4.0 "
+               "(session.isEmpty closes, maybeUpdateResponseData responds for an error or a preferred replica, "
+               "tryEvict/touch" + (", the cache in shards" if _sharded else "") + "), found by `kipcheck profile read` "
+               "and taken in on 2026-11-28 (a 3.3.1 session answered a partition whose only news was "
+               "UNKNOWN_LEADER_EPOCH).")
     RELEASE_NOTES[_name] = _notes
-    PROFILES[_name] = Profile(_name, _READ_IN_3X, _notes)
+    PROFILES[_name] = Profile(_name, _READ_IN_3X | _KIP227_3X | ({SHARDED_SESSION_CACHE} if _sharded else set()),
+                              _notes)

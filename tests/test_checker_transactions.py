@@ -40,7 +40,9 @@ class T(H):
         return self._add(proc, "ok", "poll", {"isolation": isolation, "records": [["t", p, o, v] for p, o, v in recs]})
 
     def fetch(self, proc, broker, lso, hwm, records=(), epoch=0, isolation=None, p=0, gap=10):
-        v = {"broker": broker, "replica_id": -1, "topic": "t", "partition": p, "fetch_offset": 0,
+        # read from its first record's offset (a read starting above its fetch offset is a poll-skip)
+        v = {"broker": broker, "replica_id": -1, "topic": "t", "partition": p,
+             "fetch_offset": min((r[0] for r in records), default=0),
              "current_leader_epoch": epoch, "session_id": 0, "session_epoch": -1}
         if isolation:
             v["isolation_level"] = isolation

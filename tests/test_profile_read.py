@@ -13,14 +13,11 @@ from kipcheck.reference_model import profiles
 pytestmark = [pytest.mark.maven,
               pytest.mark.skipif(not (shutil.which("mvn") and shutil.which("javap")), reason="needs mvn and javap")]
 
-#: Found in 3.x code by the reader but not in the 3.x profiles, which hold only what was read
-#: for 3.x by hand (reference_model.profiles, the 3.x block): the fetch-session deviations
-#: (FetchSession.scala, FetchSessionCache.tryEvict/touch, from 3.8 the sharded cache) and the
-#: missing follower bootstrap (KIP-1023 is 4.3) and KRaft fetches parked without an HWM (KIP-1166
-#: is 4.1). Listed exactly, so a change shows.
-_SESSIONS = {profiles.EMPTY_SESSION_CLOSED, profiles.EVICT_SMALLEST, profiles.INCREMENTAL_EXTRA_PARTITIONS,
-             profiles.FOLLOWER_BOOTSTRAP_ABSENT, profiles.KRAFT_FETCH_PARKS_WITHOUT_HWM}
-UNPROFILED_3X = {f"kafka-3.{m}": _SESSIONS | ({profiles.SHARDED_SESSION_CACHE} if m >= 8 else set())
+#: Found in 3.x code by the reader but not in the 3.x profiles (reference_model.profiles, the
+#: 3.x block; the fetch-session deviations are in them since 2026-11-28): the missing follower
+#: bootstrap (KIP-1023 is 4.3) and KRaft fetches parked without an HWM (KIP-1166 is 4.1). Listed
+#: exactly, so a change shows.
+UNPROFILED_3X = {f"kafka-3.{m}": {profiles.FOLLOWER_BOOTSTRAP_ABSENT, profiles.KRAFT_FETCH_PARKS_WITHOUT_HWM}
                  for m in range(3, 10)}
 
 #: The lines the default suite reads: those it also starts live (3.3.2 and 3.9.2 in test_releases_run,

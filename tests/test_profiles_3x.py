@@ -48,9 +48,19 @@ def test_a_follower_hwm_going_back_once_after_an_election_is_known_on_3x_within_
 @pytest.mark.parametrize("profile", LINES)
 def test_unread_4x_deviations_stay_anomalies_on_3x(profile):
     p = profiles.get(profile)
-    for unread in (profiles.EMPTY_SESSION_CLOSED, profiles.EVICT_SMALLEST, profiles.SHARDED_SESSION_CACHE,
-                   profiles.INCREMENTAL_EXTRA_PARTITIONS, profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER):
+    for unread in (profiles.PENDING_UPLOAD_RESOLVED_BY_LEADER, profiles.FOLLOWER_BOOTSTRAP_ABSENT,
+                   profiles.KRAFT_FETCH_PARKS_WITHOUT_HWM):
         assert not p.allows(unread)
+
+
+@pytest.mark.parametrize("profile", LINES)
+def test_the_fetch_session_code_profile_read_found_is_known_on_3x(profile):
+    """FetchSession.scala as 4.0 has it, found in every 3.x line by `kipcheck profile read`; the
+    session cache in shards only from 3.8."""
+    p = profiles.get(profile)
+    for read in (profiles.EMPTY_SESSION_CLOSED, profiles.EVICT_SMALLEST, profiles.INCREMENTAL_EXTRA_PARTITIONS):
+        assert p.allows(read)
+    assert p.allows(profiles.SHARDED_SESSION_CACHE) == (int(profile.rsplit(".", 1)[1]) >= 8)
 
 
 def test_versions_map_to_their_line_or_kip():
