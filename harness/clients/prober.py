@@ -2,7 +2,7 @@
 
 It asks the questions the KIPs answer and clients never ask on purpose:
 - KIP-392: consumer fetches (replica id -1) with a rack id, to the leader (which may
-  name a preferred read replica) and to followers, at offsets chosen around the HWM and at batch edges,
+  name a preferred read replica) and to followers, at offsets chosen around the HWM, at batch edges and at the log start,
   between a follower's HWM and the leader's (case 1 on an in-sync follower), far above
   the log end and below the log start (cases 1-4).
 - KIP-227: a full fetch session, incremental fetches with and without changes, a wrong
@@ -204,6 +204,9 @@ class Prober(Worker):
                 for offset in ((hwm + leader_hwm) // 2, leader_hwm - 1):
                     self.fetch_one(follower, key, offset, rack, state.leader_epoch)
             log_start = self._log_start.get(key, 0)
+            # a client in the follower's rack re-reading from the log start: the follower holds that
+            # offset whether or not it is in the ISR, so only the ISR may rule it out (KAFKA-14372)
+            self.fetch_one(state.leader, key, log_start, rack, state.leader_epoch)
             self.fetch_one(follower, key, log_start, rack, state.leader_epoch)  # on a tiered topic: remote data
             if log_start > 0:
                 self.fetch_one(follower, key, log_start - 1, rack, state.leader_epoch)
