@@ -11,7 +11,7 @@ from kipcheck.checks.mutate.operators import OPERATORS
 from kipcheck.checks.mutate.recall import load_history, measure, recovery_bound, release_profile
 
 CORPUS = Path(__file__).parent / "data" / "recall"
-#: a 120 s txn run whose two faults end at 33 s: the only one with a heal window longer than the
+#: a 120 s txn run whose two faults are healed by 67 s: the only one with a heal window longer than the
 #: liveness bound and transactions described a timeout and a bound apart, judged for the operators
 #: that need them alone (it is the slowest to check)
 LONG = CORPUS / "ci-long"
