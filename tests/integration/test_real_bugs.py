@@ -4,11 +4,6 @@ wrong on the affected release and not on the fixed one, from a black-box run: no
 switched on. Long: real clusters for minutes each (`-m long`)."""
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from kipcheck.checks.api import check
@@ -16,7 +11,6 @@ from kipcheck.harness.progress import ProgressUI
 from kipcheck.harness.run import RunOptions, run
 
 pytestmark = [pytest.mark.long, pytest.mark.cluster]
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_kip_1166_absent_on_4_0_is_named_under_kip_and_not_on_4_1(tmp_path):
@@ -32,13 +26,16 @@ def test_kip_1166_absent_on_4_0_is_named_under_kip_and_not_on_4_1(tmp_path):
         assert bool(under_kip) == absent, (version, under_kip, run_dir)
 
 
-def test_kafka_14372_preferred_replica_outside_the_isr_is_a_regression_of_3_3_1(tmp_path):
+def test_kafka_14372_preferred_replica_outside_the_isr_on_3_3_1_and_not_on_3_3_2(tmp_path):
     """3.3.1's RackAwareReplicaSelector may name a follower that left the ISR as the preferred
-    read replica (KAFKA-14372, fixed in 3.3.2): `kipcheck qualify` against 3.3.2 exits 1 and
-    names preferred-replica-violation among the regressions."""
-    out = subprocess.run([sys.executable, "-m", "kipcheck", "qualify", "--quiet", "--kafka-version", "3.3.1",
-                          "--baseline", "3.3.2", "--budget", "12m", "--duration", "45", "--dir", str(tmp_path / "q")],
-                         capture_output=True, text=True, timeout=30 * 60, cwd=ROOT)
-    result = json.loads((tmp_path / "q" / "qualify.json").read_text())
-    assert out.returncode == 1, (out.stdout[-2000:], out.stderr[-2000:])
-    assert "preferred-replica-violation" in [g["anomaly"] for g in result["regressions"]], result["regressions"]
+    read replica (KAFKA-14372, fixed in 3.3.2). A controlled shutdown (`restart`) takes a follower
+    out of the ISR while the prober, in its rack, asks the leader at the log start: flagged in 1 of
+    3 seeds on 3.3.1 when measured (docs/real-bugs.md), so up to 5 seeds are tried there; 3.3.2
+    must stay clean on 3."""
+    def flagged(version, seed):
+        _, verdict = run(RunOptions(kafka_version=version, faults=["restart"], seed=seed, duration=60,
+                                    runs_dir=str(tmp_path / version)), ProgressUI(quiet=True))
+        return verdict["anomalies"]["preferred-replica-violation"]
+
+    assert any(flagged("3.3.1", seed) for seed in range(1, 6)), "not shown in 5 runs of 3.3.1"
+    assert not [a for seed in range(1, 4) for a in flagged("3.3.2", seed)]
