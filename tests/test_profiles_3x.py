@@ -67,3 +67,25 @@ def test_versions_map_to_their_line_or_kip():
     assert profiles.for_version("3.3.2") == "kafka-3.3" and profiles.for_version("3.9.1") == "kafka-3.9"
     assert profiles.for_version("3.6.2") == "kafka-3.6"
     assert profiles.for_version("3.2.3") == "kip" and profiles.for_version("2.8.0") == "kip"  # no KRaft profile
+
+
+@pytest.mark.parametrize("profile", ["kafka-3.3", "kafka-3.9"])
+def test_an_error_only_partition_is_known_on_3x_and_nothing_new_is_not(profile):
+    """The 3.3.1 answer that brought KIP-227's session code into the 3.x profiles: an incremental
+    response carrying a partition whose only news is an error is `incremental-extra-partitions`;
+    one carrying it with nothing new at all (no error, no preferred replica) stays an anomaly."""
+    from kipcheck.checks.engine_local import check_records
+    from tests.support.raw_protocol import S, opened, part, sess
+
+    def found(h, known=False):
+        v = check_records(h.records, profile=profile)
+        return [ex for ex in v["known" if known else "anomalies"]["fetch-session-violation"]]
+
+    def error(h, t):  # as the 3.3.1 broker answered: the partition's offsets unknown, its epoch not yet known
+        return sess(h, t, 42, t // S, 42, [part(10, hwm=-1, start=-1, error="UNKNOWN_LEADER_EPOCH")], sent=[])
+
+    errored = error(error(opened(), S), 2 * S)  # the second answer's only news is the error, again
+    assert found(errored) == [] and [ex["deviations"] for ex in found(errored, known=True)] == [
+        ["incremental-extra-partitions"]]
+    assert found(errored) == found(sess(opened(), S, 42, 1, 42, [part(10, hwm=11)], sent=[]))  # news: accepted
+    assert len(found(sess(opened(), S, 42, 1, 42, [part(10, hwm=10)], sent=[]))) == 1
