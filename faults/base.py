@@ -40,6 +40,8 @@ class FaultContext(Protocol):
 
 class FaultKind(Protocol):
     name: str
+    # what the fault does (kipcheck.effects): written into each of its history records, read by the checker
+    effects: frozenset[str]
     # optional: ClusterOptions fields the cluster must start with (e.g. {"log_dirs": 2}, {"proxied_clients": True});
     # faults.registry.cluster_options
     cluster_options: dict

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 
+from kipcheck.effects import MOVES_CLOCK
 from kipcheck.faults.base import FaultContext, FaultSpec
 from kipcheck.faults.targets import resolve_node
 
@@ -78,6 +79,7 @@ class ClockSkew:
     """Offset one node's wall clock by `offset` seconds (default 60; negative: behind) for the window."""
 
     name = "clock-skew"
+    effects = frozenset({MOVES_CLOCK})
     cluster_options = {"fake_clocks": True}
     heal_all = staticmethod(heal_clocks)
 

@@ -12,6 +12,7 @@ import random
 import struct
 from pathlib import PurePath
 
+from kipcheck.effects import LOSES_STATE, OWN_NODE, STOPS_NODE, TRUNCATES
 from kipcheck.faults.base import FaultContext, FaultSpec
 from kipcheck.faults.errors import FaultError
 from kipcheck.faults.process import heal_processes, start_stopped
@@ -20,6 +21,8 @@ from kipcheck.faults.targets import partition_of, resolve_node, wait_full_isr
 
 class _DiskFault:
     name = ""
+    # killed (-9) for the window, its disk damaged, started again at the heal
+    effects = frozenset({STOPS_NODE, LOSES_STATE, TRUNCATES, OWN_NODE})
     default_target = "follower"
     heal_all = staticmethod(heal_processes)
 

@@ -11,6 +11,7 @@ import time
 
 from confluent_kafka import ElectionType, KafkaException, TopicPartition
 
+from kipcheck.effects import ELECTS, MOVES_REPLICAS, TRUNCATES
 from kipcheck.faults.base import FaultContext, FaultSpec
 from kipcheck.faults.errors import FaultError
 from kipcheck.faults.targets import describe, partition_of, view
@@ -61,6 +62,8 @@ class Elect:
 
     def __init__(self, name: str, election: ElectionType):
         self.name, self.election = name, election
+        # an unclean leader's log is the partition's from then on: the others truncate to it
+        self.effects = frozenset({ELECTS, TRUNCATES}) if election == ElectionType.UNCLEAN else frozenset({ELECTS})
 
     def inject(self, ctx: FaultContext, spec: FaultSpec) -> dict:
         parts = _partitions(ctx, spec)
@@ -136,6 +139,7 @@ class Reassign:
     `replace: true` swaps the last replica for a broker outside the set, which copies the log."""
 
     name = "reassign"
+    effects = frozenset({MOVES_REPLICAS, ELECTS})
     heal_all = staticmethod(heal_reassignments)
 
     def inject(self, ctx: FaultContext, spec: FaultSpec) -> dict:

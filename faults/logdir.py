@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
+from kipcheck.effects import LOSES_STATE, TRUNCATES
 from kipcheck.faults.base import FaultContext, FaultSpec
 from kipcheck.faults.errors import FaultError
 from kipcheck.faults.process import start, wait_healthy
@@ -57,6 +58,8 @@ class LogDirFailure:
     """Fail the log directory that holds the spec's partition on the target node (default: its leader)."""
 
     name = "log-dir-failure"
+    # the broker stops serving the directory's replicas; they come back from disk at the heal
+    effects = frozenset({LOSES_STATE, TRUNCATES})
     cluster_options = {"log_dirs": 2}
     heal_all = staticmethod(heal_log_dirs)
 

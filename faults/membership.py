@@ -18,6 +18,7 @@ from contextlib import suppress
 
 from confluent_kafka import ElectionType
 
+from kipcheck.effects import CHANGES_MEMBERSHIP, ELECTS, LOSES_STATE, MOVES_REPLICAS, STOPS_NODE
 from kipcheck.faults.base import FaultContext, FaultSpec
 from kipcheck.faults.election import elect, reassign
 from kipcheck.faults.errors import FaultError
@@ -64,6 +65,8 @@ class BrokerDecommission:
     for the window; the heal adds it back and reassigns its replicas onto it."""
 
     name = "broker-decommission"
+    # its replicas move off, then it stops (cleanly) until the heal starts it from its checkpoints
+    effects = frozenset({MOVES_REPLICAS, ELECTS, CHANGES_MEMBERSHIP, STOPS_NODE, LOSES_STATE})
     min_brokers = MIN_BROKERS
     heal_all = staticmethod(heal_processes)  # a decommissioned broker is a stopped node: started, it registers
 

@@ -42,8 +42,7 @@ class Nemesis(threading.Thread):
 
     def apply(self, spec: FaultSpec) -> None:
         k = kind(spec.kind)
-        base = {"fault": spec.kind, **spec.params}
-        op = self.history.invoke("nemesis", "fault", {**base, "phase": "start"})
+        op = self.history.invoke("nemesis", "fault", fault_value(spec, "start"))
         try:
             injected = k.inject(self.ctx, spec)
         except KipcheckError as e:  # a fault's own, or a cluster verb's (a HarnessError): a known reason
@@ -59,7 +58,7 @@ class Nemesis(threading.Thread):
             return
         op.ok(**injected)
         self.stop_event.wait(spec.duration)
-        op = self.history.invoke("nemesis", "fault", {**base, "phase": "stop", "targets": injected.get("targets", [])})
+        op = self.history.invoke("nemesis", "fault", fault_value(spec, "stop", injected))
         try:
             k.heal(self.ctx, spec, injected)
         except Exception as e:
@@ -67,6 +66,13 @@ class Nemesis(threading.Thread):
             raise
         op.ok()
         self.windows.append((spec, injected))
+
+
+def fault_value(spec: FaultSpec, phase: str, injected: dict | None = None) -> dict:
+    """A fault record's value: its kind, parameters and phase, the targets a stop heals, and
+    what the fault does (kipcheck.effects): the checker reads the effects, never the kind's name."""
+    value = {"fault": spec.kind, **spec.params, "phase": phase, "effects": sorted(kind(spec.kind).effects)}
+    return value if injected is None else {**value, "targets": injected.get("targets", [])}
 
 
 def heal_all_quietly(k, ctx) -> None:
@@ -78,7 +84,7 @@ def heal_all_quietly(k, ctx) -> None:
 
 def heal_all(ctx, history=None) -> None:
     """Undo every fault kind (each family once); recorded when a history is given."""
-    op = history.invoke("nemesis", "fault", {"fault": "heal-all", "phase": "stop", "targets": []}) if history else None
+    op = history.invoke("nemesis", "fault", {"fault": "heal-all", "phase": "stop", "targets": [], "effects": []}) if history else None
     errors = []
     for heal in healers():
         try:

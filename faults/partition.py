@@ -11,6 +11,7 @@ for acks=all.
 """
 from __future__ import annotations
 
+from kipcheck.effects import CUTS_LINKS
 from kipcheck.faults.base import FaultContext, FaultSpec
 from kipcheck.faults.targets import all_node_ids, resolve_node
 
@@ -48,6 +49,7 @@ class _Partition:
     """Shared inject/heal: a subclass only says which grudge it holds."""
 
     name = ""
+    effects = frozenset({CUTS_LINKS})
     heal_all = staticmethod(heal_partitions)
 
     def grudge(self, ctx: FaultContext, spec: FaultSpec) -> tuple[Grudge, list[int], dict]:

@@ -6,6 +6,7 @@ then waits until the brokers are registered and the workload topic has a full IS
 """
 from __future__ import annotations
 
+from kipcheck.effects import LOSES_STATE, OWN_NODE, STOPS_NODE, TRUNCATES
 from kipcheck.faults.base import FaultContext, FaultSpec
 from kipcheck.errors import KipcheckError
 from kipcheck.faults.targets import resolve_node, wait_full_isr
@@ -71,6 +72,7 @@ class Kill(_NodeDown):
     """kill -9: no controlled shutdown, unflushed page cache survives (the kernel keeps it)."""
 
     name = "kill"
+    effects = frozenset({STOPS_NODE, LOSES_STATE, TRUNCATES, OWN_NODE})  # a torn tail is recovered away
 
     def take_down(self, node, spec):
         node.stop_node(clean_shutdown=False)
@@ -80,6 +82,8 @@ class Restart(_NodeDown):
     """Controlled shutdown (SIGTERM: leadership moves away first), restarted at heal."""
 
     name = "restart"
+    # the node starts again from its checkpoints (an HWM below the one it served); recovery may cut its tail
+    effects = frozenset({STOPS_NODE, LOSES_STATE, TRUNCATES, OWN_NODE})
 
     def take_down(self, node, spec):
         node.stop_node(clean_shutdown=True, timeout=float(spec.params.get("grace", 30)))
@@ -89,6 +93,7 @@ class Pause(_NodeDown):
     """SIGSTOP: the process holds its sockets but answers nothing, like a long GC pause."""
 
     name = "pause"
+    effects = frozenset({STOPS_NODE, OWN_NODE})  # resumed, it holds all it held
 
     def take_down(self, node, spec):
         node.pause()
@@ -107,6 +112,8 @@ class RollingRestart:
     the run ends, and heal-all restarts whatever is still down."""
 
     name = "rolling-restart"
+    # every broker in turn: each leaves, the window is no one node's
+    effects = frozenset({LOSES_STATE, TRUNCATES})
     heal_all = staticmethod(heal_processes)
 
     def inject(self, ctx: FaultContext, spec: FaultSpec) -> dict:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from kipcheck.effects import CHANGES_MEMBERSHIP
 from kipcheck.errors import KipcheckError
 from kipcheck.faults.base import FaultContext, FaultSpec
 from kipcheck.faults.errors import FaultError
@@ -55,6 +56,7 @@ class VoterRemoval:
     id, or a node id), AddRaftVoter at the heal."""
 
     name = "voter-removal"
+    effects = frozenset({CHANGES_MEMBERSHIP})
     cluster_options = {"dynamic_quorum": True}
     heal_all = staticmethod(restore_voters)
 

@@ -14,6 +14,7 @@ followers fetch from), "follower", "all", a node id, or for the controller liste
 """
 from __future__ import annotations
 
+from kipcheck.effects import SLOWS_LINKS
 from kipcheck.faults.base import FaultContext, FaultSpec
 from kipcheck.faults.cluster import LinkProxy
 from kipcheck.faults.errors import FaultError
@@ -37,6 +38,7 @@ def heal_toxics(ctx: FaultContext) -> None:
 
 
 class LinkToxic:
+    effects = frozenset({SLOWS_LINKS})
     heal_all = staticmethod(heal_toxics)
 
     def __init__(self, name: str, toxic_type: str, defaults: dict, stream: str = "downstream",

@@ -170,15 +170,17 @@ class NemesisHandle:
         self.history = history
 
     def inject(self, spec) -> dict:
+        from kipcheck.faults.nemesis import fault_value
         from kipcheck.faults.registry import kind
-        op = self.history.invoke("nemesis", "fault", {"fault": spec.kind, **spec.params, "phase": "start"})
+        op = self.history.invoke("nemesis", "fault", fault_value(spec, "start"))
         injected = kind(spec.kind).inject(self.ctx, spec)
         op.ok(**injected)
         return injected
 
     def heal(self, spec, injected: dict) -> None:
+        from kipcheck.faults.nemesis import fault_value
         from kipcheck.faults.registry import kind
-        op = self.history.invoke("nemesis", "fault", {"fault": spec.kind, **spec.params, "phase": "stop"})
+        op = self.history.invoke("nemesis", "fault", fault_value(spec, "stop", injected))
         kind(spec.kind).heal(self.ctx, spec, injected)
         op.ok()
 

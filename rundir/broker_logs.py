@@ -42,6 +42,7 @@ import re
 from datetime import datetime
 from pathlib import Path
 
+from kipcheck import effects
 from kipcheck.rundir import config as run_config
 from kipcheck.rundir.history import iter_history, loads, resolve
 from kipcheck.rundir.records import JSONL_NAME
@@ -63,7 +64,6 @@ LOG_NAMES = ("server.log", "controller.log")
 LOUD = ("WARN", "ERROR", "FATAL")
 #: seconds libfaketime may take to read a changed clock file (docs/faults.md)
 CLOCK_LAG_S = 2.0
-CLOCK_FAULTS = ("clock-skew", "clock-strobe")
 
 _ENTRY = re.compile(r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d),(\d{3})\] (TRACE|DEBUG|INFO|WARN|ERROR|FATAL) ")
 _HEAD = re.compile(r'\{"index":\s*(\d+),\s*"time":\s*(\d+)')
@@ -225,7 +225,7 @@ class _History:
         v = r.get("value") if isinstance(r.get("value"), dict) else {}
         if r["index"] in wanted:
             self.records[r["index"]] = r
-        if r.get("f") == "fault" and v.get("fault") in CLOCK_FAULTS:
+        if effects.has(r, effects.MOVES_CLOCK):
             clock.append(r)
         elif "wall_minus_history_ms" in v and isinstance(v["wall_minus_history_ms"], (int, float)):
             self.walls.append((r["time"], float(v["wall_minus_history_ms"]), r["index"]))

@@ -12,6 +12,8 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
+from kipcheck import effects
+
 from kipcheck.checks.mutate.history import Edit, History, Mutation, consumer_answers, fetch_entries, tp_of
 from kipcheck.checks.rules.observe import as_int
 from kipcheck.checks.rules.timestamp_rules import BY_TIME_TOLERANCE_MS
@@ -333,8 +335,6 @@ def _prr_other_rack(h: History, rng: random.Random):
 #: a killed broker is fenced once its session expires (`broker.session.timeout.ms`, 9 s in
 #: kipcheck's clusters); after this long every broker's metadata shows it offline
 FENCED_AFTER_NS = 12_000_000_000
-#: fault kinds that stop a broker's process (a wipe stops it, reformats and restarts it later)
-STOPS_A_BROKER = ("kill", "pause", "wipe")
 
 
 @operator("preferred-replica-killed", "preferred-replica-violation",
@@ -347,9 +347,10 @@ def _prr_killed(h: History, rng: random.Random):
     kills, cands = {}, []
     for r in h.records:
         v = r.get("value") or {}
-        if r["f"] == "fault" and r["type"] != "invoke" and v.get("fault") in STOPS_A_BROKER + ("heal-all",):
+        stops = effects.has(r, effects.STOPS_NODE)  # its node down from the start's completion to the stop
+        if r["f"] == "fault" and r["type"] != "invoke" and (stops or v.get("fault") == "heal-all"):
             for b in v.get("targets") or []:
-                if v.get("phase") == "start" and v.get("fault") in STOPS_A_BROKER:
+                if v.get("phase") == "start" and stops:
                     kills[b] = r["time"]
                 else:
                     kills.pop(b, None)

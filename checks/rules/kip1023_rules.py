@@ -18,16 +18,17 @@ from __future__ import annotations
 import bisect
 from typing import Iterable, Sequence
 
+from kipcheck import effects
 from kipcheck.reference_model import kip1023
 
 from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
-from kipcheck.checks.rules.log_bounds import STATE_LOSING_FAULTS, Extremes
+from kipcheck.checks.rules.log_bounds import Extremes
 from kipcheck.checks.rules.observe import EpochIndex, Op, answered, as_int, broker_ids, known_as, proven_epoch, verdict
 
-#: faults after which a broker's offsets may go back: it lost state or its log was cut
-#: (a kill or restart replays the log: recovery may drop a torn tail; an unclean
-#: election truncates to the new leader's log)
-TRUNCATING_FAULTS = STATE_LOSING_FAULTS | {"elect-unclean"}
+#: a broker's offsets may go back after a fault that cost it its in-memory state or cut its log
+#: (a kill or restart replays the log: recovery may drop a torn tail; an unclean election
+#: truncates to the new leader's log)
+RESETS_OFFSETS = (effects.LOSES_STATE, effects.TRUNCATES)
 
 
 def offset_kind(v: dict) -> str | None:
@@ -53,7 +54,7 @@ class TieredOffsetRule(BaseRule):
         f = record.get("f")
         if f in ("list_offsets", "metadata"):
             yield f"tiered:{v.get('broker')}"
-        elif f == "fault" and v.get("fault") in TRUNCATING_FAULTS:
+        elif f == "fault" and not effects.of(v).isdisjoint(RESETS_OFFSETS):
             yield from (f"tiered:{b}" for b in sorted(broker_ids(v.get("targets"))))
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:

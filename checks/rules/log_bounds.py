@@ -15,13 +15,10 @@ import itertools
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from kipcheck import effects
 from kipcheck.reference_model.state import NONE
 
 from kipcheck.checks.rules.observe import EpochIndex, Op, answered, as_int, broker_ids, partitions_of, proven_epoch
-
-#: faults that may cost a broker its in-memory state (HWM, sessions)
-STATE_LOSING_FAULTS = {"kill", "wipe", "wipe-metadata", "truncate", "bitflip", "restart", "rolling-restart",
-                       "log-dir-failure"}
 
 #: The least time between two attempts of one non-idempotent send: librdkafka waits
 #: retry.backoff.ms (default 100 ms, the workload keeps it) before a retry, with a jitter of
@@ -37,11 +34,11 @@ MARKERS_PER_TXN = 2
 
 
 class Lives:
-    """Times of the state-losing faults aimed at one broker."""
+    """Times of the records of faults that may cost one broker its in-memory state (HWM, sessions:
+    `effects.LOSES_STATE`), aimed at it."""
 
     def __init__(self, records: Iterable[dict]):
-        self.resets = sorted(r.get("time", 0) for r in records
-                             if r.get("f") == "fault" and (r.get("value") or {}).get("fault") in STATE_LOSING_FAULTS)
+        self.resets = sorted(r.get("time", 0) for r in records if effects.has(r, effects.LOSES_STATE))
 
     def of(self, t: int) -> int:
         return bisect.bisect_right(self.resets, t)

@@ -19,7 +19,7 @@ history proves and reports answers the model does not allow:
   `Partition` takes the ISR of its own AlterPartition responses, which can run ahead of its
   metadata image for good when it is cut off from the quorum right after (seen live: an
   isolated leader named a rejoined follower for 13 s while its own metadata never showed it
-  back; see `isr_seen_with`) — and also without the named replica while its node is down (`NODE_DOWN_FAULTS`) when the
+  back; see `isr_seen_with`) — and also without the named replica while its node is down (a fault with `effects.STOPS_NODE`) when the
   answering broker's own metadata showed it offline before the fetch (`offline_while_down`:
   only its own heartbeat brings it back, and a fenced broker has no endpoint to be chosen by),
   or the answering broker leads the epoch that took leadership off it (`displaced_while_down`:
@@ -40,6 +40,7 @@ from __future__ import annotations
 import bisect
 from typing import Iterable
 
+from kipcheck import effects
 from kipcheck.reference_model import kip392
 from kipcheck.reference_model.state import PartitionState, Replica
 
@@ -57,18 +58,6 @@ ISR_SPAN_NS = 6_000_000_000
 IMAGE_LAG_NS = 1_000_000_000
 
 GROUP = "prr"
-#: Faults that act on the named replica's own node only: while one of them runs on it alone,
-#: the leader is not cut off from the controller by it, so other brokers' metadata answers
-#: still say what the leader replays (`isr_proven_out_by_all`); any other fault running
-#: during the proof may leave the leader's image behind theirs (an isolated leader).
-OWN_NODE_FAULTS = {"kill", "pause", "restart", "wipe", "truncate"}
-#: Each of them also keeps its node down (killed, stopped or frozen) from its start's completion
-#: until its stop is invoked (kipcheck.faults.process, kipcheck.faults.disk): the broker sends
-#: no heartbeat to the controller and no fetch to a leader meanwhile.
-NODE_DOWN_FAULTS = OWN_NODE_FAULTS
-#: Faults that move replicas (AlterPartitionReassignments: kipcheck.faults.election, .membership);
-#: nothing else in kipcheck's clusters changes a partition's replica set.
-REASSIGNING_FAULTS = {"reassign", "broker-decommission"}
 
 
 class PreferredReplicaRule(BaseRule):
@@ -107,7 +96,7 @@ class _Judge:
             else:  # the completion names the targets
                 self.fault_records.append((r.get("time", 0), v.get("fault"), v.get("phase"),
                                            frozenset(as_int(b) for b in v.get("targets") or []),
-                                           self.invoked.pop(k, (None, r.get("time", 0)))[1]))
+                                           self.invoked.pop(k, (None, r.get("time", 0)))[1], effects.of(v)))
             return
         if r["type"] == "invoke":
             self.invoked[k] = (r["index"], r.get("time", 0))
@@ -215,34 +204,35 @@ class _Judge:
         return k < len(self.faults) and self.faults[k] <= end
 
     def _fault_spans(self) -> list[tuple]:
-        """(start, end, kind, targets, start_invoked, stop_invoked) of each fault: from the
+        """(start, end, effects, targets, start_invoked, stop_invoked) of each fault: from the
         completion of its start to the completion of its stop (same kind and targets; `heal-all`
         stops all), or to the end of the history; the invoke times of both besides."""
         spans, running = [], {}
-        for t, kind, phase, targets, invoked in sorted(self.fault_records, key=lambda x: x[0]):
+        for t, kind, phase, targets, invoked, fx in sorted(self.fault_records, key=lambda x: x[0]):
             if phase == "start":
-                running.setdefault((kind, targets), (t, invoked))
+                running.setdefault((kind, targets), (t, invoked, fx))
             elif kind == "heal-all":
-                spans += [(s, t, k, ts, si, invoked) for (k, ts), (s, si) in running.items()]
+                spans += [(s, t, sfx, ts, si, invoked) for (_, ts), (s, si, sfx) in running.items()]
                 running.clear()
             elif (kind, targets) in running:
-                s, si = running.pop((kind, targets))
-                spans.append((s, t, kind, targets, si, invoked))
+                s, si, sfx = running.pop((kind, targets))
+                spans.append((s, t, sfx, targets, si, invoked))
         inf = float("inf")
-        return spans + [(s, inf, k, ts, si, inf) for (k, ts), (s, si) in running.items()]
+        return spans + [(s, inf, sfx, ts, si, inf) for (_, ts), (s, si, sfx) in running.items()]
 
     def other_fault_running(self, start: int, end: int, replica: int) -> bool:
-        """Whether a fault other than one on `replica`'s own node alone (`OWN_NODE_FAULTS`) ran
-        at some time in [start, end]."""
-        return any(s <= end and e >= start and not (k in OWN_NODE_FAULTS and ts == {replica})
-                   for s, e, k, ts, *_ in self.fault_spans)
+        """Whether a fault other than one on `replica`'s own node alone (`effects.OWN_NODE`) ran
+        at some time in [start, end]: while only such a fault runs, the leader is not cut off from
+        the controller by it, so other brokers' metadata answers still say what the leader replays."""
+        return any(s <= end and e >= start and not (effects.OWN_NODE in fx and ts == {replica})
+                   for s, e, fx, ts, *_ in self.fault_spans)
 
     def down_throughout(self, replica: int, since: int, until: int) -> float | None:
-        """When the fault keeping `replica`'s node down (`NODE_DOWN_FAULTS`) from `since` to `until`
+        """When the fault keeping `replica`'s node down (`effects.STOPS_NODE`) from `since` to `until`
         was invoked: its start completed by `since` and its stop was not invoked before `until`
         (None: no such fault)."""
-        return next((si for s, _, k, ts, si, stop in self.fault_spans
-                     if k in NODE_DOWN_FAULTS and replica in ts and s <= since and stop >= until), None)
+        return next((si for s, _, fx, ts, si, stop in self.fault_spans
+                     if effects.STOPS_NODE in fx and replica in ts and s <= since and stop >= until), None)
 
     def offline_while_down(self, broker, topic, partition, replica: int, invoked: int, completed: int) -> bool:
         """`broker`'s own metadata answer, completed before the fetch was invoked, showed `replica`
@@ -322,9 +312,10 @@ class _Judge:
         return first is not None and first < before
 
     def reassigned_during(self, start: float, end: float) -> bool:
-        """Whether a fault that moves replicas (`REASSIGNING_FAULTS`) ran at some time in [start, end],
-        from the invoke of its start (the reassignment is written before the start completes)."""
-        return any(si <= end and e >= start and k in REASSIGNING_FAULTS for _, e, k, _, si, _ in self.fault_spans)
+        """Whether a fault that moves replicas (`effects.MOVES_REPLICAS`; nothing else in kipcheck's
+        clusters changes a partition's replica set) ran at some time in [start, end], from the
+        invoke of its start (the reassignment is written before the start completes)."""
+        return any(si <= end and e >= start and effects.MOVES_REPLICAS in fx for _, e, fx, _, si, _ in self.fault_spans)
 
     def never_a_replica(self, topic, partition, epoch: int, replica: int) -> bool:
         """No metadata answer of any broker in `epoch` listed `replica` among the partition's

@@ -30,11 +30,12 @@ from __future__ import annotations
 from array import array
 from typing import Iterable
 
-from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
+from kipcheck import effects
 from kipcheck.reference_model import kip32
 
+from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
+
 GROUP = "append-times"
-CLOCK_FAULTS = ("clock-skew", "clock-strobe")
 #: libfaketime 0.9.10 with FAKETIME_CACHE_DURATION=1 (harness/backends/node.py) re-reads a node's
 #: offset file on the first clock call whose whole second exceeds its last read's by more than
 #: 1: a node may run on its old clock up to 2 s after the file changed (1.5 s was assumed until
@@ -66,7 +67,8 @@ def _by_time(record: dict) -> bool:
 
 
 def _clock_fault(record: dict) -> bool:
-    return record.get("f") == "fault" and (record.get("value") or {}).get("fault") in (*CLOCK_FAULTS, "heal-all")
+    v = record.get("value") or {}
+    return record.get("f") == "fault" and (effects.MOVES_CLOCK in effects.of(v) or v.get("fault") == "heal-all")
 
 
 class AppendTimeRule(BaseRule):
@@ -157,7 +159,7 @@ class _Stamps:
         return (aside[0], aside[1]) if aside and aside[2] == hash(value) else None
 
     def _fault(self, r: dict, v: dict, t: str) -> None:
-        if v.get("phase") == "start" and v.get("fault") in CLOCK_FAULTS:
+        if v.get("phase") == "start" and effects.MOVES_CLOCK in effects.of(v):
             if t == "invoke":
                 self.starting = _ms(r)
             elif t == "ok" and self.starting is not None and isinstance(v.get("skew_s"), (int, float)):

@@ -32,10 +32,11 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from kipcheck import effects
 from kipcheck.reference_model import profiles, transactions as model
 
 from kipcheck.checks.rules.base import DEVIATIONS, RULE, Anomaly, BaseRule
-from kipcheck.checks.rules.log_bounds import STATE_LOSING_FAULTS, fault_brokers
+from kipcheck.checks.rules.log_bounds import fault_brokers
 from kipcheck.checks.rules.observe import partitions_of
 
 TXN_ANOMALIES = ("aborted-read", "precommitted-read", "torn-transaction", "lso-violation", "hanging-transaction")
@@ -177,7 +178,7 @@ class _Judge:
                 asked = self.asked.pop(r["process"], r["time"])
                 (self._fetched if f == "fetch" else self._described)(r, v, asked)
         elif f == "fault":
-            if v.get("fault") in STATE_LOSING_FAULTS:
+            if effects.LOSES_STATE in effects.of(v):
                 for b in fault_brokers(r):
                     self.lives[b] = self.lives.get(b, 0) + 1
             if v.get("phase") == "start":

@@ -23,11 +23,24 @@ def native_cluster(kafka_dist, root, **options):
         c.down()
 
 
-def new_topic(cluster, prefix: str, partitions: int, config: dict) -> str:
-    """A fresh topic of replication factor 3 with these settings, its ISR full."""
+def new_topic(cluster, prefix: str, partitions: int, config: dict, timeout: float = 180) -> str:
+    """A fresh topic of replication factor 3 with these settings, its ISR full.
+
+    Asked again while the cluster times the request out: a module's cluster may still be
+    recovering from the previous test's fault (seen in CI: CreateTopics timed out right after the
+    clock-skew test, whose heal moves a broker's wall clock back 120 s). Creating a topic that
+    exists is fine, so asking again is safe."""
+    from kipcheck.harness.errors import HarnessError
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     admin = Admin(cluster.bootstrap_servers())
-    admin.create_topic(name, partitions, 3, config=config)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            admin.create_topic(name, partitions, 3, config=config)
+            break
+        except HarnessError as e:
+            if "Timed out" not in str(e) or time.monotonic() > deadline:
+                raise
     admin.wait_full_isr(name, 60)
     return name
 
