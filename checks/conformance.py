@@ -47,7 +47,9 @@ SKIPPED_RULES = {
     "observer.metadata_propagation": ("kip1166.propagation_statistic",),
     "consumer.follower_fetching": ("kip392.preferred_read_replica_outcomes",),
     "harness.metadata_log": ("kip966.may_lead",),
-    "workload.log_append_time": ("kip32.append_time_allowed", "kip32.offset_for_time_allowed"),
+    "prober.list_offsets@-3": ("kip734.max_timestamp_answer_allowed",),
+    "workload.log_append_time": ("kip32.append_time_allowed", "kip32.offset_for_time_allowed",
+                                 "kip734.max_timestamp_answer_allowed"),
 }
 
 

@@ -21,7 +21,7 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from kipcheck.reference_model import kip32, kip227, kip392, kip966, kip1023, kip1166, transactions
+from kipcheck.reference_model import kip32, kip227, kip392, kip734, kip966, kip1023, kip1166, transactions
 
 from kipcheck.checks.rules.base import Anomaly, BaseRule
 from kipcheck.checks.rules.election_rules import decides as election_decided
@@ -62,6 +62,7 @@ OBSERVED: dict[str, str] = {
     "kip966.may_lead": "partition creations and leader changes in the controller's metadata log",
     "kip32.append_time_allowed": "polls that read records with a LogAppendTime stamp",
     "kip32.offset_for_time_allowed": "ListOffsets answers with an offset for a real timestamp",
+    "kip734.max_timestamp_answer_allowed": "ListOffsets answers with an offset for the largest timestamp (-3)",
     "transactions.lso_within_hwm": "fetch answers that carried a last stable offset",
     "transactions.lso_may_follow": "fetch answers that carried a last stable offset for a known leader epoch",
     "transactions.read_committed_offsets_allowed": "read_committed fetch answers that returned records",
@@ -99,6 +100,9 @@ REACHED_BY: dict[str, tuple[str, ...]] = {
     "kip32.append_time_allowed": ("stamped_polls", "workload.log_append_time"),
     # the prober asks every leader for a time a little before now; judged where the consumers read stamps
     "kip32.offset_for_time_allowed": ("probes", "stamped_polls", "workload.log_append_time"),
+    # the prober asks every leader for the largest timestamp (ListOffsets v7, Kafka 3.0+)
+    "kip734.max_timestamp_answer_allowed": ("probes", "prober.list_offsets@-3", "stamped_polls",
+                                            "workload.log_append_time"),
     # KIP-98: every fetch answer carries an LSO; the prober's read_committed round returns records;
     # read_committed consumers poll (the default consumers cycle read_committed in)
     "transactions.lso_within_hwm": ("probes", "prober.kip392_cases"),
@@ -114,7 +118,7 @@ REACHED_BY: dict[str, tuple[str, ...]] = {
 def model_rules() -> dict[str, dict]:
     """Every KIP rule of the model: `module.function` -> {"kip", "section"}, in source order."""
     rules = {}
-    for module in (kip392, kip227, kip1023, kip1166, kip966, kip32, transactions):
+    for module in (kip392, kip227, kip1023, kip1166, kip966, kip32, kip734, transactions):
         short = module.__name__.rsplit(".", 1)[1]
         functions = [f for name, f in vars(module).items()
                      if inspect.isfunction(f) and not name.startswith("_") and f.__module__ == module.__name__]
@@ -198,6 +202,9 @@ def opportunities(record: dict) -> tuple[str, ...]:
     if f == "list_offsets" and v.get("error", _NONE) == _NONE and _int(v.get("timestamp"), -1) >= 0 \
             and _int(v.get("offset")) >= 0:
         return ("kip32.offset_for_time_allowed",)
+    if f == "list_offsets" and v.get("error", _NONE) == _NONE and _int(v.get("timestamp"), 0) == kip734.MAX_TIMESTAMP \
+            and _int(v.get("offset")) >= 0:
+        return ("kip734.max_timestamp_answer_allowed",)
     if f == "offsets_for_leader_epoch" and v.get("error", _NONE) == _NONE and _int(v.get("replica_id")) < 0:
         return ("kip392.epoch_end_offset_possible",)
     if f == "metadata_propagation" and v.get("seen_by"):

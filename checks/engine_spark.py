@@ -78,15 +78,17 @@ def spark_session(master: str | None = None):
 
 
 def package_zip() -> Path:
-    """`kipcheck.checks`, `kipcheck.reference_model` and `kipcheck.rundir` (all the executors run) as a zip for
-    spark.submit.pyFiles, rebuilt per process in the temporary directory."""
+    """`kipcheck.checks`, `kipcheck.reference_model` and `kipcheck.rundir` (all the executors run), with the
+    bottom modules beside `kipcheck/__init__.py` that every layer may import (`kipcheck.effects`,
+    `kipcheck.errors`), as a zip for spark.submit.pyFiles, rebuilt per process in the temporary directory."""
     import zipfile
 
     import kipcheck
     root = Path(__file__).resolve().parent.parent  # holds checks/ and reference_model/ (checkout or wheel)
     out = Path(tempfile.gettempdir()) / f"kipcheck-checker-{os.getpid()}.zip"
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        z.write(kipcheck.__file__, "kipcheck/__init__.py")
+        for f in sorted(Path(kipcheck.__file__).parent.glob("*.py")):
+            z.write(f, f"kipcheck/{f.name}")
         for package in ("checks", "reference_model", "rundir"):
             for f in sorted((root / package).rglob("*.py")):
                 z.write(f, Path("kipcheck") / f.relative_to(root))

@@ -164,6 +164,12 @@ PROBES: dict[str, tuple[tuple[Probe, ...], ...]] = {
            r"public FetchDataInfo read\(RemoteStorageFetchInfo", r"epochForOffset\(offset\)",
            r"throw new OffsetOutOfRangeException\(", ordered=True, name="read"),
     ),),
+    # KAFKA-16310: the segment's recorded offset answered as it is, no batch looked up (3.8: offsetOfMaxTimestamp)
+    P.MAX_TIMESTAMP_SHALLOW_OFFSET: ((
+        _p(_UL, r"(private OffsetResultHolder|public OffsetResultHolder|def) fetchOffsetByTimestamp\(",
+           r"MAX_TIMESTAMP\) \{\s*(//[^\n]*\s*)*val segmentsCopy = logSegments", r"latestTimestampAndOffset\.offset,",
+           ordered=True, name="fetchOffsetByTimestamp"),
+    ),),
     # the deviation is code that is missing: the fetcher has no last-tiered-offset path
     P.FOLLOWER_BOOTSTRAP_ABSENT: ((
         _p(_AFT, r"def shouldFetchFromLastTieredOffset\(", absent=True, name="shouldFetchFromLastTieredOffset"),

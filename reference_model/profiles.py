@@ -49,6 +49,11 @@ TIERED_READ_OUT_OF_RANGE = "tiered-read-out-of-range"
 #: read_committed read is bounded by the LSO at read time; when a transaction ends in
 #: between, a read_committed answer carries records at or above the LSO it reports.
 RESPONSE_LSO_SAMPLED_BEFORE_READ = "response-lso-sampled-before-read"
+# --- KIP-734 -------------------------------------------------------------------
+#: ListOffsets for the largest timestamp (-3) answers the offset the segment recorded for its
+#: largest timestamp, which for a LogAppendTime or compressed batch is the batch's last offset,
+#: not the first record stamped with it (KAFKA-16310, fixed in 3.8.0).
+MAX_TIMESTAMP_SHALLOW_OFFSET = "max-timestamp-shallow-offset"
 # --- KIP-227 -------------------------------------------------------------------
 #: An incremental request that forgets the session's last partition closes the
 #: session; the response carries session id 0.
@@ -131,6 +136,13 @@ EVIDENCE: dict[str, str] = {
     "Seen live (--tiered --faults kill --seed 2, 2026-11-27): restarted follower 1 answered kipcheck/2 @104 and "
     "kipcheck/0 @204 OFFSET_OUT_OF_RANGE -1/-1 between 'Deleting segments as part of log truncation' and 'Updated "
     "the epoch cache from remote tier', then served both offsets from the tier (docs/findings.md section 1).",
+    MAX_TIMESTAMP_SHALLOW_OFFSET: "Kafka 3.3.2 to 3.7.2: kafka.log.UnifiedLog.fetchOffsetByTimestamp answers "
+    "MAX_TIMESTAMP with the segment's maxTimestampAndOffsetSoFar (3.7: readMaxTimestampAndOffsetSoFar) as it is; "
+    "LogSegment.append records the batch's shallowOffsetOfMaxTimestamp, its last offset for a LogAppendTime v2 "
+    "batch (LogValidator) and for a compressed one. 3.8.1 and later look the batch up and answer "
+    "batch.offsetOfMaxTimestamp(), the first record stamped with its maximum (KAFKA-16310). Seen live: 3.3.1, "
+    "3.3.2 and 3.7.2 runs (2026-11-28) answered the last of up to 19 records read in one poll with one "
+    "LogAppendTime stamp; 3.8.1, 4.0.2, 4.1.2 and 4.3.1 runs never did.",
     EMPTY_SESSION_CLOSED: "Kafka 4.3.1: org.apache.kafka.server.FetchManager.newContext: after session.update, "
     "if session.isEmpty() the session is removed from its shard and a SessionlessFetchContext "
     "(response session id INVALID_SESSION_ID = 0) answers.",
@@ -205,6 +217,10 @@ BOUNDS: dict[str, str] = {
     "Only while every HWM that replica reported for the partition earlier in its life is <= L: the rebuild runs only "
     "while the follower's log is behind the leader's local log start. Beyond this, or with no such -4 answer (tiered "
     "storage not proven), it is a wrong-fetch-error under every profile (kip392.tiered_read_out_of_range).",
+    MAX_TIMESTAMP_SHALLOW_OFFSET: "Only within the run of records stamped alike that the answer's record ends: at or "
+    "above the first record proven to carry its stamp. The record the answer names is still stamped with the "
+    "timestamp the answer gives (within 2 ms, BY_TIME_TOLERANCE_MS); one stamped otherwise is a "
+    "time-offset-violation under every profile (kip734.max_timestamp_answer_allowed).",
     EMPTY_SESSION_CLOSED: "Only when the request left the session without partitions.",
     INCREMENTAL_EXTRA_PARTITIONS: "Only partitions of the session.",
     EVICT_SMALLEST: "The one victim kip227 computes.",
@@ -445,6 +461,11 @@ for _name, _notes in _BY_3X_LINE.items():
                "tryEvict/touch" + (", the cache in shards" if _sharded else "") + "), found by `kipcheck profile read` "
                "and taken in on 2026-11-28 (a 3.3.1 session answered a partition whose only news was "
                "UNKNOWN_LEADER_EPOCH).")
+    _shallow = int(_name.rsplit(".", 1)[1]) <= 7  # KAFKA-16310, fixed in 3.8.0
+    _notes += (" max-timestamp-shallow-offset: UnifiedLog.fetchOffsetByTimestamp answers MAX_TIMESTAMP with the "
+               "segment's recorded offset, a batch's last (found by `kipcheck profile read`, taken in on 2026-11-28 "
+               "after 3.3.x and 3.7.2 runs answered the last of a batch's records stamped alike; KAFKA-16310)."
+               if _shallow else "")
     RELEASE_NOTES[_name] = _notes
-    PROFILES[_name] = Profile(_name, _READ_IN_3X | _KIP227_3X | ({SHARDED_SESSION_CACHE} if _sharded else set()),
-                              _notes)
+    PROFILES[_name] = Profile(_name, _READ_IN_3X | _KIP227_3X | ({SHARDED_SESSION_CACHE} if _sharded else set())
+                              | ({MAX_TIMESTAMP_SHALLOW_OFFSET} if _shallow else set()), _notes)

@@ -245,3 +245,104 @@ def test_the_by_time_tolerance_edge_is_flagged_just_outside_and_accepted_just_in
         return bool(time_offsets(five_in_order().by_time(1300, WALL + target, answer).verdict()))
     assert flagged(1025 - 2, 3) and not flagged(1025 - 1, 3)
     assert flagged(1025 + 2, 2) and not flagged(1025 + 1, 2)
+
+
+# -- ListOffsets for the largest timestamp (kip734.max_timestamp_answer_allowed) ------------------
+
+def max_timestamp(b, at_ms, answer):
+    """The prober's ListOffsets of t/0 for the largest timestamp (-3), answered `answer`."""
+    v = {"broker": 1, "replica_id": -1, "isolation_level": "read_uncommitted", "topic": "t", "partition": 0,
+         "timestamp": -3, "current_leader_epoch": 0}
+    b.add(at_ms - 2, "prober", "invoke", "list_offsets", v)
+    return b.add(at_ms, "prober", "ok", "list_offsets", {**v, "version": 7, "error": "NONE", "offset": answer,
+                                                         "leader_epoch": 0, "found_timestamp": WALL + 1050})
+
+
+def one_batch_of_five(b=None, reads=((0, 1, 2, 3, 4),)):
+    """Offsets 0..4, one LogAppendTime batch (every record stamped 1050), read in the polls `reads`."""
+    b = b or Builder()
+    for o in range(5):
+        b.send(1000 + o, 1060, o)
+    for i, offsets in enumerate(reads):
+        b.poll(1200 + 10 * i, *[(o, 1050) for o in offsets], wall=WALL)
+    return b
+
+
+def max_flagged(answer, reads=((0, 1, 2, 3, 4),)):
+    return [a for a in time_offsets(max_timestamp(one_batch_of_five(reads=reads), 1300, answer).verdict())
+            if a["rule"] == "kip734.max_timestamp_answer_allowed"]
+
+
+def test_the_first_record_of_the_largest_timestamp_holds_and_counts():
+    v = max_timestamp(one_batch_of_five(), 1300, 0).verdict()
+    assert v["valid"] is True and not time_offsets(v)
+    assert v["coverage"]["kip734.max_timestamp_answer_allowed"]["observations"] == 1
+
+
+def test_the_last_record_of_a_batch_stamped_alike_is_flagged_with_the_first_named():
+    """KAFKA-16310's shape (3.3.1-3.7.x answered the batch's last offset): flagged one offset past
+    the first of its stamp, and at the last."""
+    [a] = max_flagged(4)
+    assert a["first_with_its_stamp"] == 0 and a["offset"] == 4
+    [b] = max_flagged(1)
+    assert b["first_with_its_stamp"] == 0
+
+
+def test_records_stamped_alike_but_read_in_two_polls_prove_nothing():
+    """Two polls map their stamps through their own clock readings: equal numbers there are not
+    proven equal stamps, so the answer is not judged by them."""
+    flagged = max_flagged(4, reads=((0, 1), (2, 3, 4)))
+    assert [a["first_with_its_stamp"] for a in flagged] == [2]  # proven from offset 2 on only
+    assert not max_flagged(2, reads=((0, 1), (2, 3, 4)))
+
+
+def test_a_withheld_answer_and_a_rewritten_partition_are_not_judged():
+    assert not max_flagged(-1)
+    b = one_batch_of_five().poll(1250, (3, 1100), values={3: "other"}, wall=WALL)
+    assert not [a for a in time_offsets(max_timestamp(b, 1300, 4).verdict())
+                if a["rule"] == "kip734.max_timestamp_answer_allowed"]
+
+
+def test_a_stamp_that_differs_from_the_one_below_ends_the_tie():
+    """Offsets 0-1 stamped 1040, 2-4 stamped 1050: the first of 1050 is offset 2."""
+    b = Builder()
+    for o in range(5):
+        b.send(1000 + o, 1060, o)
+    b.poll(1200, *[(o, 1040 if o < 2 else 1050) for o in range(5)], wall=WALL)
+    rec = list(b.records)
+    assert not time_offsets(max_timestamp(b, 1300, 2).verdict())
+    b2 = Builder(); b2.records = rec
+    [a] = time_offsets(max_timestamp(b2, 1300, 3).verdict())
+    assert a["first_with_its_stamp"] == 2
+
+
+def test_the_3x_shallow_offset_is_known_there_and_flagged_under_the_kip():
+    """Kafka 3.3-3.7 answer the last of a batch's records stamped alike (KAFKA-16310): known under
+    their profiles, a violation under `kip` and from 3.8 on, whose profile lacks the deviation."""
+    def judged(profile):
+        b = max_timestamp(one_batch_of_five(), 1300, 4)
+        return check_records(b.records, profile=profile)
+    kip, old, fixed = judged("kip"), judged("kafka-3.7"), judged("kafka-3.8")
+    assert [a["offset"] for a in time_offsets(kip)] == [4] and kip["valid"] is False
+    assert old["valid"] is True and not time_offsets(old)
+    assert old["known"]["time-offset-violation"][0]["deviations"] == ["max-timestamp-shallow-offset"]
+    assert fixed["valid"] is False and time_offsets(fixed)
+
+
+def test_a_named_record_stamped_otherwise_than_the_answer_is_flagged_under_every_profile():
+    """Beyond the deviation's bound: the record the answer names must carry the answered timestamp,
+    within 2 ms (stamps are Unix ms read back through the poll's clock mapping); 3 ms off is flagged
+    under kafka-3.7 too, 2 ms off is not."""
+    def answered(at_unix_ms, profile):
+        b = one_batch_of_five()
+        v = {"broker": 1, "replica_id": -1, "isolation_level": "read_uncommitted", "topic": "t", "partition": 0,
+             "timestamp": -3, "current_leader_epoch": 0}
+        b.add(1298, "prober", "invoke", "list_offsets", v)
+        b.add(1300, "prober", "ok", "list_offsets", {**v, "version": 7, "error": "NONE", "offset": 0,
+                                                      "leader_epoch": 0, "found_timestamp": at_unix_ms})
+        return [a for a in time_offsets(check_records(b.records, profile=profile))
+                if a["rule"] == "kip734.max_timestamp_answer_allowed"]
+    for profile in ("kip", "kafka-3.7"):
+        [a] = answered(WALL + 1050 + 3, profile)
+        assert a["stamp_at"] == WALL + 1050 and a["answered_timestamp"] == WALL + 1053
+        assert not answered(WALL + 1050 - 2, profile)

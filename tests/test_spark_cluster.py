@@ -79,5 +79,6 @@ def test_spark_submit_with_the_package_shipped(master, runs, tmp_path):
                            str(runs[1]), "--profile", "kafka-4.3"],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "{" in proc.stdout, (proc.stdout[-2000:], proc.stderr[-2000:])
     verdict = json.loads(proc.stdout[proc.stdout.index("{"):])
     assert comparable(verdict) == comparable(engine_local.check_path(runs[1], profile="kafka-4.3"))

@@ -31,9 +31,9 @@ from array import array
 from typing import Iterable
 
 from kipcheck import effects
-from kipcheck.reference_model import kip32
+from kipcheck.reference_model import kip32, kip734, profiles
 
-from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
+from kipcheck.checks.rules.base import DEVIATIONS, RULE, Anomaly, BaseRule
 
 GROUP = "append-times"
 #: libfaketime 0.9.10 with FAKETIME_CACHE_DURATION=1 (harness/backends/node.py) re-reads a node's
@@ -52,6 +52,8 @@ SLEW_PER_MS = 0.0005
 #: rounding of `wall_minus_history_ms` lie between the broker's numbers and ours
 BY_TIME_TOLERANCE_MS = 2
 _UNSET = -(1 << 31)
+#: `_Stamps.ties`: the record at this offset was read right after the one below it, stamped alike
+TIED = 1
 
 
 def _ms(record: dict) -> int:
@@ -64,6 +66,13 @@ def _by_time(record: dict) -> bool:
     return (record.get("f") == "list_offsets" and record.get("type") == "ok" and v.get("error") == "NONE"
             and type(v.get("timestamp")) is int and v["timestamp"] >= 0 and type(v.get("offset")) is int
             and v["offset"] >= 0)
+
+
+def _max_timestamp(record: dict) -> bool:
+    """A ListOffsets answer for the largest timestamp (-3, KIP-734) that named an offset."""
+    v = record.get("value") or {}
+    return (record.get("f") == "list_offsets" and record.get("type") == "ok" and v.get("error") == "NONE"
+            and v.get("timestamp") == kip734.MAX_TIMESTAMP and type(v.get("offset")) is int and v["offset"] >= 0)
 
 
 def _clock_fault(record: dict) -> bool:
@@ -80,22 +89,28 @@ class AppendTimeRule(BaseRule):
     def group_keys(self, record: dict) -> Iterable[str]:
         f = record.get("f")
         v = record.get("value") or {}
-        if f == "send" or _clock_fault(record) or f == "poll" and "append_ms" in v or _by_time(record):
+        if (f == "send" or _clock_fault(record) or f == "poll" and "append_ms" in v or _by_time(record)
+                or _max_timestamp(record)):
             return (GROUP,)
         return ()
 
     def start(self, key: str, profile: str) -> "_Stamps":
-        return _Stamps()
+        return _Stamps(profile)
 
 
 class _Stamps:
     """The streaming judge: sends by offset, in-flight sends by value, the clock windows so far."""
 
-    def __init__(self):
+    def __init__(self, profile: str = "kip"):
+        self.profile = profile
         self.sent: dict[tuple, array] = {}  # (topic, partition) -> send invoke ms by offset
         self.acked: dict[tuple, array] = {}  # (topic, partition) -> send completion ms by offset
         self.values: dict[tuple, array] = {}  # (topic, partition) -> hash of the acknowledged value at each offset
         self.stamps: dict[tuple, array] = {}  # (topic, partition) -> Unix ms stamp read of the record at each offset
+        # (topic, partition) -> TIED at an offset read in one poll right after the one below it, both
+        # acknowledged there, with the same stamp (exact: one poll maps its stamps alike); else 0
+        self.ties: dict[tuple, bytearray] = {}
+        self.max_timestamp: list[tuple] = []  # (index, topic, partition, answered offset) of -3 answers
         self.diverged: set[tuple] = set()  # partitions where a read showed another record at an acknowledged offset
         self.by_time: list[tuple] = []  # (index, topic, partition, target Unix ms, answered offset)
         self.base: dict[tuple, int] = {}  # (topic, partition) -> the offset at index 0 (its first acknowledged one)
@@ -112,6 +127,10 @@ class _Stamps:
             self._send(r, v, t)
         elif f == "fault":
             self._fault(r, v, t)
+        elif f == "list_offsets" and v["timestamp"] == kip734.MAX_TIMESTAMP:
+            found = v.get("found_timestamp")
+            self.max_timestamp.append((r["index"], v.get("topic"), v.get("partition"), v["offset"],
+                                       found if type(found) is int and found >= 0 else None))
         elif f == "list_offsets":
             self.by_time.append((r["index"], v.get("topic"), v.get("partition"), v["timestamp"], v["offset"]))
         elif t == "ok":
@@ -141,6 +160,7 @@ class _Stamps:
                 acked_at.extend([_UNSET] * grow)
                 values.extend([0] * grow)
                 stamps.extend([_UNSET] * grow)
+                self.ties.setdefault(tp, bytearray()).extend(bytes(grow))
             sent_at[index], acked_at[index], values[index] = sent, acked, hash(value)
 
     def _acknowledged(self, tp: tuple, offset, value: str) -> tuple[int, int] | None:
@@ -178,8 +198,10 @@ class _Stamps:
 
     def _poll(self, r: dict, v: dict) -> None:
         read_at, wall_minus_history = _ms(r), v.get("wall_minus_history_ms")
+        before = None  # (topic, partition, offset, stamp) of the acknowledged record read just before
         for rec, stamp in zip(v.get("records") or (), v.get("append_ms") or ()):
             if stamp is None:
+                before = None
                 continue
             tp, offset, value = (rec[0], rec[1]), rec[2], str(rec[3])
             acknowledged = self._acknowledged(tp, offset, value)
@@ -188,7 +210,11 @@ class _Stamps:
                 i = offset - self.base[tp]
                 if isinstance(wall_minus_history, int) and 0 <= i < len(self.stamps[tp]):  # not one kept aside
                     self.stamps[tp][i] = stamp + wall_minus_history
+                if 0 < i < len(self.ties[tp]) and before == (*tp, offset - 1, stamp):
+                    self.ties[tp][i] = TIED
+                before = (*tp, offset, stamp)
             else:  # acknowledged after this read, or never (info): bounded by the read
+                before = None
                 sent, upper = self.in_flight.get(value, self.unsure.get(value)), read_at
                 if sent is None:  # no send of ours, or another one at this offset: other rules judge that
                     continue
@@ -205,6 +231,7 @@ class _Stamps:
                              RULE: "kip32.append_time_allowed"}))
 
     def finish(self) -> list[Anomaly]:
+        self._judge_max_timestamp()
         highest: dict[tuple, array] = {}  # (topic, partition) -> the highest stamp read at or below each offset
         for index, topic, partition, target, answer in self.by_time:
             tp = (topic, partition)
@@ -230,3 +257,35 @@ class _Stamps:
                     details={"topic": topic, "partition": partition, "timestamp": target, "offset": answer,
                              "highest_stamp_below": below, "stamp_at": at, RULE: "kip32.offset_for_time_allowed"}))
         return self.out
+
+    def _judge_max_timestamp(self) -> None:
+        """Each -3 answer against the records consumers read (`kip734.max_timestamp_answer_allowed`):
+        the stamp read at the offset it named, and the acknowledged records read in one poll just
+        below it with the same stamp (one poll maps its stamps alike, so equal is exact there)."""
+        for index, topic, partition, answer, answered_ms in self.max_timestamp:
+            tp = (topic, partition)
+            ties = self.ties.get(tp)
+            if ties is None or tp in self.diverged:
+                continue
+            i = answer - self.base[tp]
+            first = i
+            while 0 < first < len(ties) and ties[first] == TIED:
+                first -= 1
+            first_offset = first + self.base[tp] if first != i else None
+            at = self.stamps[tp][i] if 0 <= i < len(self.stamps[tp]) and self.stamps[tp][i] != _UNSET else None
+            judged = (answer, first_offset, at, answered_ms, BY_TIME_TOLERANCE_MS)
+            if kip734.max_timestamp_answer_allowed(*judged):
+                continue
+            known = kip734.max_timestamp_answer_allowed(*judged, profile=self.profile)
+            stamped_otherwise = at is not None and answered_ms is not None and abs(at - answered_ms) > BY_TIME_TOLERANCE_MS
+            self.out.append(Anomaly(
+                "time-offset-violation", (index,),
+                f"ListOffsets for {topic}/{partition} at the largest timestamp (-3) answered offset {answer} "
+                + (f"with timestamp {answered_ms}, but the record there was read stamped {at}" if stamped_otherwise else
+                   f"but offset {first_offset} below it carries the same stamp (read in one poll with it, both "
+                   f"acknowledged there): the answer is not the first record of its timestamp"),
+                known=known,
+                details={"topic": topic, "partition": partition, "timestamp": kip734.MAX_TIMESTAMP, "offset": answer,
+                         "first_with_its_stamp": first_offset, "stamp_at": at, "answered_timestamp": answered_ms,
+                         RULE: "kip734.max_timestamp_answer_allowed",
+                         **({DEVIATIONS: [profiles.MAX_TIMESTAMP_SHALLOW_OFFSET]} if known else {})}))

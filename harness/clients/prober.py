@@ -437,8 +437,9 @@ class Prober(Worker):
         def send(conn):
             version = conn.version_for(L, list_offsets_min_version(timestamp))
             answer = conn.request(request, version).topics[0].partitions[0]
+            # the stamp of the record found (Unix ms; -1 for the special ends): KIP-734's max timestamp
             return {"version": version, "error": error_name(answer.error_code), "offset": answer.offset,
-                    "leader_epoch": answer.leader_epoch}
+                    "leader_epoch": answer.leader_epoch, "found_timestamp": answer.timestamp}
 
         return self.call("list_offsets", value, broker, send)
 

@@ -70,6 +70,10 @@ class WorkloadOptions:
     # acks=1 may lose acknowledged writes on failover and non-idempotent retries may duplicate:
     # real Kafka behaviour that the checker then reports as lost-write / duplicate.
     producer_modes: tuple[tuple[str, bool], ...] = ()
+    # librdkafka's compression.type per producer, cycled: the broker validates and stamps a
+    # compressed batch on another path than a plain one (LogValidator), which has had its own
+    # bugs (KAFKA-16310: ListOffsets' max timestamp answered from a compressed batch's last offset)
+    compression: tuple[str, ...] = ("none", "lz4")
     # A test hook, not a CLI option: producers get this transactional.id and send inside one
     # open transaction, so a second producer with the same id can fence them (a real fatal error).
     transactional_id: str | None = None
@@ -108,6 +112,9 @@ class WorkloadOptions:
         modes = self.producer_modes or ((self.acks, self.idempotence),)
         acks, idempotence = modes[seq % len(modes)]
         return str(acks), bool(idempotence)
+
+    def producer_compression(self, seq: int) -> str:
+        return self.compression[seq % len(self.compression)] if self.compression else "none"
 
     def consumer_mode(self, seq: int) -> str:
         return self.consumer_modes[seq % len(self.consumer_modes)] if self.consumer_modes else "assign"
@@ -201,7 +208,7 @@ class ProducerWorker(Worker):
         self.config = {
             "bootstrap.servers": bootstrap, "acks": self.acks, "enable.idempotence": self.idempotence,
             "delivery.timeout.ms": int(options.send_timeout * 1000), "request.timeout.ms": PRODUCER_REQUEST_TIMEOUT_MS,
-            "linger.ms": options.linger_ms,
+            "linger.ms": options.linger_ms, "compression.type": options.producer_compression(seq),
             "max.in.flight.requests.per.connection": max(1, min(5, options.max_in_flight_requests)),
             "logger": quiet_logger(), "error_cb": self._client_error,
         }

@@ -39,3 +39,18 @@ def test_kafka_14372_preferred_replica_outside_the_isr_on_3_3_1_and_not_on_3_3_2
 
     assert any(flagged("3.3.1", seed) for seed in range(1, 6)), "not shown in 5 runs of 3.3.1"
     assert not [a for seed in range(1, 4) for a in flagged("3.3.2", seed)]
+
+
+def test_kafka_16310_max_timestamp_answered_at_a_batchs_last_offset_on_3_7_and_not_on_3_8(tmp_path):
+    """3.7 answers ListOffsets for the largest timestamp (-3) with the offset the segment recorded,
+    a LogAppendTime or compressed batch's last one, not the first record stamped with it
+    (KAFKA-16310, fixed in 3.8.0). Under `kip` that is time-offset-violation by
+    kip734.max_timestamp_answer_allowed; kafka-3.7's profile knows it (max-timestamp-shallow-offset);
+    3.8 shows neither. Measured: 9 of 9 answers that named an offset on 3.7.2, 0 of 11 on 3.8.1."""
+    for version, affected in (("3.7.2", True), ("3.8.1", False)):
+        run_dir, verdict = run(RunOptions(kafka_version=version, faults=[], seed=1, duration=45,
+                                          runs_dir=str(tmp_path / version)), ProgressUI(quiet=True))
+        assert verdict is not None and not verdict["anomalies"]["time-offset-violation"], (version, run_dir)
+        under_kip = [a for a in check(run_dir, profile="kip")["anomalies"]["time-offset-violation"]
+                     if a["rule"] == "kip734.max_timestamp_answer_allowed"]
+        assert bool(under_kip) == affected, (version, under_kip[:2], run_dir)
