@@ -12,10 +12,11 @@ when the skew ended. A history whose start lacks `settle_ms` was written by a he
 as soon as the file was gone: its window is widened by `CLOCK_LAG_MS` past the completion, as is
 one whose stop failed (`info`).
 
-One group, streamed in index order. It holds two ms stamps and a value hash per acknowledged
-offset (arrays, dense by offset: 24 bytes an offset) and the sends still in flight, never a poll: each read is judged when its poll
-completes, with every send and fault start before it, which is all a stamp can depend on (the
-append came after the send and the fault's start, and before the poll).
+One group, streamed in index order. It holds two ms stamps, a value hash, a stamp read and a tie
+flag per acknowledged offset (arrays, dense by offset: 33 bytes an offset) and the sends still
+in flight, never a poll: each read is judged when its poll completes, with every send and fault
+start before it, which is all a stamp can depend on (the append came after the send and the
+fault's start, and before the poll).
 
 The same stamps judge the prober's ListOffsets by a real timestamp (`time-offset-violation`,
 `kip32.offset_for_time_allowed`): the broker's answer must be the first offset stamped at or
@@ -24,6 +25,13 @@ Unix ms the broker compared (`append_ms` plus the poll's `wall_minus_history_ms`
 holds to `BY_TIME_TOLERANCE_MS` at any run length. Answers are held (a few tuples a second) and
 judged at the end, against every stamp read of an acknowledged record; a partition where a read
 showed another record at an acknowledged offset (an unclean election rewrote it) is left alone.
+
+The same reads judge ListOffsets for the largest timestamp (-3, KIP-734,
+`kip734.max_timestamp_answer_allowed`): the record the answer names carries the timestamp the
+answer gives (`found_timestamp`), and no acknowledged record just below it, read in the same poll,
+carries the same stamp (one poll maps its stamps through one clock reading, so equal there is
+exact: `ties`). Kafka 3.3-3.7 name a batch's last offset instead (KAFKA-16310), known under their
+profiles as `max-timestamp-shallow-offset`.
 """
 from __future__ import annotations
 
@@ -110,7 +118,7 @@ class _Stamps:
         # (topic, partition) -> TIED at an offset read in one poll right after the one below it, both
         # acknowledged there, with the same stamp (exact: one poll maps its stamps alike); else 0
         self.ties: dict[tuple, bytearray] = {}
-        self.max_timestamp: list[tuple] = []  # (index, topic, partition, answered offset) of -3 answers
+        self.max_timestamp: list[tuple] = []  # (index, topic, partition, offset, Unix ms or None) of -3 answers
         self.diverged: set[tuple] = set()  # partitions where a read showed another record at an acknowledged offset
         self.by_time: list[tuple] = []  # (index, topic, partition, target Unix ms, answered offset)
         self.base: dict[tuple, int] = {}  # (topic, partition) -> the offset at index 0 (its first acknowledged one)
