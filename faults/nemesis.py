@@ -71,7 +71,7 @@ class Nemesis(threading.Thread):
 def fault_value(spec: FaultSpec, phase: str, injected: dict | None = None) -> dict:
     """A fault record's value: its kind, parameters and phase, the targets a stop heals, and
     what the fault does (kipcheck.effects): the checker reads the effects, never the kind's name."""
-    value = {"fault": spec.kind, **spec.params, "phase": phase, "effects": sorted(kind(spec.kind).effects)}
+    value = {"fault": spec.kind, **spec.params, "effects": sorted(kind(spec.kind).effects), "phase": phase}
     return value if injected is None else {**value, "targets": injected.get("targets", [])}
 
 
@@ -84,7 +84,7 @@ def heal_all_quietly(k, ctx) -> None:
 
 def heal_all(ctx, history=None) -> None:
     """Undo every fault kind (each family once); recorded when a history is given."""
-    op = history.invoke("nemesis", "fault", {"fault": "heal-all", "phase": "stop", "targets": [], "effects": []}) if history else None
+    op = history.invoke("nemesis", "fault", {"fault": "heal-all", "effects": [], "phase": "stop", "targets": []}) if history else None
     errors = []
     for heal in healers():
         try:
