@@ -53,7 +53,7 @@ def test_tansu_gets_a_per_kip_conformance_table_with_no_false_claim(tansu_bootst
     run = run_to_verdict(tmp_path / "runs", "--backend", "external", "--bootstrap", tansu_bootstrap,
                          "--duration", "15", "--faults", "none", timeout=240)
     table = run.verdict["conformance"]
-    assert list(table) == ["KIP-392", "KIP-227", "KIP-1023", "KIP-1166", "KIP-966", "KIP-32", "KIP-98"]
+    assert list(table) == ["KIP-392", "KIP-227", "KIP-1023", "KIP-1166", "KIP-966", "KIP-32", "KIP-734", "KIP-98"]
     rows = {rule: row for kip in table.values() for rule, row in kip.items()}
     for rule, row in rows.items():
         assert (row["status"] == "holds") <= (row["observations"] > 0), (rule, row)
@@ -69,6 +69,8 @@ def test_tansu_gets_a_per_kip_conformance_table_with_no_false_claim(tansu_bootst
     assert stamps["status"] == "not asked" and "clock" in stamps["why"], stamps
     by_time = rows["kip32.offset_for_time_allowed"]  # nor asked for an offset by time: no stamps to judge it by
     assert by_time["status"] == "not asked" and by_time["observations"] == 0, by_time
+    largest = rows["kip734.max_timestamp_answer_allowed"]  # judged by the same stamps
+    assert largest["status"] == "not asked" and "clock" in largest["why"], largest
     for example in run.verdict["anomalies"]["wrong-fetch-error"]:
         assert "HWM -1" not in example["message"], example
     for example in run.verdict["anomalies"]["fetch-session-violation"]:
