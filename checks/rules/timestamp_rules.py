@@ -285,7 +285,7 @@ class _Stamps:
             if kip734.max_timestamp_answer_allowed(*judged):
                 continue
             known = kip734.max_timestamp_answer_allowed(*judged, profile=self.profile)
-            stamped_otherwise = at is not None and answered_ms is not None and abs(at - answered_ms) > BY_TIME_TOLERANCE_MS
+            stamped_otherwise = kip734.max_timestamp_answer_allowed(answer, first_offset)  # so its stamp failed
             self.out.append(Anomaly(
                 "time-offset-violation", (index,),
                 f"ListOffsets for {topic}/{partition} at the largest timestamp (-3) answered offset {answer} "
