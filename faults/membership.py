@@ -13,6 +13,7 @@ of 3 the cluster needs a fourth broker (`MIN_BROKERS`), so the kind is opt-in.
 """
 from __future__ import annotations
 
+import time
 from collections import Counter
 from contextlib import suppress
 
@@ -31,6 +32,9 @@ MIN_BROKERS = 4
 #: probe topics come and go every few seconds); what a broker still holds after these rounds is
 #: recorded (`left_on_broker`), and a fenced broker gets no new replicas
 MOVE_ROUNDS = 3
+
+#: how long the brokers' metadata may take to list a finished reassignment
+METADATA_SEEN_S = 30.0
 
 Assignment = dict[tuple[str, int], list[int]]
 
@@ -126,6 +130,23 @@ def _move_back(ctx: FaultContext, originals: Assignment) -> None:
     if back:
         reassign(ctx, back)
         elect(ctx, sorted(back), ElectionType.PREFERRED)
+        _wait_assignment_seen(ctx, back)
+
+
+def _wait_assignment_seen(ctx: FaultContext, wanted: Assignment, timeout: float = METADATA_SEEN_S) -> None:
+    """Until the brokers' metadata lists `wanted`: the controller ends a reassignment before every
+    broker has applied the record that ends it, and a client reading right after may still see the
+    replicas of the move (CI 2026-11-28: the heal's partitions read back unchanged for a moment)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        now = assignment_of(ctx)
+        differ = sorted(f"{t}/{p}" for (t, p), r in wanted.items() if (t, p) in now and now[(t, p)] != r)
+        if not differ:
+            return
+        if time.monotonic() > deadline:
+            raise FaultError(f"{len(differ)} partition(s) not back on their replicas {timeout:.0f} s after the "
+                             f"reassignment ended: {', '.join(differ[:3])}")
+        time.sleep(0.5)
 
 
 MEMBERSHIP_KINDS = (BrokerDecommission(),)

@@ -74,6 +74,11 @@ class WorkloadService:
                 t.join(timeout=timeout)
         self.stopped = True
 
+    def settled_probes(self) -> None:
+        """The prober's last round, every partition once, after `stop` (`Prober.settled_round`)."""
+        if self.probes and self.stopped:
+            self.probes[0].settled_round()
+
     def transactions(self) -> dict:
         """Transactions committed, aborted and unknown so far (empty: not the txn workload)."""
         out: dict = {}

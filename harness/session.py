@@ -112,6 +112,8 @@ def drive(cluster, ctx: RunContext, options: RunOptions, plan, history: History,
         if save_config and service.transactions():
             save_config(transactions=service.transactions())
     service.raise_errors()  # one that died in the last moments counts too
+    with ui.step("probing the settled partitions"):
+        service.settled_probes()
     for spec, why in service.nemesis.failed:
         ui.note(f"fault {spec.kind} at {spec.start:.0f} s not injected (recorded as `info`): {why.splitlines()[0][:150]}")
     for what, why in service.prober_skipped().items():

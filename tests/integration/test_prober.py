@@ -122,3 +122,20 @@ def test_list_offsets_every_special_timestamp(probed):
     # and real times, a few seconds before each ask (Unix ms): KIP-32's by-time judgement
     real = [t for t in answered if t >= 0]
     assert real and all(abs(t / 1000 - time.time()) < 3600 for t in real), real
+
+
+def test_the_settled_round_names_the_largest_timestamp_on_every_partition(cluster, topic, history):
+    """Once the writes stop and are committed, ListOffsets -3 names an acknowledged record on every
+    partition (under load the leader withholds most answers: the newest record is above the HWM)."""
+    traffic = Traffic(cluster.bootstrap_servers(), topic)
+    traffic.start()
+    time.sleep(3)
+    traffic.stop()
+    traffic.join(20)
+    prober = Prober(cluster.bootstrap_servers(), [topic], history, threading.Event(), seed=1)
+    prober.settled_round()
+    answers = {v["partition"]: v for v in completions(history, "list_offsets") if v["timestamp"] == -3}
+    assert sorted(answers) == [0, 1, 2], answers
+    for partition, v in answers.items():
+        assert v["error"] == "NONE" and (partition, v["offset"]) in traffic.acknowledged, v
+        assert v["found_timestamp"] > 0, v
