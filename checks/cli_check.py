@@ -15,9 +15,8 @@ import sys
 
 from kipcheck.checks.api import ENGINES, check_many, write_verdict
 from kipcheck.checks.conformance import CONFORMANCE, table_lines
+from kipcheck.errors import EXIT_ANOMALIES, EXIT_ERROR, EXIT_UNKNOWN, EXIT_VALID, exit_code
 from kipcheck.rundir.history import HistoryError
-
-EXIT_VALID, EXIT_ANOMALIES, EXIT_ERROR, EXIT_UNKNOWN = 0, 1, 2, 3
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -121,10 +120,6 @@ def conformance_lines(verdict: dict) -> list[str]:
     """The verdict's per-KIP conformance table as terminal lines (none for an older verdict)."""
     table = verdict.get(CONFORMANCE)
     return ["  conformance (per KIP rule):", *table_lines(table)] if table else []
-
-
-def exit_code(verdict: dict) -> int:
-    return {True: EXIT_VALID, False: EXIT_ANOMALIES}.get(verdict["valid"], EXIT_UNKNOWN)
 
 
 def worst_exit_code(verdicts) -> int:

@@ -26,13 +26,13 @@ from kipcheck.reference_model import kip32, kip227, kip392, kip734, kip966, kip1
 from kipcheck.checks.rules.base import Anomaly, BaseRule
 from kipcheck.checks.rules.election_rules import decides as election_decided
 from kipcheck.checks.rules.kip1166_rules import counted_probes
+from kipcheck.checks.rules.observe import as_int
 
 #: the verdict key of the coverage table (the summary row's name)
 COVERAGE = "coverage"
 _GROUP = "coverage"
 _SECTION = re.compile(r'^(KIP-\d+(?: / KIP-\d+)*) "([^"]+)"')
 _NONE = "NONE"
-KIP392_ERRORS = {"NONE", "OFFSET_OUT_OF_RANGE", "OFFSET_NOT_AVAILABLE"}
 #: ListOffsets timestamps of the tiered offsets KIP-1023 orders (earliest local, last tiered,
 #: earliest pending upload); answers to -1/-2 alone say nothing about tiering
 KIP1023_TIMESTAMPS = (-4, -5, -6)
@@ -129,13 +129,6 @@ def model_rules() -> dict[str, dict]:
     return rules
 
 
-def _int(x, default=-1) -> int:
-    try:
-        return int(x)
-    except (TypeError, ValueError):
-        return default
-
-
 def _entries(value: dict) -> list[dict]:
     if "partitions" in value:
         return list(value.get("partitions") or [])
@@ -143,8 +136,8 @@ def _entries(value: dict) -> list[dict]:
 
 
 def _fetch(v: dict) -> Iterable[str]:
-    consumer = _int(v.get("replica_id")) < 0
-    session_id, epoch = _int(v.get("session_id"), 0), _int(v.get("session_epoch"), -1)
+    consumer = as_int(v.get("replica_id"), -1) < 0
+    session_id, epoch = as_int(v.get("session_id"), 0), as_int(v.get("session_epoch"), -1)
     if "session_id" in v:
         yield "kip227.request_kind"
         yield "kip227.observer_outcomes"
@@ -166,11 +159,11 @@ def _fetch(v: dict) -> Iterable[str]:
         if e.get("omitted") or e.get("missing") or "fetch_offset" not in e:
             continue  # left out of the answer: nothing of KIP-392 to judge (docs/checker.md)
         err = e.get("error", _NONE)
-        if err == _NONE and _int(e.get("high_watermark")) >= 0:
+        if err == _NONE and as_int(e.get("high_watermark"), -1) >= 0:
             yield "kip392.hwm_may_go_back"
-        if err == _NONE and _int(e.get("last_stable_offset")) >= 0:
+        if err == _NONE and as_int(e.get("last_stable_offset"), -1) >= 0:
             yield "transactions.lso_within_hwm"
-            if _int(v.get("current_leader_epoch")) >= 0:
+            if as_int(v.get("current_leader_epoch"), -1) >= 0:
                 yield "transactions.lso_may_follow"
             if committed and e.get("records"):
                 yield "transactions.read_committed_offsets_allowed"
@@ -182,10 +175,10 @@ def _fetch(v: dict) -> Iterable[str]:
         if err == _NONE and e.get("records"):
             yield "kip392.records_committed"
             yield "kip392.read_value_committed"
-        redirected = _int(e.get("preferred_read_replica")) >= 0
+        redirected = as_int(e.get("preferred_read_replica"), -1) >= 0
         if redirected:
             yield "kip392.preferred_read_replica_outcomes"
-        if err in KIP392_ERRORS and not redirected:
+        if err in kip392.CASE_ERRORS and not redirected:
             yield "kip392.consumer_fetch_outcomes"
 
 
@@ -196,16 +189,16 @@ def opportunities(record: dict) -> tuple[str, ...]:
     f, v = record.get("f"), record.get("value") or {}
     if f == "fetch":
         return tuple(_fetch(v))
-    if (f == "list_offsets" and v.get("error", _NONE) == _NONE and _int(v.get("timestamp"), 0) in KIP1023_TIMESTAMPS
-            and _int(v.get("offset")) >= 0):
+    if (f == "list_offsets" and v.get("error", _NONE) == _NONE and as_int(v.get("timestamp"), 0) in KIP1023_TIMESTAMPS
+            and as_int(v.get("offset"), -1) >= 0):
         return ("kip1023.offset_order",)
-    if f == "list_offsets" and v.get("error", _NONE) == _NONE and _int(v.get("timestamp"), -1) >= 0 \
-            and _int(v.get("offset")) >= 0:
+    if f == "list_offsets" and v.get("error", _NONE) == _NONE and as_int(v.get("timestamp"), -1) >= 0 \
+            and as_int(v.get("offset"), -1) >= 0:
         return ("kip32.offset_for_time_allowed",)
-    if f == "list_offsets" and v.get("error", _NONE) == _NONE and _int(v.get("timestamp"), 0) == kip734.MAX_TIMESTAMP \
-            and _int(v.get("offset")) >= 0:
+    if f == "list_offsets" and v.get("error", _NONE) == _NONE and as_int(v.get("timestamp"), 0) == kip734.MAX_TIMESTAMP \
+            and as_int(v.get("offset"), -1) >= 0:
         return ("kip734.max_timestamp_answer_allowed",)
-    if f == "offsets_for_leader_epoch" and v.get("error", _NONE) == _NONE and _int(v.get("replica_id")) < 0:
+    if f == "offsets_for_leader_epoch" and v.get("error", _NONE) == _NONE and as_int(v.get("replica_id"), -1) < 0:
         return ("kip392.epoch_end_offset_possible",)
     if f == "metadata_propagation" and v.get("seen_by"):
         return ("kip1166.propagation_statistic",)

@@ -11,18 +11,11 @@ import os
 import sys
 from pathlib import Path
 
-from kipcheck.errors import KipcheckError
+from kipcheck.errors import EXIT_ANOMALIES, EXIT_ERROR, EXIT_VALID, KipcheckError, exit_code
 from kipcheck.harness.backends import releases
 from kipcheck.harness.errors import HarnessError
 from kipcheck.rundir.records import JSONL_NAME
 
-EXIT_VALID, EXIT_ANOMALIES, EXIT_ERROR, EXIT_UNKNOWN = 0, 1, 2, 3
-
-
-def _exit_for(verdict: dict | None) -> int:
-    if verdict is None:
-        return EXIT_ERROR
-    return {True: EXIT_VALID, False: EXIT_ANOMALIES}.get(verdict["valid"], EXIT_UNKNOWN)
 
 
 def _positive(kind, zero: bool = False):
@@ -98,7 +91,7 @@ def cmd_run(args) -> int:
         from kipcheck.checks.cli_check import conformance_lines, deviation_lines, unknown_lines
         print("\n".join(deviation_lines(verdict) + unknown_lines(verdict) + conformance_lines(verdict)))
     print(f"report: {run_dir / 'report' / 'index.html'}")
-    return _exit_for(verdict)
+    return exit_code(verdict)
 
 
 def cmd_cluster(args) -> int:

@@ -22,6 +22,10 @@ from .state import (
     Replica,
 )
 
+#: the errors a consumer fetch answers in the cases of "Out of range handling" (others, such as
+#: NOT_LEADER_OR_FOLLOWER, say the replica cannot serve at all)
+CASE_ERRORS = frozenset({NONE, OFFSET_OUT_OF_RANGE, OFFSET_NOT_AVAILABLE})
+
 # Names of the fetch-offset cases of "Out of range handling".
 READABLE = "readable"  # committed and local: records may be returned
 AT_END = "at-end"  # offset == HWM == LEO: nothing to return yet, no error

@@ -198,10 +198,17 @@ function kipcheckViewer() {
     ringHighlighted(ctx, row => col.kind[row] === sendKind ? [xOf(col.start[row], w), latY((col.end[row] - col.start[row]) * 1000)]
                                                             : [-1, -1]);
     // throughput
+    // scaled to the seconds with sends: the final reads after them (every record again, at
+    // several times the workload's rate) would flatten the workload to a line; they run off the top
     const top = LAT_H + 14, sent = D.perSecond.sent, read = D.perSecond.read;
-    const peak = Math.max(1, ...sent, ...read);
+    const lastSend = sent.reduce((last, v, s) => (v > 0 ? s : last), read.length - 1);
+    const peak = Math.max(1, ...sent, ...read.slice(0, lastSend + 1));
+    const after = Math.max(0, ...read.slice(lastSend + 1));
     ctx.fillText("per second", 4, top + 10);
     ctx.fillText(String(peak), LABEL_W - 40, top + 10);
+    if (after > peak) ctx.fillText(`after the last send: up to ${after} read/s (off the scale)`, LABEL_W + 360, top + 10);
+    lat.dataset.throughputPeak = String(peak);
+    lat.dataset.readAfterSends = String(after);
     [[sent, "#1f77b4", "acknowledged sends/s"], [read, "#9467bd", "records read/s"]].forEach(([series, color, label], j) => {
       ctx.save(); ctx.beginPath(); ctx.rect(LABEL_W, top, cols, THR_H); ctx.clip();
       ctx.strokeStyle = color; ctx.beginPath();

@@ -1,4 +1,4 @@
-"""Both backends are a `faults.cluster.Cluster`, and faults never import the harness.
+"""Every backend is a `faults.cluster.Cluster`, and faults never import the harness.
 
 The protocol check reads the classes, not instances: every protocol member must exist on
 the implementation (a method, a property, a class attribute, a dataclass field or an
@@ -23,6 +23,8 @@ from kipcheck.faults.errors import FaultError
 from kipcheck.faults.nemesis import Nemesis
 from kipcheck.harness.clients.admin import Admin
 from kipcheck.harness.backends.cluster import NativeCluster
+from kipcheck.harness.backends.containers import ContainerCluster
+from kipcheck.harness.backends.ssh_cluster import SshCluster
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.backends.external import ExternalCluster
 from kipcheck.rundir.writer import History
@@ -34,6 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 IMPLEMENTATIONS = [
     (protocols.Cluster, NativeCluster),
     (protocols.Cluster, ExternalCluster),
+    (protocols.Cluster, ContainerCluster),  # the docker backend
+    (protocols.Cluster, SshCluster),  # nodes on other machines
     (protocols.Node, KafkaNode),
     (protocols.NodeSpec, NodeSpec),
     (protocols.LinkProxy, LinkProxy),
@@ -56,12 +60,19 @@ def _members(protocol: type) -> dict[str, object]:
 
 
 def _init_assigns(cls: type) -> set[str]:
-    """The `self.X = ...` names of the class's __init__ (instance attributes)."""
-    init = cls.__dict__.get("__init__")
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
-    except (OSError, TypeError):  # none, or generated (a dataclass's): its fields are read instead
-        return set()
+    """The `self.X = ...` names of the __init__ of the class and its bases (instance attributes)."""
+    names = set()
+    for base in cls.__mro__:
+        init = base.__dict__.get("__init__")
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+        except (OSError, TypeError):  # none, or generated (a dataclass's): its fields are read instead
+            continue
+        names |= _self_assigns(tree)
+    return names
+
+
+def _self_assigns(tree: ast.AST) -> set[str]:
     names = set()
     for node in ast.walk(tree):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(

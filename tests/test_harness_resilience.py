@@ -157,7 +157,8 @@ def test_a_bug_outside_a_run_is_one_line_and_a_traceback_file(tmp_path, monkeypa
     import re
 
     from kipcheck.rundir import history as checker_history
-    from kipcheck.harness.cli import EXIT_ERROR, main
+    from kipcheck.errors import EXIT_ERROR
+    from kipcheck.harness.cli import main
 
     def boom(run):
         raise RuntimeError("provoked")

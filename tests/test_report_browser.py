@@ -34,6 +34,9 @@ def history(forge_lost_read: bool) -> list[dict]:
             h.poll([0, 1])
     h.at(12).all_metadata(full=True)
     h.poll([0, 1])
+    h.at(29.5)  # the final reads: a new process reads every record again, in one second
+    h.read_to = {p: 0 for p in h.read_to}
+    h.poll([0, 1], process=99)
     h.at(30).fault("heal-all", "stop", targets=())
     if forge_lost_read:  # the consumer never sees one record in the middle of partition 0
         poll = next(r for r in h.records[len(h.records) // 2:]
@@ -92,6 +95,16 @@ def operations(records: list[dict]) -> int:
     return sum(1 for r in records if r["type"] != "invoke" and r["process"] != "nemesis")
 
 
+def per_second(records: list[dict], f: str) -> dict[int, int]:
+    """Acknowledged sends, or records polled, per whole second of history time (ns)."""
+    out: dict[int, int] = {}
+    for r in records:
+        if r["type"] == "ok" and r["f"] == f:
+            s = r["time"] // 1_000_000_000
+            out[s] = out.get(s, 0) + (1 if f == "send" else len(r["value"]["records"]))
+    return out
+
+
 def test_valid_run_shows_the_verdict_timeline_and_fault_window(tmp_path):
     run, verdict, records = run_dir(tmp_path, "valid-run", forge=False)
     assert verdict["valid"] is True, {k: v[:1] for k, v in verdict["anomalies"].items() if v}
@@ -105,7 +118,13 @@ def test_valid_run_shows_the_verdict_timeline_and_fault_window(tmp_path):
     assert int(timeline["width"]) > 600 and int(timeline["height"]) > 50
     assert int(timeline["data-operations-in-view"]) == operations(records)
     assert timeline["data-fault-windows"] == "1"  # the kill (1 s to 10 s); heal-all stops it at the end
-    assert int(canvas(dom, "latency")["height"]) > 100
+    latency = canvas(dom, "latency")
+    assert int(latency["height"]) > 100
+    # the per-second chart is scaled to the seconds with sends; the final reads run off its top
+    sent, read = per_second(records, "send"), per_second(records, "poll")
+    last_send = max(sent)
+    assert int(latency["data-throughput-peak"]) == max(*sent.values(), *(n for s, n in read.items() if s <= last_send))
+    assert int(latency["data-read-after-sends"]) == max(n for s, n in read.items() if s > last_send) > 3 * max(sent.values())
     anomalies = dom.split("<h2>Anomalies</h2>", 1)[1].split("<h2>", 1)[0]
     assert "<p>none</p>" in anomalies
 

@@ -26,7 +26,6 @@ from kipcheck.checks.rules.log_bounds import Extremes, HwmFloor, Lives, SendBoun
 from kipcheck.checks.rules.observe import EpochIndex, Op, answered, as_int, known_as, partitions_of, proven_epoch, verdict
 from kipcheck.checks.rules.replica_rules import IMAGE_LAG_NS, ISR_SPAN_NS
 
-KIP392_ERRORS = {"NONE", "OFFSET_OUT_OF_RANGE", "OFFSET_NOT_AVAILABLE"}
 
 
 def _is_consumer(value: dict) -> bool:
@@ -299,7 +298,7 @@ class ConsumerFetchRule(BaseRule):
         reject the answer under the profile (then it alone is the deviation that accepts it)."""
         err, offset = e.get("error", NONE), int(e["fetch_offset"])
         hwm, start = as_int(e.get("high_watermark"), -1), as_int(e.get("log_start_offset"), -1)
-        if err not in KIP392_ERRORS or as_int(e.get("preferred_read_replica"), -1) >= 0:
+        if err not in kip392.CASE_ERRORS or as_int(e.get("preferred_read_replica"), -1) >= 0:
             return []  # other errors belong to other KIPs; a redirect skips the read
         known = Replica(int(op.value.get("broker", -1)), log_start=start if start >= 0 else None,
                         leo=None, hwm=hwm if hwm >= 0 else None)
