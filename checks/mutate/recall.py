@@ -65,6 +65,19 @@ def alarm_counts(records: list, profile: str, rules: list | None = None) -> Coun
     return Counter(a.name for a in anomalies if not a.known and a.name in ANOMALY_NAMES)
 
 
+#: the unmutated histories' alarm counts, by (id of the records, profile, bound): one full check each,
+#: however many benign operators are measured on them, one call of `measure` or many (the records are
+#: kept beside their counts, so an id is never reused while its entry lives)
+_BASES: dict[tuple, tuple[list, Counter]] = {}
+
+
+def _base_alarms(records: list, profile: str, bound: dict | None) -> Counter:
+    key = (id(records), profile, repr(bound))
+    if key not in _BASES:
+        _BASES[key] = (records, alarm_counts(records, profile, default_rules(liveness_rule(bound))))
+    return _BASES[key][1]
+
+
 def judge(op: Operator, history: History, seed: int, profile: str, tally: Tally,
           base: Counter | None = None, bound: dict | None = None) -> bool:
     """Plant `op` once (seed `seed`) and add the outcome to `tally`; False when the history
@@ -119,8 +132,7 @@ def measure(histories: dict[str, list], profiles: dict[str, Iterable[str]], seed
         bound = (bounds or {}).get(name)
         history = History(records, **({"liveness_bound_s": bound["seconds"]} if bound else {}))
         for profile in profiles[name]:
-            base = alarm_counts(records, profile, default_rules(liveness_rule(bound))) \
-                if any(op.anomaly is None for op in ops) else None
+            base = _base_alarms(records, profile, bound) if any(op.anomaly is None for op in ops) else None
             for op in ops:
                 tally = Tally(op.name, name, profile)
                 for seed in seeds:
