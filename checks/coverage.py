@@ -21,10 +21,11 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from kipcheck.reference_model import kip32, kip227, kip392, kip734, kip966, kip1023, kip1166, transactions
+from kipcheck.reference_model import kip32, kip227, kip392, kip734, kip848, kip966, kip1023, kip1166, transactions
 
 from kipcheck.checks.rules.base import Anomaly, BaseRule
 from kipcheck.checks.rules.election_rules import decides as election_decided
+from kipcheck.checks.rules.group_rules import is_group_assign
 from kipcheck.checks.rules.kip1166_rules import counted_probes
 from kipcheck.checks.rules.observe import as_int
 
@@ -63,6 +64,7 @@ OBSERVED: dict[str, str] = {
     "kip32.append_time_allowed": "polls that read records with a LogAppendTime stamp",
     "kip32.offset_for_time_allowed": "ListOffsets answers with an offset for a real timestamp",
     "kip734.max_timestamp_answer_allowed": "ListOffsets answers with an offset for the largest timestamp (-3)",
+    "kip848.handoff_allowed": "partitions a rebalance gave a consumer group member (its assign callbacks)",
     "transactions.lso_within_hwm": "fetch answers that carried a last stable offset",
     "transactions.lso_may_follow": "fetch answers that carried a last stable offset for a known leader epoch",
     "transactions.read_committed_offsets_allowed": "read_committed fetch answers that returned records",
@@ -118,7 +120,7 @@ REACHED_BY: dict[str, tuple[str, ...]] = {
 def model_rules() -> dict[str, dict]:
     """Every KIP rule of the model: `module.function` -> {"kip", "section"}, in source order."""
     rules = {}
-    for module in (kip392, kip227, kip1023, kip1166, kip966, kip32, kip734, transactions):
+    for module in (kip392, kip227, kip1023, kip1166, kip966, kip32, kip734, kip848, transactions):
         short = module.__name__.rsplit(".", 1)[1]
         functions = [f for name, f in vars(module).items()
                      if inspect.isfunction(f) and not name.startswith("_") and f.__module__ == module.__name__]
@@ -198,6 +200,8 @@ def opportunities(record: dict) -> tuple[str, ...]:
     if f == "list_offsets" and v.get("error", _NONE) == _NONE and as_int(v.get("timestamp"), 0) == kip734.MAX_TIMESTAMP \
             and as_int(v.get("offset"), -1) >= 0:
         return ("kip734.max_timestamp_answer_allowed",)
+    if is_group_assign(record):
+        return ("kip848.handoff_allowed",) * len(v.get("partitions") or ())
     if f == "offsets_for_leader_epoch" and v.get("error", _NONE) == _NONE and as_int(v.get("replica_id"), -1) < 0:
         return ("kip392.epoch_end_offset_possible",)
     if f == "metadata_propagation" and v.get("seen_by"):

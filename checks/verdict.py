@@ -25,6 +25,8 @@ ANOMALY_NAMES = (
     "uncommitted-read", "hwm-regression", "wrong-fetch-error", "preferred-replica-violation",
     "fetch-session-violation", "tiered-offset-violation", "hwm-propagation-delay", "ineligible-leader",
     "append-time-violation", "time-offset-violation",
+    # consumer groups (checks/rules/group_rules.py)
+    "group-ownership-violation",
     # transactions (checks/rules/txn_rules.py)
     "aborted-read", "precommitted-read", "torn-transaction", "lso-violation",
     # liveness (checks/rules/liveness_rules.py)

@@ -74,6 +74,7 @@ def cmd_run(args) -> int:
                       kafka_home=args.kafka_home, brokers=args.brokers, controllers=args.controllers,
                       faults=faults, intensity=args.intensity, runs_dir=args.runs_dir, engine=args.engine,
                       profile=args.profile, probes=not args.no_probes, tiered=args.tiered, elr=args.elr,
+                      group_protocol=args.group_protocol,
                       require_coverage=args.require_coverage, allow_uncovered=args.allow_uncovered,
                       recovery_bound=recovery_bound, crash_loop=crash_loop,
                       broker_jvm_args=tuple(args.broker_jvm_args),
@@ -263,6 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--elr", choices=("on", "off"), default=None,
                    help="eligible leader replicas (KIP-966, Kafka 4.0+) on or off, set at format "
                         "(default: the release's own; 4.3 formats with it on)")
+    r.add_argument("--group-protocol", choices=("classic", "consumer"), default=None,
+                   help="the subscribers' consumer group protocol: consumer (KIP-848, Kafka 4.0+) or classic "
+                        "(default: consumer where the release has it, classic before 4.0 and on an external cluster)")
     r.add_argument("--no-probes", action="store_true",
                    help="no raw-protocol prober or metadata observer (client workload only)")
     w = WorkloadDefaults()

@@ -61,6 +61,7 @@ class RunOptions:
     profile: str | None = None
     workload: WorkloadOptions = field(default_factory=WorkloadOptions)
     tiered: bool = False  # remote storage on every broker, the workload topic tiered (KIP-1023 data)
+    group_protocol: str | None = None  # the subscribers' "classic"/"consumer" (KIP-848); None: the release's
     elr: str | None = None  # "on"/"off": eligible.leader.replicas.version 1/0 at format (KIP-966); None: the release's
     probes: bool = True  # the raw-protocol prober and the metadata observer (harness.clients.prober/observer)
     require_coverage: str | None = None  # checks.coverage.parse_requirement: too little makes the verdict unknown
@@ -139,6 +140,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
     else:
         if options.elr and releases.parse(options.kafka_version):
             _refuse_without_elr(options.kafka_version)  # the release asked for, before anything shows
+        group_protocol(options.group_protocol, options.kafka_version)  # likewise
         with ui.step("resolving Kafka"):  # first: a bad version or no java leaves nothing behind
             dist = resolve(options.kafka_version, options.kafka_home)
         version = dist.version
@@ -160,6 +162,9 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
             with ui.step(f"the Kafka {dist.version} image"):  # not in the measured node start (liveness bound)
                 ensure_image(client, dist, ui.substep)
             client.close()
+    protocol = group_protocol(options.group_protocol,
+                              _older_release(options) if options.upgrade_from else version)
+    options.workload = replace(options.workload, group_protocol=protocol)
     run_dir = new_run_dir(options.runs_dir, options.seed)
     ui.note(f"run directory {run_dir}")
     with harness_log(run_dir):
@@ -214,6 +219,16 @@ ELR_FEATURE = "eligible.leader.replicas.version"
 def _refuse_without_elr(version: str) -> None:
     if not releases.has(version, "eligible-leader-replicas"):
         raise HarnessError(f"Kafka {version} has no eligible leader replicas (KIP-966 ships from 4.0): drop --elr")
+
+
+def group_protocol(asked: str | None, version: str | None) -> str:
+    """`--group-protocol`, or the release's default: KIP-848's consumer protocol from 4.0 (GA),
+    classic before it and on a cluster of unknown release (it may not speak ConsumerGroupHeartbeat)."""
+    known = releases.parse(version) is not None
+    if asked == "consumer" and known and not releases.has(version, "consumer-group-protocol"):
+        raise HarnessError(f"Kafka {version} has no consumer group protocol (KIP-848 ships from 4.0): "
+                           f"drop --group-protocol consumer")
+    return asked or ("consumer" if known and releases.has(version, "consumer-group-protocol") else "classic")
 
 
 def elr_feature(elr: str | None) -> tuple[tuple[str, int], ...]:

@@ -52,7 +52,7 @@ def loads(text):
 #: Operations docs/history.md names, plus a few a Kafka workload sanely records.
 KNOWN_F = frozenset({
     "send", "poll", "fetch", "list_offsets", "offsets_for_leader_epoch", "metadata",
-    "metadata_propagation", "membership", "assign", "fault", "upgrade",
+    "metadata_propagation", "membership", "assign", "revoke", "fault", "upgrade",
     "list_transactions", "describe_transactions",  # the prober's KIP-664 round
     "partition_change", "metadata_feature",  # the controller's metadata log, read after the run
     "txn-begin", "txn-commit", "txn-abort",  # transactions (docs/history.md)
@@ -66,6 +66,7 @@ REQUIRED = ("index", "time", "process", "type", "f", "value")
 VALUE_REQUIRED = {
     "send": ("topic", "partition"),
     "assign": ("partitions",),
+    "revoke": ("partitions", "group"),
     "seek": ("topic", "partition"),
 }
 

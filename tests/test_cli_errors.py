@@ -49,6 +49,21 @@ def test_elr_on_a_release_without_it_is_one_line_and_starts_nothing(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+def test_consumer_group_protocol_on_a_release_without_it_is_one_line_and_starts_nothing(tmp_path):
+    code, _, err = kipcheck("run", "--kafka-version", "3.9.2", "--group-protocol", "consumer",
+                            "--runs-dir", str(tmp_path))
+    assert_one_line_error(code, err, "3.9.2", "KIP-848", "drop --group-protocol consumer")
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("asked, version, resolved", [
+    (None, "4.0.2", "consumer"), (None, "3.9.2", "classic"), (None, "unknown", "classic"),
+    ("classic", "4.3.1", "classic"), ("consumer", "4.0.2", "consumer"), ("consumer", "unknown", "consumer")])
+def test_the_group_protocol_is_the_releases_unless_asked(asked, version, resolved):
+    from kipcheck.harness.run import group_protocol
+    assert group_protocol(asked, version) == resolved
+
+
 def test_broker_decommission_on_three_brokers_is_one_line_and_starts_nothing(tmp_path):
     code, _, err = kipcheck("run", "--faults", "kill,broker-decommission", "--runs-dir", str(tmp_path))
     assert_one_line_error(code, err, "broker-decommission", "4 brokers", "--brokers 4")

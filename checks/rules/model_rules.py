@@ -1,6 +1,7 @@
 """The model-backed rules the engines run (import `MODEL_RULES`)."""
 from kipcheck.checks.rules.election_rules import ElectionRule
 from kipcheck.checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
+from kipcheck.checks.rules.group_rules import GroupOwnershipRule
 from kipcheck.checks.rules.kip1023_rules import TieredOffsetRule
 from kipcheck.checks.rules.kip1166_rules import PropagationRule
 from kipcheck.checks.rules.replica_rules import PreferredReplicaRule
@@ -16,4 +17,5 @@ MODEL_RULES = [
     PropagationRule(),
     ElectionRule(),
     AppendTimeRule(),
+    GroupOwnershipRule(),
 ]

@@ -48,6 +48,8 @@ FEATURES: dict[str, tuple[tuple[int, int], str]] = {
     "tiered-storage": ((3, 6), "remote log storage (KIP-405)"),
     # ListOffsets v9 (3.8.1: highest 8; 3.9.2: 9): timestamp -5, latest tiered offset (KIP-1005)
     "list-offsets-latest-tiered": ((3, 9), "ListOffsets v9, timestamp -5 (KIP-1005)"),
+    # KIP-848's consumer group protocol, GA in 4.0 (its release notes; ConsumerGroupHeartbeat)
+    "consumer-group-protocol": ((4, 0), "the consumer group protocol (KIP-848, GA in 4.0)"),
     # Fetch v18 with the replica's HighWatermark (4.0.2: highest 17; 4.1.2: 18), and
     # org.apache.kafka.raft.KafkaRaftClient.isHighWatermarkUpdated (absent in 4.0.2's kafka-raft
     # jar, present in 4.1.2's); a live 4.1.2 broker answers Fetch v18

@@ -81,6 +81,9 @@ class WorkloadOptions:
     consumers: int = 4
     consumer_rack: str | None = None  # KIP-392: a follower's rack makes the consumer read from it
     consumer_modes: tuple[str, ...] = ("assign", "subscribe")  # "assign" or "subscribe" (one shared group), cycled
+    # the subscribers' group.protocol: "classic", or "consumer" (KIP-848: the coordinator assigns,
+    # incrementally, and revokes a partition from its owner before another member gets it)
+    group_protocol: str = "classic"
     rackless_consumers: int = 1  # the last N consumers send no client.rack (they read from leaders)
     consumer_isolation: tuple[str, ...] = ("read_committed", "read_committed", "read_uncommitted")  # cycled
     # delivery.timeout.ms: longer than a leader failover, because a send that times out makes
@@ -400,6 +403,10 @@ class ConsumerWorker(Worker):
                        "statistics.interval.ms": 1000, "stats_cb": self._stats}
         if self.rack:
             self.config["client.rack"] = self.rack
+        # the copier keeps the classic protocol: its transactions commit offsets with its group's metadata
+        self.protocol = options.group_protocol if self.mode == "subscribe" and not self.from_committed else "classic"
+        if self.protocol != "classic":
+            self.config["group.protocol"] = self.protocol
         self.consumer = Consumer(self.config)
         self.read = 0
         self.fetch_sources: dict[int, dict] = {}
@@ -470,24 +477,47 @@ class ConsumerWorker(Worker):
     def subscribe(self, process: int) -> None:
         op = self.history.invoke(process, "subscribe", {"topics": list(self.topics), "group": self.group,
                                                         "isolation": self.isolation})
-        self._client_call(op, lambda: self.consumer.subscribe(list(self.topics), on_assign=self._assigned))
+        self._client_call(op, lambda: self.consumer.subscribe(
+            list(self.topics), on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost))
         op.ok()
+
+    def _member(self, consumer) -> dict:
+        """Who the callback's change is for: the group, this member's id, the protocol."""
+        return {"group": self.group, "member": consumer.memberid(), "protocol": self.protocol}
 
     def _assigned(self, consumer, partitions) -> None:
         """Rebalance callback (runs inside a poll): new partitions read from the start (a
-        copier's: from its group's committed offsets)."""
+        copier's: from its group's committed offsets). Under the consumer protocol the
+        partitions are added to those owned (incremental), under the classic one they replace them."""
         if not self.from_committed:
             for tp in partitions:
                 tp.offset = OFFSET_BEGINNING
         op = self.history.invoke(self.process, "assign", {
             "partitions": [[tp.topic, tp.partition] for tp in partitions],
-            **({"committed": True} if self.from_committed else {"seek_to_beginning": True}), "rebalance": True})
+            **({"committed": True} if self.from_committed else {"seek_to_beginning": True}), "rebalance": True,
+            **self._member(consumer)})
         try:
-            consumer.assign(partitions)
+            (consumer.incremental_assign if self.protocol == "consumer" else consumer.assign)(partitions)
         except Exception as e:
             op.fail(error=error_text(e))
             raise
         op.ok()
+
+    def _revoked(self, consumer, partitions, lost: bool = False) -> None:
+        """Rebalance callback: partitions taken away (`lost`: the member was fenced and gives up
+        all of them at once, KIP-848). Recorded before they are let go (KIP-848: the owner
+        revokes, then the coordinator may give them to another member)."""
+        op = self.history.invoke(self.process, "revoke", {
+            "partitions": [[tp.topic, tp.partition] for tp in partitions], **self._member(consumer), "lost": lost})
+        try:
+            (consumer.incremental_unassign(partitions) if self.protocol == "consumer" else consumer.unassign())
+        except Exception as e:
+            op.fail(error=error_text(e))
+            raise
+        op.ok()
+
+    def _lost(self, consumer, partitions) -> None:
+        self._revoked(consumer, partitions, lost=True)
 
     def work(self):
         consecutive = 0

@@ -46,6 +46,14 @@ def test_run_is_valid_and_leaves_report_and_nothing_running(tmp_path, kafka_vers
     read_values = {rec[3] for r in ok_polls for rec in r["value"]["records"]}
     assert {r["value"]["value"] for r in ok_sends} <= read_values
 
+    # KIP-848: the subscribers join with the release's group protocol; partitions move between
+    # them by their own callbacks, each revoked by its owner before the other member is given it
+    protocol = config["workload"]["group_protocol"]
+    assert protocol == ("consumer" if config["features"]["consumer-group-protocol"] == "present" else "classic")
+    given = [r for r in records if r["f"] == "assign" and r["type"] == "ok" and r["value"].get("rebalance")]
+    assert given and all(r["value"]["protocol"] == protocol and r["value"]["member"] for r in given)
+    assert verdict["coverage"]["kip848.handoff_allowed"]["observations"] == sum(len(r["value"]["partitions"]) for r in given)
+
     # KIP-392: the consumer sits in a follower's rack, so it reads some partition from a follower
     sources = json.loads((run_dir / "config.json").read_text())["consumer_fetch_sources"]
     assert any(v["fetching_from"] != v["leader"] for parts in sources.values() for v in parts.values()), sources

@@ -1,0 +1,132 @@
+"""KIP-848 partition ownership (`group-ownership-violation`, checks/rules/group_rules.py) on
+hand-made histories: a handoff is judged by what the previous owner did next, and flagged only
+when that owner went on owning the partition and revoked it afterwards as an ordinary revocation."""
+from __future__ import annotations
+
+import pytest
+
+from kipcheck.checks.engine_local import check_records
+from kipcheck.checks.rules.group_rules import ANOMALY, GroupOwnershipRule
+from kipcheck.reference_model import kip848
+
+A, B = 11, 12  # two subscriber processes of one group
+
+
+class GroupHistory:
+    def __init__(self):
+        self.records: list[dict] = []
+
+    def _op(self, process, f, value, **result):
+        for type_, extra in (("invoke", {}), ("ok", result)):
+            self.records.append({"index": len(self.records), "time": len(self.records) * 1000, "process": process,
+                                 "type": type_, "f": f, "value": {**value, **extra}})
+        return len(self.records) - 2  # the invoke's index
+
+    def assign(self, process, *partitions, group="g"):
+        return self._op(process, "assign", {"partitions": [["t", p] for p in partitions], "rebalance": True,
+                                            "seek_to_beginning": True, "group": group, "member": f"m{process}"})
+
+    def revoke(self, process, *partitions, lost=False, group="g"):
+        return self._op(process, "revoke", {"partitions": [["t", p] for p in partitions], "group": group,
+                                            "member": f"m{process}", "lost": lost})
+
+    def crash(self, process):
+        self.records.append({"index": len(self.records), "time": len(self.records) * 1000, "process": process,
+                             "type": "invoke", "f": "poll", "value": {"topic": "t"}})
+        self.records.append({"index": len(self.records), "time": len(self.records) * 1000, "process": process,
+                             "type": "fail", "f": "poll", "value": {"topic": "t", "error": "boom", "fatal": True}})
+
+    def judged(self):
+        return GroupOwnershipRule().check([r for r in self.records if [*GroupOwnershipRule().group_keys(r)]], "kip")
+
+
+def test_a_handoff_after_the_owner_revoked_is_allowed():
+    h = GroupHistory()
+    h.assign(A, 0, 1, 2)
+    h.revoke(A, 2)
+    h.assign(B, 2)
+    h.revoke(A, 0, 1)
+    assert h.judged() == []
+
+
+def test_given_one_record_before_the_owner_revoked_it_is_two_owners():
+    """Just outside the bound: the other member's assign runs before the owner's revoke begins."""
+    h = GroupHistory()
+    owned = h.assign(A, 0, 1, 2)
+    given = h.assign(B, 2)
+    revoked = h.revoke(A, 2)
+    [anomaly] = h.judged()
+    assert anomaly.name == ANOMALY and anomaly.indices == (owned, given, revoked)
+    assert anomaly.details["partition"] == 2 and anomaly.details["owner_state"] == kip848.HELD
+
+
+def test_a_fenced_owner_that_learns_it_lost_the_partition_is_allowed():
+    h = GroupHistory()
+    h.assign(A, 2)
+    h.assign(B, 2)
+    h.revoke(A, 2, lost=True)
+    assert h.judged() == []
+
+
+def test_an_owner_whose_client_failed_is_gone():
+    h = GroupHistory()
+    h.assign(A, 2)
+    h.assign(B, 2)
+    h.crash(A)
+    h.revoke(A, 2)  # the close of the failed client, after it was replaced
+    assert h.judged() == []
+
+
+def test_an_owner_that_never_lets_go_before_the_end_is_not_judged():
+    h = GroupHistory()
+    h.assign(A, 2)
+    h.assign(B, 2)
+    assert h.judged() == []
+
+
+def test_only_the_partitions_still_owned_count():
+    h = GroupHistory()
+    h.assign(A, 0, 1)
+    h.revoke(A, 0)
+    h.assign(B, 0, 1)  # 0 was released, 1 was not
+    h.revoke(A, 1)
+    [anomaly] = h.judged()
+    assert anomaly.details["partition"] == 1
+
+
+def test_other_groups_and_the_same_member_are_no_handoff():
+    h = GroupHistory()
+    h.assign(A, 2, group="g1")
+    h.assign(B, 2, group="g2")
+    h.assign(A, 2, group="g1")  # the same member again (a repeated callback)
+    h.revoke(A, 2, group="g1")
+    assert h.judged() == []
+
+
+def test_manual_assignments_are_no_group_records():
+    h = GroupHistory()
+    h.assign(A, 2)
+    h.records.append({"index": len(h.records), "time": 0, "process": B, "type": "invoke", "f": "assign",
+                      "value": {"partitions": [["t", 2]], "seek_to_beginning": True}})
+    h.revoke(A, 2)
+    assert h.judged() == []
+
+
+def test_the_checker_reports_it_by_name_and_counts_handoffs():
+    h = GroupHistory()
+    h.assign(A, 2)
+    h.assign(B, 2)
+    h.revoke(A, 2)
+    verdict = check_records(h.records)
+    assert verdict["valid"] is False and verdict["anomalies"][ANOMALY]
+    assert verdict["coverage"]["kip848.handoff_allowed"]["observations"] == 2
+
+
+@pytest.mark.parametrize("state", kip848.OWNER_STATES)
+def test_the_model_allows_every_state_but_held(state):
+    assert kip848.handoff_allowed(state) is (state != kip848.HELD)
+
+
+def test_the_model_refuses_a_state_it_does_not_know():
+    with pytest.raises(ValueError):
+        kip848.handoff_allowed("asleep")
