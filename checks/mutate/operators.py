@@ -8,6 +8,7 @@ the verdict valid. An operator returns None when the history holds no position f
 from __future__ import annotations
 
 import bisect
+import copy
 import random
 from dataclasses import dataclass
 from typing import Callable
@@ -854,3 +855,50 @@ def _hanging(h: History, rng: random.Random):
     v["transactions"] = [x for x in v.get("transactions") or [] if x.get("transactional_id") != t["transactional_id"]] + [dict(t)]
     return e.done("transaction-described-ongoing-past-timeout", h.proof(a["index"], b["index"]),
                   f"{t['transactional_id']} still Ongoing at {b['index']}")
+
+
+# -- consumer groups (checks/rules/group_rules.py) -----------------------------------------------
+
+def _handoffs(h: History) -> list[tuple[dict, dict]]:
+    """(the owner's revoke invoke, the next member's assign invoke) of each partition that went from
+    one member of a group to another by an ordinary revocation."""
+    from kipcheck.checks.rules.group_rules import REVOKE, is_group_assign
+    last_revoke: dict[tuple, dict] = {}
+    out = []
+    for r in h.records:
+        v = r["value"]
+        if r["type"] != "invoke":
+            continue
+        if r["f"] == REVOKE and not v.get("lost"):
+            for t, p in v.get("partitions") or ():
+                last_revoke[(v.get("group"), t, p)] = r
+        elif is_group_assign(r):
+            for t, p in v.get("partitions") or ():
+                revoke = last_revoke.pop((v["group"], t, p), None)
+                if revoke is not None and revoke["process"] != r["process"]:
+                    out.append((revoke, r))
+    return out
+
+
+@operator("partition-given-before-revoked", "group-ownership-violation",
+          "KIP-848 \"Reconciliation\": a partition is revoked from its owner before another member of the "
+          "group is given it (here the owner's revocation moved after the other member's assignment)")
+def _given_before_revoked(h: History, rng: random.Random):
+    pick = _pick(rng, _handoffs(h))
+    if pick is None:
+        return None
+    revoke, given = pick
+    given_done = next((i for i, inv in h.invoke_of.items() if inv == given["index"]), given["index"])
+    moved = [revoke["index"], *(i for i, inv in h.invoke_of.items() if inv == revoke["index"])]
+    at = h.records[given_done]["time"]
+    kept = [r for r in h.records if r["index"] not in moved]
+    place = next(k for k, r in enumerate(kept) if r["index"] == given_done) + 1
+    shifted = [{**copy.deepcopy(h.records[i]), "time": at + 1 + n} for n, i in enumerate(sorted(moved))]
+    e = Edit(h)
+    e.records = kept
+    e.insert_after(place - 1, shifted)
+    planted_revoke = place  # the revoke's invoke lands right after the assign's completion
+    planted_given = next(k for k, r in enumerate(e.records) if r is given)
+    return e.done("partition-given-before-revoked", (planted_given, planted_revoke),
+                  f"{revoke['value'].get('group')}: the owner's revoke of record {revoke['index']} "
+                  f"moved after the assign of record {given['index']}")
