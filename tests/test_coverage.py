@@ -114,11 +114,15 @@ def test_every_judged_rule_says_what_makes_it_reachable():
     (MAIN_JOB, set(), set(coverage.OBSERVED)),
     ({**MAIN_JOB, "skipped": [{"key": "prober.list_offsets@-4"}]}, {"kip1023.offset_order"}, {"kip227.may_omit"}),
     # the metadata log is read after every run, probes or not; the consumers' polls carry the stamps
-    ({"options": {"probes": False}}, set(coverage.OBSERVED) - {"kip966.may_lead", "kip32.append_time_allowed"},
-     {"kip966.may_lead", "kip32.append_time_allowed"}),
+    ({"options": {"probes": False}}, set(coverage.OBSERVED) - {"kip966.may_lead", "kip32.append_time_allowed",
+                                                                "kip848.handoff_allowed"},
+     {"kip966.may_lead", "kip32.append_time_allowed", "kip848.handoff_allowed"}),
     ({**MAIN_JOB, "skipped": [{"key": "workload.log_append_time"}]}, {"kip32.append_time_allowed"},
      {"kip392.records_committed"}),
-    ({**MAIN_JOB, "workload": {"consumers": 0}}, {"kip32.append_time_allowed"}, {"kip966.may_lead"}),
+    ({**MAIN_JOB, "workload": {"consumers": 0}}, {"kip32.append_time_allowed", "kip848.handoff_allowed"},
+     {"kip966.may_lead"}),
+    # one consumer cycles to "assign" alone: no group member to hand a partition to
+    ({**MAIN_JOB, "workload": {"consumers": 1}}, {"kip848.handoff_allowed"}, {"kip32.append_time_allowed"}),
     ({**MAIN_JOB, "skipped": [{"key": "harness.metadata_log"}]}, {"kip966.may_lead"}, {"kip392.records_committed"}),
     ({**MAIN_JOB, "skipped": [{"key": "observer.metadata_propagation"}, {"key": "consumer.follower_fetching"}]},
      {"kip1166.propagation_statistic", "kip392.preferred_read_replica_outcomes"}, {"kip392.records_committed"}),
@@ -135,7 +139,7 @@ def test_a_valid_run_whose_reachable_rule_decided_nothing_is_unknown():
     assert gated["valid"] == "unknown" and "kip227.may_be_evicted" in gated["uncovered"]
     assert any("kip1166.propagation_statistic (no observation)" in u["message"] for u in gated["unknown"])
     # with nothing reachable (no probes) the same history stays valid
-    nothing = {"options": {"probes": False},
+    nothing = {"options": {"probes": False}, "workload": {"consumer_modes": ["assign"]},
                "skipped": [{"key": "harness.metadata_log"}, {"key": "workload.log_append_time"}]}
     assert coverage.require_reachable(check_records(valid_history()), nothing)["valid"] is True
 
@@ -146,3 +150,14 @@ def test_the_gate_never_hides_an_anomaly():
     poll["value"]["records"][1][3] = "forged"
     gated = coverage.require_reachable(check_records(h), MAIN_JOB)
     assert gated["valid"] is False and gated["anomalies"]["inconsistent-offset"]
+
+
+def test_a_reachable_rule_not_demanded_leaves_a_valid_run_valid_but_not_asked():
+    """KIP-848's handoffs are reachable with subscribers, but a run whose subscribers were never
+    given a partition stays valid; every other reachable rule is still demanded."""
+    assert set(coverage.NOT_DEMANDED) <= set(coverage.OBSERVED)
+    verdict = check_records(valid_history())
+    assert verdict["coverage"]["kip848.handoff_allowed"]["observations"] == 0
+    assert "kip848.handoff_allowed" in coverage.reachable(MAIN_JOB)
+    gated = coverage.require_reachable(verdict, MAIN_JOB)
+    assert "kip848.handoff_allowed" not in gated["uncovered"] and "kip227.may_be_evicted" in gated["uncovered"]

@@ -160,7 +160,7 @@ def test_rebalance_inside_a_poll_is_recorded_between_invoke_and_ok(tmp_path):
     assert worker.mode == "subscribe" and worker.rack == "rack-2"
     worker.process = 5
     assigned = []
-    fake = types.SimpleNamespace(assign=assigned.append)
+    fake = types.SimpleNamespace(assign=assigned.append, memberid=lambda: "m-1")
 
     def consume(num_messages, timeout):
         worker._assigned(fake, [TopicPartition(opts.topic, 1)])
@@ -172,6 +172,8 @@ def test_rebalance_inside_a_poll_is_recorded_between_invoke_and_ok(tmp_path):
     fs = [(r["f"], r["type"]) for r in read_history(tmp_path / "history.jsonl")]
     assert fs == [("poll", "invoke"), ("assign", "invoke"), ("assign", "ok"), ("poll", "ok")]
     assert assigned[0][0].offset == -2  # OFFSET_BEGINNING
+    given = [r["value"] for r in read_history(tmp_path / "history.jsonl") if r["f"] == "assign"]
+    assert all(v["group"] == worker.group and v["member"] == "m-1" and v["protocol"] == "classic" for v in given)
 
 
 class FakeConsumer:
