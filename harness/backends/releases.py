@@ -76,7 +76,8 @@ FEATURES: dict[str, tuple[tuple[int, int], str]] = {
 }
 
 #: features a user of the checker cares about (KIP behaviour), reported in config.json
-REPORTED = ("tiered-storage", "list-offsets-latest-tiered", "list-offsets-pending-upload", "kip-1166", "kip-1023")
+REPORTED = ("tiered-storage", "list-offsets-latest-tiered", "list-offsets-pending-upload", "kip-1166", "kip-1023",
+            "consumer-group-protocol")
 NOT_IN_RELEASE = "not in this release"
 
 
