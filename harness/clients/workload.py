@@ -496,12 +496,8 @@ class ConsumerWorker(Worker):
             "partitions": [[tp.topic, tp.partition] for tp in partitions],
             **({"committed": True} if self.from_committed else {"seek_to_beginning": True}), "rebalance": True,
             **self._member(consumer)})
-        try:
-            (consumer.incremental_assign if self.protocol == "consumer" else consumer.assign)(partitions)
-        except Exception as e:
-            op.fail(error=error_text(e))
-            raise
-        op.ok()
+        self._complete(op, lambda: (consumer.incremental_assign if self.protocol == "consumer"
+                                    else consumer.assign)(partitions))
 
     def _revoked(self, consumer, partitions, lost: bool = False) -> None:
         """Rebalance callback: partitions taken away (`lost`: the member was fenced and gives up
@@ -509,15 +505,21 @@ class ConsumerWorker(Worker):
         revokes, then the coordinator may give them to another member)."""
         op = self.history.invoke(self.process, "revoke", {
             "partitions": [[tp.topic, tp.partition] for tp in partitions], **self._member(consumer), "lost": lost})
+        self._complete(op, lambda: consumer.incremental_unassign(partitions) if self.protocol == "consumer"
+                       else consumer.unassign())
+
+    def _lost(self, consumer, partitions) -> None:
+        self._revoked(consumer, partitions, lost=True)
+
+    @staticmethod
+    def _complete(op: Operation, call) -> None:
+        """A rebalance callback's client call: `ok`, or `fail` with the error, raised on (the poll ends)."""
         try:
-            (consumer.incremental_unassign(partitions) if self.protocol == "consumer" else consumer.unassign())
+            call()
         except Exception as e:
             op.fail(error=error_text(e))
             raise
         op.ok()
-
-    def _lost(self, consumer, partitions) -> None:
-        self._revoked(consumer, partitions, lost=True)
 
     def work(self):
         consecutive = 0
