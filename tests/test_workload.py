@@ -1,7 +1,9 @@
 """Workload outcomes without a broker: every send/poll/assign is recorded with the right type."""
 from __future__ import annotations
 
+import dataclasses
 import threading
+import time
 import types
 
 import pytest
@@ -234,3 +236,23 @@ def test_consumer_fatal_error_recorded_and_consumer_replaced(tmp_path, monkeypat
                                        (78, "OFFSET_NOT_AVAILABLE")])
 def test_error_names_are_kafkas(code, name):
     assert error_name(code) == name
+
+
+def test_a_subscriber_leaves_and_rejoins_within_its_window_an_assigning_consumer_stays(tmp_path):
+    history = History(tmp_path / "history.jsonl")
+    opts = WorkloadOptions(consumers=2, consumer_modes=("assign", "subscribe"), rejoin_after_s=(10.0, 20.0))
+    assigning, subscriber = (ConsumerWorker("127.0.0.1:1", opts, history, threading.Event(), seq=s, rack=None)
+                             for s in (0, 1))
+    try:
+        now = time.monotonic()
+        stays = [subscriber._leave_at() - now for _ in range(20)]
+        assert all(10.0 <= s <= 20.5 for s in stays) and len(set(stays)) > 1
+        assert assigning._leave_at() == float("inf")
+        still = ConsumerWorker("127.0.0.1:1", dataclasses.replace(opts, rejoin_after_s=None), history,
+                               threading.Event(), seq=1, rack=None)
+        assert still._leave_at() == float("inf")
+        still._close()
+    finally:
+        assigning._close()
+        subscriber._close()
+        history.close()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import random
 import threading
 import time
 import warnings
@@ -84,6 +85,10 @@ class WorkloadOptions:
     # the subscribers' group.protocol: "classic", or "consumer" (KIP-848: the coordinator assigns,
     # incrementally, and revokes a partition from its owner before another member gets it)
     group_protocol: str = "classic"
+    # a subscriber leaves its group after this many seconds of polling (drawn per stay, seeded by its
+    # number) and joins again as a new member: its partitions go to the other member and come back
+    # (KIP-848 handoffs under the run's faults); None: members stay for the whole run
+    rejoin_after_s: tuple[float, float] | None = (10.0, 20.0)
     rackless_consumers: int = 1  # the last N consumers send no client.rack (they read from leaders)
     consumer_isolation: tuple[str, ...] = ("read_committed", "read_committed", "read_uncommitted")  # cycled
     # delivery.timeout.ms: longer than a leader failover, because a send that times out makes
@@ -411,6 +416,7 @@ class ConsumerWorker(Worker):
         self.read = 0
         self.fetch_sources: dict[int, dict] = {}
         self._crash: str | None = None
+        self._stays = random.Random(seq)  # how long each membership lasts (`rejoin_after_s`)
 
     def _client_error(self, err: KafkaError) -> None:
         if err.fatal() and self._crash is None:
@@ -531,14 +537,24 @@ class ConsumerWorker(Worker):
                     self.subscribe(process)
                 else:
                     self.assign_all(process)
-                while not self.stop_event.is_set():
+                leave_at = self._leave_at()
+                while not self.stop_event.is_set() and time.monotonic() < leave_at:
                     self.poll_once(process)
+                if not self.stop_event.is_set():  # leaves the group (its close revokes) and joins anew
+                    self._replace(0)
             except _Crashed as crash:
                 log.warning("%s: client replaced after %s", self.name, crash)
                 consecutive = 0 if self.read > read_before else consecutive + 1
                 self.crashes += 1
                 self._replace(consecutive)
         self._close()
+
+    def _leave_at(self) -> float:
+        """When this subscriber's membership ends (monotonic s); never for an assigning consumer."""
+        stay = self.options.rejoin_after_s
+        if self.mode != "subscribe" or self.from_committed or not stay:
+            return float("inf")
+        return time.monotonic() + self._stays.uniform(*stay)
 
     def _close(self) -> None:
         try:
