@@ -67,12 +67,16 @@ BUGS: tuple[SeededBug, ...] = (
     SeededBug("wrong-fetch-error-case1", "org.apache.kafka.storage.internals.log.UnifiedLog.read",
               "the out-of-range check compares the fetch offset with the HWM (>=) instead of the log end (>): "
               "a consumer fetch in [HWM, LEO] fails with OFFSET_OUT_OF_RANGE",
-              "KIP-392 case 1: an offset in [HWM, LEO] is not out of range", expects="wrong-fetch-error"),
+              "KIP-392 case 1: an offset in [HWM, LEO] is not out of range", expects="wrong-fetch-error",
+              # under the release's profile only the prober's case-1 probe names it: a 6 s window of the CI
+              # matrix on a loaded machine held 8 prober fetches, none of case 1 (2026-11-28); alone, 1.2 s
+              min_window=10.0),
     # The widened slip: the original plus a second branch above the log end.
     SeededBug("wrong-fetch-error", "org.apache.kafka.storage.internals.log.UnifiedLog.read",
               "the two out-of-range branches are swapped and bounded by the HWM: a consumer fetch in [HWM, LEO] "
               "fails with OFFSET_OUT_OF_RANGE, one above the log end with OFFSET_NOT_AVAILABLE",
-              "KIP-392 cases 1 and 4: an offset in [HWM, LEO] is not out of range; one above HWM and LEO is"),
+              "KIP-392 cases 1 and 4: an offset in [HWM, LEO] is not out of range; one above HWM and LEO is",
+              min_window=10.0),  # as the original slip's
     SeededBug("preferred-replica-violation", "org.apache.kafka.common.replica.RackAwareReplicaSelector.select",
               "the rack comparison is inverted: a follower in another rack is preferred over the client's rack",
               "KIP-392: the preferred read replica is an in-sync replica in the client's rack when one exists"),
