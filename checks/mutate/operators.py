@@ -888,8 +888,9 @@ def _given_before_revoked(h: History, rng: random.Random):
     if pick is None:
         return None
     revoke, given = pick
-    given_done = next((i for i, inv in h.invoke_of.items() if inv == given["index"]), given["index"])
-    moved = [revoke["index"], *(i for i, inv in h.invoke_of.items() if inv == revoke["index"])]
+    completion = {inv: i for i, inv in h.invoke_of.items()}
+    given_done = completion.get(given["index"], given["index"])
+    moved = [revoke["index"], *([completion[revoke["index"]]] if revoke["index"] in completion else [])]
     at = h.records[given_done]["time"]
     kept = [r for r in h.records if r["index"] not in moved]
     place = next(k for k, r in enumerate(kept) if r["index"] == given_done) + 1

@@ -32,7 +32,7 @@ def is_group_assign(record: dict) -> bool:
 
 def _ends_a_client(record: dict) -> bool:
     """A record after which its process issues nothing more: a fatal failure (the worker replaces its client)."""
-    return record.get("type") in ("fail", "info", "ok") and (record.get("value") or {}).get("fatal") is True
+    return record.get("type") != "invoke" and (record.get("value") or {}).get("fatal") is True
 
 
 @dataclass
