@@ -21,12 +21,14 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from kipcheck.reference_model import kip32, kip227, kip392, kip734, kip848, kip966, kip1023, kip1166, transactions
+from kipcheck.reference_model import (kip32, kip227, kip392, kip455, kip734, kip848, kip966, kip1023, kip1166,
+                                      transactions)
 
 from kipcheck.checks.rules.base import Anomaly, BaseRule
 from kipcheck.checks.rules.election_rules import decides as election_decided
 from kipcheck.checks.rules.group_rules import is_group_assign
 from kipcheck.checks.rules.kip1166_rules import counted_probes
+from kipcheck.checks.rules.reassignment_rules import ends_a_move
 from kipcheck.checks.rules.observe import as_int
 
 #: the verdict key of the coverage table (the summary row's name)
@@ -61,6 +63,8 @@ OBSERVED: dict[str, str] = {
     "kip1166.propagation_statistic": "metadata changes measured without a fault on a node they depend on "
                                       "(from 20 on: fewer decide nothing)",
     "kip966.may_lead": "partition creations and leader changes in the controller's metadata log",
+    "kip455.completion_allowed": "records of the controller's metadata log that end a reassignment (completed or "
+                                 "cancelled)",
     "kip32.append_time_allowed": "polls that read records with a LogAppendTime stamp",
     "kip32.offset_for_time_allowed": "ListOffsets answers with an offset for a real timestamp",
     "kip734.max_timestamp_answer_allowed": "ListOffsets answers with an offset for the largest timestamp (-3)",
@@ -98,6 +102,7 @@ REACHED_BY: dict[str, tuple[str, ...]] = {
     "kip1166.propagation_statistic": ("probes", "observer.metadata_propagation"),
     # read from the controllers' disks after the run, probes or not (harness/metadata_log.py)
     "kip966.may_lead": ("harness.metadata_log",),
+    "kip455.completion_allowed": ("harness.metadata_log",),
     # every partition a rebalance gives a subscriber (the run's consumers cycle assign and subscribe)
     "kip848.handoff_allowed": ("group_members",),
     # every poll of a LogAppendTime topic (workload topics on the backends that share this machine's clock)
@@ -122,7 +127,7 @@ REACHED_BY: dict[str, tuple[str, ...]] = {
 def model_rules() -> dict[str, dict]:
     """Every KIP rule of the model: `module.function` -> {"kip", "section"}, in source order."""
     rules = {}
-    for module in (kip392, kip227, kip1023, kip1166, kip966, kip32, kip734, kip848, transactions):
+    for module in (kip392, kip227, kip1023, kip1166, kip966, kip455, kip32, kip734, kip848, transactions):
         short = module.__name__.rsplit(".", 1)[1]
         functions = [f for name, f in vars(module).items()
                      if inspect.isfunction(f) and not name.startswith("_") and f.__module__ == module.__name__]
@@ -208,8 +213,8 @@ def opportunities(record: dict) -> tuple[str, ...]:
         return ("kip392.epoch_end_offset_possible",)
     if f == "metadata_propagation" and v.get("seen_by"):
         return ("kip1166.propagation_statistic",)
-    if f == "partition_change" and election_decided(v):
-        return ("kip966.may_lead",)
+    if f == "partition_change":
+        return ("kip966.may_lead",) * election_decided(v) + ("kip455.completion_allowed",) * ends_a_move(v)
     if f == "poll" and v.get("records"):
         stamped = ("kip32.append_time_allowed",) if any(s is not None for s in v.get("append_ms") or ()) else ()
         if v.get("isolation") == "read_committed":
@@ -361,6 +366,8 @@ NOT_DEMANDED = {
     # partitions) is created by the first join: 2 of 4 20 s runs of 3.3.2 and 3.9.2 ended before any
     # subscriber was given a partition (2026-11-28); the table still says "not asked" then
     "kip848.handoff_allowed": "the first assignment waits on the group coordinator's start, not on the set-up",
+    # only a fault that moves replicas (their `moves-replicas` effect) starts a reassignment
+    "kip455.completion_allowed": "a reassignment is started by a fault that moves replicas, not by the set-up",
 }
 
 

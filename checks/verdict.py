@@ -24,6 +24,7 @@ ANOMALY_NAMES = (
     "lost-write", "duplicate", "inconsistent-offset", "nonmonotonic-poll", "poll-skip",
     "uncommitted-read", "hwm-regression", "wrong-fetch-error", "preferred-replica-violation",
     "fetch-session-violation", "tiered-offset-violation", "hwm-propagation-delay", "ineligible-leader",
+    "premature-reassignment-completion",
     "append-time-violation", "time-offset-violation",
     # consumer groups (checks/rules/group_rules.py)
     "group-ownership-violation",

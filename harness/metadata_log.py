@@ -89,7 +89,7 @@ class _Reader:
 def _partition(r: _Reader, version: int) -> dict:
     """PartitionRecord: a partition's whole state (creation, or a snapshot)."""
     out = {"partition": r.int32(), "topic_id": r.uuid(), "replicas": r.int32s(), "isr": r.int32s()}
-    r.int32s(), r.int32s()  # removing, adding replicas
+    out["removing"], out["adding"] = r.int32s() or [], r.int32s() or []  # a reassignment in progress (KIP-455)
     out["leader"], out["leader_epoch"], out["partition_epoch"] = r.int32(), r.int32(), r.int32()
     if version >= 1:
         r.uuids()  # directories
@@ -110,6 +110,10 @@ def _partition_change(r: _Reader, version: int) -> dict:
         out["leader"] = leader
     if 2 in tags:
         out["replicas"] = tags[2].int32s()
+    if 3 in tags:
+        out["removing"] = tags[3].int32s()
+    if 4 in tags:
+        out["adding"] = tags[4].int32s()
     if 5 in tags and (recovery := tags[5].int8()) >= 0:
         out["recovery"] = recovery
     if 6 in tags:

@@ -34,7 +34,8 @@ from kipcheck.harness.errors import HarnessError
 from kipcheck.reference_model import profiles as P
 
 GROUP = "org.apache.kafka"
-ARTIFACTS = ("kafka_2.13", "kafka-server", "kafka-storage", "kafka-raft", "kafka-clients", "kafka-server-common")
+ARTIFACTS = ("kafka_2.13", "kafka-server", "kafka-storage", "kafka-raft", "kafka-clients", "kafka-server-common",
+             "kafka-metadata")
 #: a failed Maven look-up is remembered this long (a release may publish its source jars later)
 MISSING_TTL_S = 86400
 
@@ -169,6 +170,13 @@ PROBES: dict[str, tuple[tuple[Probe, ...], ...]] = {
         _p(_UL, r"(private OffsetResultHolder|public OffsetResultHolder|def) fetchOffsetByTimestamp\(",
            r"MAX_TIMESTAMP\) \{\s*(//[^\n]*\s*)*val segmentsCopy = logSegments", r"latestTimestampAndOffset\.offset,",
            ordered=True, name="fetchOffsetByTimestamp"),
+    ),),
+    # KAFKA-15665: the completion asks for the adding replicas in the ISR (3.8: all the target replicas)
+    P.REASSIGNMENT_COMPLETES_ON_ADDING: ((
+        _p("org/apache/kafka/controller/PartitionReassignmentReplicas.java",
+           r"Optional<CompletedReassignment> maybeCompleteReassignment\(", r"for \(int replica : adding\)",
+           r"if \(!newTargetIsr\.contains\(replica\)\) return Optional\.empty\(\);", ordered=True,
+           name="maybeCompleteReassignment"),
     ),),
     # the deviation is code that is missing: the fetcher has no last-tiered-offset path
     P.FOLLOWER_BOOTSTRAP_ABSENT: ((

@@ -54,6 +54,10 @@ RESPONSE_LSO_SAMPLED_BEFORE_READ = "response-lso-sampled-before-read"
 #: largest timestamp, which for a LogAppendTime or compressed batch is the batch's last offset,
 #: not the first record stamped with it (KAFKA-16310, fixed in 3.8.0).
 MAX_TIMESTAMP_SHALLOW_OFFSET = "max-timestamp-shallow-offset"
+# --- KIP-455 -------------------------------------------------------------------
+#: The controller completes a reassignment once the *adding* replicas are in the ISR, though a
+#: target replica it keeps is out of it (KAFKA-15665, fixed in 3.8.0).
+REASSIGNMENT_COMPLETES_ON_ADDING = "reassignment-completes-on-adding"
 # --- KIP-227 -------------------------------------------------------------------
 #: An incremental request that forgets the session's last partition closes the
 #: session; the response carries session id 0.
@@ -143,6 +147,11 @@ EVIDENCE: dict[str, str] = {
     "batch.offsetOfMaxTimestamp(), the first record stamped with its maximum (KAFKA-16310). Seen live: 3.3.1, "
     "3.3.2 and 3.7.2 runs (2026-11-28) answered the last of up to 19 records read in one poll with one "
     "LogAppendTime stamp; 3.8.1, 4.0.2, 4.1.2 and 4.3.1 runs never did.",
+    REASSIGNMENT_COMPLETES_ON_ADDING: "Kafka 3.3.2 to 3.7.2: org.apache.kafka.controller."
+    "PartitionReassignmentReplicas.maybeCompleteReassignment completes when every replica of `adding` is in the "
+    "target ISR (less the removing replicas); 3.8.1 and later ask newTargetIsr.containsAll(newTargetReplicas), "
+    "every target replica (KAFKA-15665). PartitionChangeBuilder calls it on every change, an ISR expansion "
+    "included, so a move that adds one broker while a kept replica is down completes without it.",
     EMPTY_SESSION_CLOSED: "Kafka 4.3.1: org.apache.kafka.server.FetchManager.newContext: after session.update, "
     "if session.isEmpty() the session is removed from its shard and a SessionlessFetchContext "
     "(response session id INVALID_SESSION_ID = 0) answers.",
@@ -466,6 +475,10 @@ for _name, _notes in _BY_3X_LINE.items():
                "segment's recorded offset, a batch's last (found by `kipcheck profile read`, taken in on 2026-11-28 "
                "after 3.3.x and 3.7.2 runs answered the last of a batch's records stamped alike; KAFKA-16310)."
                if _shallow else "")
+    _notes += (" reassignment-completes-on-adding: PartitionReassignmentReplicas.maybeCompleteReassignment asks only "
+               "for the adding replicas in the ISR (found by `kipcheck profile read`, taken in on 2026-11-28; "
+               "KAFKA-15665)." if _shallow else "")  # fixed in 3.8.0 as well
     RELEASE_NOTES[_name] = _notes
     PROFILES[_name] = Profile(_name, _READ_IN_3X | _KIP227_3X | ({SHARDED_SESSION_CACHE} if _sharded else set())
-                              | ({MAX_TIMESTAMP_SHALLOW_OFFSET} if _shallow else set()), _notes)
+                              | ({MAX_TIMESTAMP_SHALLOW_OFFSET, REASSIGNMENT_COMPLETES_ON_ADDING} if _shallow
+                                 else set()), _notes)

@@ -143,5 +143,5 @@ def test_model_rules_exported():
     produced = {n for r in MODEL_RULES for n in r.anomalies}
     assert produced == {"uncommitted-read", "hwm-regression", "wrong-fetch-error", "preferred-replica-violation",
                         "fetch-session-violation", "tiered-offset-violation", "hwm-propagation-delay",
-                        "ineligible-leader", "append-time-violation", "time-offset-violation",
-                        "group-ownership-violation"}
+                        "ineligible-leader", "premature-reassignment-completion", "append-time-violation",
+                        "time-offset-violation", "group-ownership-violation"}

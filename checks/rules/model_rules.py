@@ -4,6 +4,7 @@ from kipcheck.checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRu
 from kipcheck.checks.rules.group_rules import GroupOwnershipRule
 from kipcheck.checks.rules.kip1023_rules import TieredOffsetRule
 from kipcheck.checks.rules.kip1166_rules import PropagationRule
+from kipcheck.checks.rules.reassignment_rules import ReassignmentRule
 from kipcheck.checks.rules.replica_rules import PreferredReplicaRule
 from kipcheck.checks.rules.session_rules import FetchSessionRule
 from kipcheck.checks.rules.timestamp_rules import AppendTimeRule
@@ -16,6 +17,7 @@ MODEL_RULES = [
     TieredOffsetRule(),
     PropagationRule(),
     ElectionRule(),
+    ReassignmentRule(),
     AppendTimeRule(),
     GroupOwnershipRule(),
 ]
