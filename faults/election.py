@@ -97,8 +97,10 @@ def _kafka_python_admin(ctx: FaultContext):
 TOLERATED_REASSIGN_ERRORS = frozenset({"UnknownTopicOrPartitionError", "NoReassignmentInProgressError"})
 
 
-def reassign(ctx: FaultContext, assignments: dict[tuple[str, int], list[int] | None], timeout: float = 120.0) -> None:
-    """Submit reassignments (None cancels one) and wait until none of them is in progress.
+def reassign(ctx: FaultContext, assignments: dict[tuple[str, int], list[int] | None], timeout: float = 120.0,
+             must_finish: bool = True) -> bool:
+    """Submit reassignments (None cancels one) and wait until none of them is in progress: True then;
+    past `timeout` a FaultError, or False when the moves need not finish (`must_finish` false).
     A partition the controller refuses is a FaultError (kafka-python returns those errors, never raises)."""
     from kafka import TopicPartition as KTP
     admin = _kafka_python_admin(ctx)
@@ -112,8 +114,10 @@ def reassign(ctx: FaultContext, assignments: dict[tuple[str, int], list[int] | N
         while True:
             pending = admin.list_partition_reassignments([KTP(t, p) for t, p in assignments])
             if not pending:
-                return
+                return True
             if time.monotonic() > deadline:
+                if not must_finish:
+                    return False
                 raise FaultError(f"reassignment still in progress after {timeout:.0f} s: {sorted(map(str, pending))}")
             time.sleep(0.5)
     finally:

@@ -24,7 +24,7 @@ from kipcheck.faults.base import FaultContext, FaultSpec
 from kipcheck.faults.election import elect, reassign
 from kipcheck.faults.errors import FaultError
 from kipcheck.faults.process import heal_processes, start, wait_healthy
-from kipcheck.faults.targets import resolve_node
+from kipcheck.faults.targets import partition_of, resolve_node, view
 
 #: a replication factor of 3 plus one broker for the replicas to move to
 MIN_BROKERS = 4
@@ -149,4 +149,59 @@ def _wait_assignment_seen(ctx: FaultContext, wanted: Assignment, timeout: float 
         time.sleep(0.5)
 
 
-MEMBERSHIP_KINDS = (BrokerDecommission(),)
+class ReassignWhileDown:
+    """Move a partition off one follower onto a spare broker while its other follower is stopped
+    (cleanly), and hold the stop for `hold` seconds at most while the move may complete.
+
+    KIP-455 completes a move once every target replica is in the ISR, so with a kept replica
+    down the move must wait for it; Kafka 3.3-3.7 completed it once the spare had caught up
+    (KAFKA-15665), which the metadata log shows (`premature-reassignment-completion`). The heal
+    starts the stopped broker, lets the move finish and moves the partition back."""
+
+    name = "reassign-while-down"
+    effects = frozenset({MOVES_REPLICAS, ELECTS, STOPS_NODE, LOSES_STATE})
+    min_brokers = MIN_BROKERS
+    heal_all = staticmethod(heal_processes)  # a stopped broker is started; moves left over are cancelled
+                                             # by the reassign kind's heal-all
+
+    def inject(self, ctx: FaultContext, spec: FaultSpec) -> dict:
+        topic, partition = partition_of(spec, ctx)
+        p = view(ctx, topic, partition)
+        original, brokers = list(p.replicas), sorted(n.spec.node_id for n in ctx.cluster.brokers)
+        followers = [r for r in original if r != p.leader]
+        spares = [b for b in brokers if b not in original]
+        if len(followers) < 2 or not spares:
+            raise FaultError(f"moving {topic}/{partition} off a follower while another is down needs two followers "
+                             f"and a broker outside its replicas {original} (brokers: {brokers})")
+        down = followers[int(spec.params.get("index", 0)) % 2]
+        moved = next(f for f in followers if f != down)
+        target = [spares[0] if r == moved else r for r in original]
+        ctx.cluster.node(down).stop_node(clean_shutdown=True, timeout=30)
+        _wait_out_of_isr(ctx, topic, partition, down)
+        t0 = time.monotonic()
+        finished = reassign(ctx, {(topic, partition): target}, timeout=float(spec.params.get("hold", 10)),
+                            must_finish=False)
+        return {"targets": [down], "spare": spares[0], "moved_off": moved, "replicas_before": original,
+                "replicas_after": target, "completed_while_down": finished,
+                **({"completed_after_s": round(time.monotonic() - t0, 3)} if finished else {})}
+
+    def heal(self, ctx: FaultContext, spec: FaultSpec, injected: dict) -> None:
+        topic, partition = partition_of(spec, ctx)
+        node = ctx.cluster.node(injected["targets"][0])
+        if not node.alive():
+            start(node)
+        wait_healthy(ctx)
+        reassign(ctx, {(topic, partition): injected["replicas_after"]})  # finishes once the kept replica is back
+        _move_back(ctx, {(topic, partition): injected["replicas_before"]})
+
+
+def _wait_out_of_isr(ctx: FaultContext, topic: str, partition: int, broker: int, timeout: float = 30.0) -> None:
+    """Until the partition's ISR lacks `broker` (a controlled shutdown takes it out at once)."""
+    deadline = time.monotonic() + timeout
+    while broker in view(ctx, topic, partition).isr:
+        if time.monotonic() > deadline:
+            raise FaultError(f"broker {broker} still in the ISR of {topic}/{partition} {timeout:.0f} s after it stopped")
+        time.sleep(0.3)
+
+
+MEMBERSHIP_KINDS = (BrokerDecommission(), ReassignWhileDown())

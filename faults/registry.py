@@ -21,8 +21,9 @@ from kipcheck.faults.toxics import TOXIC_KINDS
 KINDS = {k.name: k for k in (*PARTITION_KINDS, *TOXIC_KINDS, *CLOCK_KINDS, *LOGDIR_KINDS, *PROCESS_KINDS, *DISK_KINDS,
                              *MEMBERSHIP_KINDS, *QUORUM_KINDS, *ELECTION_KINDS)}
 # never in `all`: wipe-metadata tests KRaft's tolerance of a forgotten vote; voter-removal formats
-# the whole cluster another way (a dynamic quorum, Kafka 3.9+); broker-decommission needs a fourth broker
-OPT_IN = frozenset({"wipe-metadata", "voter-removal", "broker-decommission"})
+# the whole cluster another way (a dynamic quorum, Kafka 3.9+); broker-decommission and
+# reassign-while-down need a fourth broker
+OPT_IN = frozenset({"wipe-metadata", "voter-removal", "broker-decommission", "reassign-while-down"})
 DEFAULT_MIX = tuple(n for n in KINDS if n not in OPT_IN)
 
 

@@ -25,11 +25,11 @@ WINDOWS = {
     "kill": (5, 15), "pause": (3, 10), "restart": (5, 15), "rolling-restart": (1, 2),
     "wipe": (5, 12), "truncate": (3, 8), "bitflip": (3, 8), "wipe-metadata": (5, 12),
     "clock-skew": (5, 15), "clock-strobe": (5, 15), "log-dir-failure": (5, 12),
-    "voter-removal": (5, 15), "broker-decommission": (5, 15),
+    "voter-removal": (5, 15), "broker-decommission": (5, 15), "reassign-while-down": (12, 20),
 }
 # Kinds after which the cluster needs longer to recover (restarts, re-replication).
 SLOW_RECOVERY = {"kill", "restart", "rolling-restart", "wipe", "truncate", "bitflip", "wipe-metadata",
-                 "log-dir-failure", "voter-removal", "broker-decommission"}
+                 "log-dir-failure", "voter-removal", "broker-decommission", "reassign-while-down"}
 
 
 def _node(rng: random.Random) -> dict:
@@ -76,6 +76,8 @@ PARAMS = {
     "log-dir-failure": _node,
     "voter-removal": lambda r: {"target": "controller", "index": r.randrange(3)},
     "broker-decommission": _node,
+    # which follower stops (the other one moves to the spare broker); how long the move may complete meanwhile
+    "reassign-while-down": lambda r: {"index": r.randrange(2), "hold": r.choice([8, 10])},
 }
 
 
