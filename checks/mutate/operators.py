@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 from kipcheck import effects
+from kipcheck.reference_model import kip455
 
 from kipcheck.checks.mutate.history import Edit, History, Mutation, consumer_answers, fetch_entries, tp_of
 from kipcheck.checks.rules.observe import as_int
+from kipcheck.checks.rules.reassignment_rules import replay
 from kipcheck.checks.rules.timestamp_rules import BY_TIME_TOLERANCE_MS
 from kipcheck.checks.rules.txn_rules import CLEANUP_INTERVAL_NS
 
@@ -903,3 +905,25 @@ def _given_before_revoked(h: History, rng: random.Random):
     return e.done("partition-given-before-revoked", (planted_given, planted_revoke),
                   f"{revoke['value'].get('group')}: the owner's revoke of record {revoke['index']} "
                   f"moved after the assign of record {given['index']}")
+
+
+def _move_completions(h: History) -> list[tuple[dict, dict]]:
+    """(the record before, the completing record) of every reassignment the metadata log completed
+    with more than one replica in sync (one can be taken out)."""
+    return [(previous, r) for previous, r, before, after in replay(h.ok("partition_change"))
+            if before is not None and kip455.completes(before, after) and len(after.isr) > 1]
+
+
+@operator("move-completed-short-of-a-target", "premature-reassignment-completion",
+          "KIP-455: a reassignment completes once every target replica is in the ISR (here one target "
+          "replica taken out of the ISR the completing record leaves)")
+def _move_completed_short(h: History, rng: random.Random):
+    pick = _pick(rng, _move_completions(h))
+    if pick is None:
+        return None
+    before, completing = pick
+    e = Edit(h)
+    isr = e.take(completing["index"])["value"]["isr"]
+    dropped = isr.pop(rng.randrange(len(isr)))
+    return e.done("move-completed-short-of-a-target", (before["index"], completing["index"]),
+                  f"broker {dropped} out of the ISR of metadata log offset {completing['value'].get('offset')}")

@@ -11,7 +11,7 @@ its first record on.
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from kipcheck.reference_model import kip455, profiles
 
@@ -34,6 +34,18 @@ def ends_a_move(value: dict) -> bool:
         and (value.get("adding") == [] or value.get("removing") == [])
 
 
+def replay(records: Iterable[dict]) -> Iterator[tuple[dict | None, dict, kip455.Assignment | None, kip455.Assignment]]:
+    """Each `partition_change` record with the one before it of its partition, in log order, and the
+    state before and after it."""
+    last: dict[tuple, tuple[dict, kip455.Assignment]] = {}
+    for r in sorted(records, key=lambda r: (r["value"].get("offset", 0), r["index"])):
+        tp = (r["value"].get("topic"), r["value"].get("partition"))
+        previous, before = last.get(tp, (None, None))
+        after = _state(before, r["value"])
+        yield previous, r, before, after
+        last[tp] = (r, after)
+
+
 class ReassignmentRule(BaseRule):
     """One group: every partition's metadata log records."""
 
@@ -45,31 +57,23 @@ class ReassignmentRule(BaseRule):
             yield self.key
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
-        by_partition: dict[tuple, list[dict]] = {}
-        for r in records:
-            by_partition.setdefault((r["value"].get("topic"), r["value"].get("partition")), []).append(r)
-        return [a for rs in by_partition.values() for a in _partition(rs, profile)]
+        return [_anomaly(previous, r, before, after, profile) for previous, r, before, after in replay(records)
+                if before is not None and not kip455.completion_allowed(before, after)]
 
 
-def _partition(records: list[dict], profile: str) -> list[Anomaly]:
-    out, before, last_index = [], None, None
-    for r in sorted(records, key=lambda r: (r["value"].get("offset", 0), r["index"])):
-        v = r["value"]
-        after = _state(before, v)
-        if before is not None and not kip455.completion_allowed(before, after):
-            known = kip455.completion_allowed(before, after, profile)
-            outside = sorted(set(after.replicas) - set(after.isr))
-            out.append(Anomaly(
-                ANOMALY, (last_index, r["index"]),
-                f"the controller completed the reassignment of {v.get('topic')}/{v.get('partition')} to "
-                f"{list(after.replicas)} (metadata log offset {v.get('offset')}) with {outside} out of the ISR "
-                f"{list(after.isr)}: the adding replicas {list(before.adding)} were in sync, not every target "
-                f"replica (removed: {list(before.removing)})",
-                known=known,
-                details={"topic": v.get("topic"), "partition": v.get("partition"), "offset": v.get("offset"),
-                         "log_time_ms": v.get("log_time_ms"), "replicas": list(after.replicas),
-                         "isr": list(after.isr), "adding": list(before.adding), "removing": list(before.removing),
-                         "out_of_isr": outside, RULE: "kip455.completion_allowed",
-                         **({DEVIATIONS: [profiles.REASSIGNMENT_COMPLETES_ON_ADDING]} if known else {})}))
-        before, last_index = after, r["index"]
-    return out
+def _anomaly(previous: dict, r: dict, before: kip455.Assignment, after: kip455.Assignment, profile: str) -> Anomaly:
+    v = r["value"]
+    known = kip455.completion_allowed(before, after, profile)
+    outside = sorted(set(after.replicas) - set(after.isr))
+    return Anomaly(
+        ANOMALY, (previous["index"], r["index"]),
+        f"the controller completed the reassignment of {v.get('topic')}/{v.get('partition')} to "
+        f"{list(after.replicas)} (metadata log offset {v.get('offset')}) with {outside} out of the ISR "
+        f"{list(after.isr)}: the adding replicas {list(before.adding)} were in sync, not every target "
+        f"replica (removed: {list(before.removing)})",
+        known=known,
+        details={"topic": v.get("topic"), "partition": v.get("partition"), "offset": v.get("offset"),
+                 "log_time_ms": v.get("log_time_ms"), "replicas": list(after.replicas),
+                 "isr": list(after.isr), "adding": list(before.adding), "removing": list(before.removing),
+                 "out_of_isr": outside, RULE: "kip455.completion_allowed",
+                 **({DEVIATIONS: [profiles.REASSIGNMENT_COMPLETES_ON_ADDING]} if known else {})})

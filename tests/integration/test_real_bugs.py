@@ -54,3 +54,19 @@ def test_kafka_16310_max_timestamp_answered_at_a_batchs_last_offset_on_3_7_and_n
         under_kip = [a for a in check(run_dir, profile="kip")["anomalies"]["time-offset-violation"]
                      if a["rule"] == "kip734.max_timestamp_answer_allowed"]
         assert bool(under_kip) == affected, (version, under_kip[:2], run_dir)
+
+
+def test_kafka_15665_move_completed_with_a_kept_replica_down_on_3_7_and_not_on_3_8(tmp_path):
+    """3.7's controller completes a reassignment once the adding replicas are in the ISR, though a
+    target replica it keeps is out of it (KAFKA-15665, fixed in 3.8.0). `reassign-while-down` stops
+    one follower and moves the other to a fourth broker: on 3.7 the metadata log completes the move
+    while the stopped one is down, which under `kip` is premature-reassignment-completion
+    (kip455.completion_allowed) and under kafka-3.7 the known reassignment-completes-on-adding; 3.8
+    waits for the stopped replica and shows neither."""
+    for version, affected in (("3.7.2", True), ("3.8.1", False)):
+        run_dir, verdict = run(RunOptions(kafka_version=version, brokers=4, faults=["reassign-while-down"], seed=1,
+                                          duration=60, runs_dir=str(tmp_path / version)), ProgressUI(quiet=True))
+        assert verdict is not None and not verdict["anomalies"]["premature-reassignment-completion"], (version, run_dir)
+        assert verdict["coverage"]["kip455.completion_allowed"]["observations"] > 0, run_dir
+        under_kip = check(run_dir, profile="kip")["anomalies"]["premature-reassignment-completion"]
+        assert bool(under_kip) == affected, (version, under_kip[:2], run_dir)
