@@ -280,11 +280,21 @@ def _examples(verdict: dict) -> list[tuple[str, str, dict]]:
     return out
 
 
+def _when(record: dict, mapping: dict) -> float:
+    """A proof record's history time (ns). A record of the controllers' metadata log is appended
+    after the workload; when the controller decided it is its `log_time_ms` (its wall clock)."""
+    value = record.get("value") if isinstance(record.get("value"), dict) else {}
+    ms = value.get("log_time_ms")
+    if isinstance(ms, (int, float)) and not isinstance(ms, bool):
+        return (ms - mapping["wall_minus_history_ms"]) * 1e6
+    return record["time"]
+
+
 class _Job:
     """One example's search: its window (history ns), names, brokers and mapping."""
 
     def __init__(self, example: dict, records: list[dict], topics: set[str], mapping: dict):
-        self.times = sorted(r["time"] for r in records)
+        self.times = sorted(_when(r, mapping) for r in records)
         self.example = example
         self.lo, self.hi = self.times[0] - int(WINDOW_S * 1e9), self.times[-1] + int(WINDOW_S * 1e9)
         self.partitions = partitions_of(example, records, topics)

@@ -240,3 +240,22 @@ def test_the_spark_engine_gets_the_same_lines_on_the_driver(tmp_path):
     local, remote = check(d), check(d, engine="spark", master="local[1]")
     assert remote["engine"] == "spark" and comparable(local) == comparable(remote)
     assert len(lost_write(remote)[broker_logs.FIELD]["lines"]) == 4
+
+
+def test_a_metadata_log_anomaly_is_placed_when_the_controller_decided_it_not_when_the_run_read_it(tmp_path):
+    """The controllers' metadata log is appended after the workload (here at 30 s); its records'
+    `log_time_ms` say when the controller wrote them (10.0 and 10.4 s): the window is around those."""
+    run = run_dir(tmp_path)
+    records = [json.loads(x) for x in (run / "history.jsonl").read_text().splitlines()]
+    move = [{"kind": "create", "replicas": [1, 2, 3], "isr": [1, 2, 3], "adding": [], "removing": []},
+            {"kind": "change", "replicas": [1, 2, 4, 3], "isr": [1, 3, 4], "adding": [4], "removing": [3]},
+            {"kind": "change", "replicas": [1, 2, 4], "isr": [1, 4], "adding": [], "removing": []}]
+    for k, (v, at_s) in enumerate(zip(move, (9.6, 10.0, 10.4))):
+        records.append({"index": len(records), "time": 30 * S + k, "process": "metadata-log", "type": "ok",
+                        "f": "partition_change", "value": {**v, "topic": "t", "partition": 0, "offset": 50 + k,
+                                                           "log_time_ms": WALL0_MS + round(at_s * 1000)}})
+    write_jsonl(records, run / "history.jsonl")
+    (example,) = check(run)["anomalies"]["premature-reassignment-completion"]
+    block = example[broker_logs.FIELD]
+    assert block["window_s"] == [8.0, 12.4]
+    assert texts(block) == [NODE1[1][2], NODE1[2][2], NODE1[7][2]]  # t-0's lines from 8.5 to 11.5 s
