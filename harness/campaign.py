@@ -182,7 +182,7 @@ def add_engine_arguments(c) -> None:
 
 
 def add_campaign_arguments(c) -> None:
-    from kipcheck.harness.run import BACKENDS
+    from kipcheck.harness.backends import registry
     c.add_argument("--seeds", default=None, help="seeds, e.g. 1-20 or 1,4,9 (required for a new campaign)")
     c.add_argument("--faults", action="append", default=None, metavar="MIX",
                    help="a fault mix per flag: 'default', 'none', 'all' or kinds 'partition,kill' (repeatable)")
@@ -191,7 +191,7 @@ def add_campaign_arguments(c) -> None:
     c.add_argument("--dir", default=None, help="campaign directory (default ./campaigns/<time>); an existing "
                                                "one resumes with its own plan")
     add_engine_arguments(c)
-    c.add_argument("--backend", choices=BACKENDS, default="native",
+    c.add_argument("--backend", choices=registry.names(), default=registry.DEFAULT,
                    help="where each run's cluster comes from, as for `kipcheck run` (default native)")
     c.add_argument("--bootstrap", default=None, help="bootstrap servers (external backend)")
     c.add_argument("--hosts", default=None, metavar="CLUSTER_JSON",
