@@ -210,6 +210,7 @@ def cmd_campaign(args) -> int:
     import time
 
     from kipcheck.faults.registry import parse_kinds
+    from kipcheck.harness.backends import registry
     from kipcheck.harness.progress import ProgressUI
     from kipcheck.harness.run import RunOptions
     directory = Path(args.dir or Path("campaigns") / time.strftime("%Y%m%d-%H%M%S"))
@@ -230,7 +231,7 @@ def cmd_campaign(args) -> int:
             if mix not in ("default", "none"):
                 parse_kinds(mix)  # an unknown kind is a one-line error before anything starts
         versions = [v.strip() for v in args.kafka_versions.split(",")] if args.kafka_versions else [None]
-        if args.backend != "external":  # fixed once, in campaign.json: a resume runs the same releases
+        if registry.get(args.backend).capabilities.starts_kafka:  # fixed once, in campaign.json: a resume runs the same releases
             from kipcheck.harness.backends.kafka_dist import LATEST, version_of
             with ProgressUI(quiet=args.quiet).step("resolving the Kafka versions"):
                 # the default and `latest` become releases; anything else is each run's to resolve
