@@ -5,8 +5,6 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from kipcheck.checks.coverage import apply_requirement, parse_requirement
-from kipcheck.checks.profiles import choose_profile_noted, kafka_version
 from kipcheck.reference_model.profiles import inherited
 
 ENGINES = ("local", "spark")
@@ -36,6 +34,8 @@ def check_many(paths: Sequence[str | Path], engine: str = "local", master: str |
     would get alone."""
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; expected one of {ENGINES}")
+    from kipcheck.checks.coverage import apply_requirement, parse_requirement  # Arrow and the rules: not for
+    from kipcheck.checks.profiles import choose_profile_noted, kafka_version  # a command line's parse
     noted = [choose_profile_noted(p, profile) for p in paths]
     profiles = [name for name, _ in noted]
     if require_coverage:

@@ -13,10 +13,8 @@ import argparse
 import json
 import sys
 
-from kipcheck.checks.api import ENGINES, check_many, write_verdict
-from kipcheck.checks.conformance import CONFORMANCE, table_lines
+from kipcheck.checks.api import ENGINES
 from kipcheck.errors import EXIT_ANOMALIES, EXIT_ERROR, EXIT_UNKNOWN, EXIT_VALID, exit_code
-from kipcheck.rundir.history import HistoryError
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -118,6 +116,7 @@ def summary(verdict: dict) -> str:
 
 def conformance_lines(verdict: dict) -> list[str]:
     """The verdict's per-KIP conformance table as terminal lines (none for an older verdict)."""
+    from kipcheck.checks.conformance import CONFORMANCE, table_lines  # the rules: not for a command line's parse
     table = verdict.get(CONFORMANCE)
     return ["  conformance (per KIP rule):", *table_lines(table)] if table else []
 
@@ -128,6 +127,8 @@ def worst_exit_code(verdicts) -> int:
 
 
 def run_check_command(args: argparse.Namespace) -> int:
+    from kipcheck.checks.api import check_many, write_verdict  # Arrow: not for a command line's parse
+    from kipcheck.rundir.history import HistoryError
     try:
         if args.out and len(args.paths) > 1:
             raise ValueError("--out takes one run; with several, each verdict is printed (use --json)")

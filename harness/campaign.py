@@ -182,7 +182,7 @@ def add_engine_arguments(c) -> None:
 
 
 def add_campaign_arguments(c) -> None:
-    from kipcheck.harness.run import BACKENDS
+    from kipcheck.harness.backends import registry
     c.add_argument("--seeds", default=None, help="seeds, e.g. 1-20 or 1,4,9 (required for a new campaign)")
     c.add_argument("--faults", action="append", default=None, metavar="MIX",
                    help="a fault mix per flag: 'default', 'none', 'all' or kinds 'partition,kill' (repeatable)")
@@ -191,7 +191,7 @@ def add_campaign_arguments(c) -> None:
     c.add_argument("--dir", default=None, help="campaign directory (default ./campaigns/<time>); an existing "
                                                "one resumes with its own plan")
     add_engine_arguments(c)
-    c.add_argument("--backend", choices=BACKENDS, default="native",
+    c.add_argument("--backend", choices=registry.names(), default=registry.DEFAULT,
                    help="where each run's cluster comes from, as for `kipcheck run` (default native)")
     c.add_argument("--bootstrap", default=None, help="bootstrap servers (external backend)")
     c.add_argument("--hosts", default=None, metavar="CLUSTER_JSON",
@@ -210,6 +210,7 @@ def cmd_campaign(args) -> int:
     import time
 
     from kipcheck.faults.registry import parse_kinds
+    from kipcheck.harness.backends import registry
     from kipcheck.harness.progress import ProgressUI
     from kipcheck.harness.run import RunOptions
     directory = Path(args.dir or Path("campaigns") / time.strftime("%Y%m%d-%H%M%S"))
@@ -230,7 +231,7 @@ def cmd_campaign(args) -> int:
             if mix not in ("default", "none"):
                 parse_kinds(mix)  # an unknown kind is a one-line error before anything starts
         versions = [v.strip() for v in args.kafka_versions.split(",")] if args.kafka_versions else [None]
-        if args.backend != "external":  # fixed once, in campaign.json: a resume runs the same releases
+        if registry.get(args.backend).capabilities.starts_kafka:  # fixed once, in campaign.json: a resume runs the same releases
             from kipcheck.harness.backends.kafka_dist import LATEST, version_of
             with ProgressUI(quiet=args.quiet).step("resolving the Kafka versions"):
                 # the default and `latest` become releases; anything else is each run's to resolve

@@ -49,7 +49,7 @@ def cmd_run(args) -> int:
     from kipcheck.faults.registry import parse_kinds
     from kipcheck.harness.progress import ProgressUI
     from kipcheck.harness.run import RunOptions, run
-    from kipcheck.harness.clients.workload import WorkloadOptions
+    from kipcheck.harness.clients.workload_options import WorkloadOptions
     from kipcheck.checks.cli_check import liveness_options
     try:
         recovery_bound, crash_loop = liveness_options(args)
@@ -233,8 +233,8 @@ def cmd_profile_read(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from kipcheck.harness.clients.workload import WorkloadOptions as WorkloadDefaults
-    from kipcheck.harness.run import BACKENDS
+    from kipcheck.harness.backends import registry
+    from kipcheck.harness.clients.workload_options import WorkloadOptions as WorkloadDefaults
     p = argparse.ArgumentParser(prog="kipcheck", description="Chaos and KIP conformance checks for Kafka (KRaft)")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -279,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--consumers", type=_positive(int, zero=True), default=w.consumers,
                    help=f"consumers, cycling assign/subscribe, rack-aware but the last, some read_uncommitted "
                         f"(default {w.consumers})")
-    r.add_argument("--backend", choices=BACKENDS, default="native",
+    r.add_argument("--backend", choices=registry.names(), default=registry.DEFAULT,
                    help="native: start an embedded cluster (default); external: use --bootstrap; testcontainers: "
                         "a cluster of Docker containers (DOCKER_HOST), node and election faults only; ssh: a cluster "
                         "on the remote hosts of --hosts (docs/backends.md)")

@@ -20,34 +20,33 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from kipcheck.rundir import config as run_config
 from kipcheck.errors import KipcheckError
-from kipcheck.harness.clients import capabilities
-from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster
+from kipcheck.harness.backends import registry, releases
+from kipcheck.harness.backends.backend import Backend
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.reproduce import reproduce_command
-from kipcheck.rundir.writer import History
 from kipcheck.harness.backends.kafka_dist import LATEST, KafkaDistribution, resolve
-from kipcheck.harness.backends import releases
 from kipcheck.harness.runlog import LOG_NAME, harness_log, internal_error, one_line
-from kipcheck.harness.session import SAME_CLOCK_BACKENDS, RunContext, create_topic, drive, follower_rack, release_gaps
-from kipcheck.harness.clients.workload import PRODUCER_REQUEST_TIMEOUT_MS, WorkloadOptions, final_read
-from kipcheck.faults.nemesis import heal_all
-from kipcheck.faults import schedule as schedules
+from kipcheck.harness.clients.workload_options import PRODUCER_REQUEST_TIMEOUT_MS, WorkloadOptions
 from kipcheck.rundir.records import JSONL_NAME, PARQUET_NAME
 
+if TYPE_CHECKING:
+    from kipcheck.harness.clients.capabilities import Skipped
+    from kipcheck.rundir.writer import History
 
-#: where a run's cluster comes from: "native" starts one here; "external", an existing cluster at
-#: `bootstrap`; "testcontainers", one of Docker containers (harness.backends.containers); "ssh", one on
-#: the remote hosts of a ducktape cluster file, `hosts` (harness.backends.ssh_cluster)
-BACKENDS = ("native", "external", "testcontainers", "ssh")
+# What validates the options stays light (no client library, Docker, SSH, Spark, Arrow): a bad
+# option fails in well under a second, before any process starts. What starts the run is
+# imported where the run starts (`_run_in`, `_check_and_report`).
 
 
 @dataclass
 class RunOptions:
     duration: float = 60.0
     seed: int = 0
-    backend: str = "native"  # one of BACKENDS
+    backend: str = registry.DEFAULT  # a name of harness.backends.registry
     bootstrap: str | None = None
     hosts: str | None = None  # the ssh backend's cluster file (harness.backends.ssh.load_hosts)
     kafka_version: str | None = None
@@ -111,57 +110,14 @@ def _sigterm_as_interrupt():
 def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
     """Do a whole run; return the run directory and the verdict (None when it did not get that far).
 
-    `ui` shows progress (see harness.progress); errors propagate after cleanup."""
+    `ui` shows progress (see harness.progress); errors propagate after cleanup. The steps:
+    prepare (the options, one line for a bad one, nothing started), the distribution, what the
+    backend needs outside; then, in the run directory, plan, start, drive, check, report."""
     _sigterm_as_interrupt()
-    external = dist = None
-    fault_skips: list[capabilities.Skipped] = []
-    if options.backend == "testcontainers":
-        options, fault_skips = _container_faults(options, ui)
-    if (options.upgrade_from or options.upgrade_to) and options.backend not in ("native", "ssh"):
-        raise HarnessError(f"--upgrade-from/--upgrade-to run the native or the ssh backend, not {options.backend}")
-    hosts = None
-    if options.backend == "ssh":  # first: a bad cluster file leaves nothing behind
-        hosts, options = _ssh_hosts(options)
-    _refuse_too_few_brokers(options)
-    if options.backend == "external":
-        from kipcheck.harness.backends.external import ExternalCluster
-        if not options.bootstrap:
-            raise HarnessError("the external backend needs --bootstrap HOST:PORT[,...]")
-        external = ExternalCluster(options.bootstrap)
-        with ui.step(f"reaching {options.bootstrap}"):  # first: an unreachable cluster leaves nothing behind
-            external.up()
-        version = options.kafka_version or "unknown"
-        if not options.kafka_version:
-            ui.note("the external cluster's Kafka version is unknown: the checker uses the KIP-text profile "
-                    "(pass --kafka-version to judge it by that release's known deviations)")
-    elif options.upgrade_from or options.upgrade_to:
-        dist = _resolve_upgrade(options, ui)
-        version = dist.version
-    else:
-        if options.elr and releases.parse(options.kafka_version):
-            _refuse_without_elr(options.kafka_version)  # the release asked for, before anything shows
-        group_protocol(options.group_protocol, options.kafka_version)  # likewise
-        with ui.step("resolving Kafka"):  # first: a bad version or no java leaves nothing behind
-            dist = resolve(options.kafka_version, options.kafka_home)
-        version = dist.version
-        if options.kafka_version == LATEST:
-            ui.note(f"--kafka-version latest: Kafka {version}, the newest release Maven Central serves whole")
-        if options.elr:
-            _refuse_without_elr(version)  # a --kafka-home distribution's own release
-        if options.tiered:
-            if not releases.has(version, "tiered-storage"):
-                raise HarnessError(f"Kafka {version} has no tiered storage (KIP-405 ships from 3.6): drop --tiered")
-            from kipcheck.harness.backends.tiered import with_storage_manager
-            with ui.step("kipcheck's remote storage manager"):  # built by Maven once per source change
-                dist = with_storage_manager(dist)  # on the classpath (and in a container image)
-        if options.backend == "testcontainers":
-            from kipcheck.harness.backends.container_image import ensure_image
-            from kipcheck.harness.backends.docker_cleanup import docker_client
-            with ui.step("reaching Docker"):  # before the run directory: no Docker leaves nothing behind
-                client = docker_client()
-            with ui.step(f"the Kafka {dist.version} image"):  # not in the measured node start (liveness bound)
-                ensure_image(client, dist, ui.substep)
-            client.close()
+    backend, options, fault_skips = _prepare(options, ui)
+    dist = _distribution(backend, options, ui)  # first: a bad version or no java leaves nothing behind
+    version = dist.version if dist else options.kafka_version or "unknown"
+    backend.reach(options, dist, ui)  # likewise a missing Docker, an unreachable cluster
     protocol = group_protocol(options.group_protocol,
                               _older_release(options) if options.upgrade_from else version)
     options.workload = replace(options.workload, group_protocol=protocol)
@@ -169,12 +125,47 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
     ui.note(f"run directory {run_dir}")
     with harness_log(run_dir):
         try:
-            return _run_in(run_dir, options, version, external, dist, ui, fault_skips, hosts)
+            return _run_in(run_dir, backend, options, version, dist, ui, fault_skips)
         except KipcheckError:  # a HarnessError or a fault's own: already one line
             raise
         except Exception as e:  # before the history existed (e.g. a bad schedule): nothing to judge
             raise HarnessError(f"internal error: {internal_error('run', 'the run failed', e)} "
                                f"(no verdict; see {run_dir / LOG_NAME})") from None
+
+
+def _prepare(options: RunOptions, ui) -> tuple[Backend, RunOptions, list[Skipped]]:
+    """The run's backend and its options, checked and completed (harness.backends.registry.prepare),
+    and the asked fault kinds it cannot inject, as skips."""
+    asked = options.faults
+    backend, options = registry.prepare(options)
+    faults = backend.capabilities.faults
+    if (note := faults.default_note(asked)) is not None:
+        ui.note(note)
+    return backend, options, faults.skips(asked)
+
+
+def _distribution(backend: Backend, options: RunOptions, ui) -> KafkaDistribution | None:
+    """The Kafka the backend starts (None: it starts none), after the release checks of the options."""
+    if not backend.capabilities.starts_kafka:
+        return None
+    if options.upgrade_from or options.upgrade_to:
+        return _resolve_upgrade(options, ui)
+    if options.elr and releases.parse(options.kafka_version):
+        _refuse_without_elr(options.kafka_version)  # the release asked for, before anything shows
+    group_protocol(options.group_protocol, options.kafka_version)  # likewise
+    with ui.step("resolving Kafka"):
+        dist = resolve(options.kafka_version, options.kafka_home)
+    if options.kafka_version == LATEST:
+        ui.note(f"--kafka-version latest: Kafka {dist.version}, the newest release Maven Central serves whole")
+    if options.elr:
+        _refuse_without_elr(dist.version)  # a --kafka-home distribution's own release
+    if options.tiered:
+        if not releases.has(dist.version, "tiered-storage"):
+            raise HarnessError(f"Kafka {dist.version} has no tiered storage (KIP-405 ships from 3.6): drop --tiered")
+        from kipcheck.harness.backends.tiered import with_storage_manager
+        with ui.step("kipcheck's remote storage manager"):  # built by Maven once per source change
+            dist = with_storage_manager(dist)  # on the classpath (and in a container image)
+    return dist
 
 
 def _resolve_upgrade(options: RunOptions, ui):
@@ -203,16 +194,6 @@ def _upgrade_config(options: RunOptions) -> dict:
             "format_release": upgrade.format_release(a, b), "finalize": upgrade.direction(a, b) == "upgrade"}
 
 
-def _refuse_too_few_brokers(options: RunOptions) -> None:
-    """A fault kind that needs more brokers than asked for (broker-decommission: 4) is refused before anything starts."""
-    from kipcheck.faults.registry import min_brokers
-    needed = min_brokers(options.faults or [])
-    if options.backend != "external" and options.brokers < needed:
-        wants = [n for n in options.faults if min_brokers([n]) > options.brokers]
-        raise HarnessError(f"{', '.join(wants)} needs {needed} brokers, the run has {options.brokers}: "
-                           f"add --brokers {needed}")
-
-
 ELR_FEATURE = "eligible.leader.replicas.version"
 
 
@@ -236,28 +217,17 @@ def elr_feature(elr: str | None) -> tuple[tuple[str, int], ...]:
     return () if elr is None else ((ELR_FEATURE, 1 if elr == "on" else 0),)
 
 
-def _ssh_hosts(options: RunOptions):
-    """The ssh backend's cluster file, read, and the options with its broker and controller counts."""
-    from kipcheck.harness.backends.ssh import load_hosts
-    if not options.hosts:
-        raise HarnessError("the ssh backend needs --hosts CLUSTER_JSON (ducktape's cluster file)")
-    if options.tiered:  # before the run directory (SshCluster refuses it too, for the pytest fixtures)
-        from kipcheck.harness.backends.ssh_cluster import TIERED_REFUSED
-        raise HarnessError(TIERED_REFUSED)
-    hosts = load_hosts(options.hosts)
-    nodes = hosts.kafka_nodes
-    if all(n.roles for n in nodes):
-        brokers = sum("broker" in n.roles for n in nodes)
-        controllers = sum(n.roles == ("controller",) for n in nodes)
-    else:
-        brokers, controllers = len(nodes) - options.controllers, options.controllers
-    return hosts, replace(options, brokers=brokers, controllers=controllers)
-
-
-def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui,
-            fault_skips: list[capabilities.Skipped] = (), hosts=None) -> tuple[Path, dict | None]:
-    """The run inside its directory: on `external` (an ExternalCluster) or a native or container
-    cluster of `dist`. `fault_skips`: the requested fault kinds this backend cannot inject."""
+def _run_in(run_dir: Path, backend: Backend, options: RunOptions, version: str, dist: KafkaDistribution | None,
+            ui, fault_skips: list[Skipped] = ()) -> tuple[Path, dict | None]:
+    """The run inside its directory, on the backend's cluster (of `dist` where it starts one).
+    `fault_skips`: the requested fault kinds this backend cannot inject."""
+    from kipcheck.faults import schedule as schedules
+    from kipcheck.faults.nemesis import heal_all
+    from kipcheck.faults.registry import cluster_options as fault_needs  # proxies, JBOD, libfaketime
+    from kipcheck.harness.backends.cluster import ClusterOptions
+    from kipcheck.harness.clients.workload import final_read
+    from kipcheck.harness.session import RunContext, create_topic, drive, follower_rack
+    from kipcheck.rundir.writer import History
     w = options.workload
     if options.faults is None:
         plan = schedules.single_partition(options.duration, w.topic)
@@ -279,30 +249,17 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
         run_config.write(run_dir, config)
     save_config()
 
-    if options.backend == "external":
-        cluster = external
-    else:
-        from kipcheck.faults.registry import cluster_options as fault_needs  # proxies, JBOD, libfaketime
-        cluster_options = ClusterOptions(options.brokers, options.controllers, **fault_needs(options.faults or []),
-                                         tiered=options.tiered, broker_jvm_args=tuple(options.broker_jvm_args),
-                                         release_version=config.get("upgrade", {}).get("format_release"),
-                                         features=elr_feature(options.elr))
-        if options.backend == "testcontainers":
-            from kipcheck.harness.backends.containers import ContainerCluster
-            cluster = ContainerCluster(dist, run_dir / "cluster", cluster_options, owner_pid=os.getpid())
-        elif options.backend == "ssh":
-            from kipcheck.harness.backends.ssh_cluster import SshCluster
-            cluster = SshCluster(dist, run_dir / "cluster", hosts, cluster_options, owner_pid=os.getpid())
-        else:
-            cluster = NativeCluster(dist, run_dir / "cluster", cluster_options, owner_pid=os.getpid())
+    cluster_options = ClusterOptions(options.brokers, options.controllers, **fault_needs(options.faults or []),
+                                     tiered=options.tiered, broker_jvm_args=tuple(options.broker_jvm_args),
+                                     release_version=config.get("upgrade", {}).get("format_release"),
+                                     features=elr_feature(options.elr))
+    cluster = backend.cluster(options, dist, run_dir / "cluster", cluster_options, owner_pid=os.getpid())
     history = History(run_dir / JSONL_NAME)
     verdict = None
     failure: Exception | None = None
     try:
         started = time.monotonic()
-        if options.backend != "external":
-            with ui.step(f"starting {options.brokers} Kafka {version} nodes ({cluster.mode})"):
-                cluster.up(progress=ui.substep)
+        backend.start(cluster, options, version, ui)
         save_config(mode=cluster.mode, racks=cluster.racks(), bootstrap=cluster.bootstrap_servers(),
                     recovery_bound=_recovery_bound(cluster, time.monotonic() - started),
                     kraft=cluster.kraft_settings())
@@ -310,12 +267,12 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
             ui.note("not root: nodes share loopback; packet-level partitions are unavailable, proxy faults only")
         ctx = RunContext(cluster, w.topic)
         with ui.step("creating the workload topic"):
-            rf, stamped = min(3, len(cluster.racks()) or options.brokers), options.backend in SAME_CLOCK_BACKENDS
+            rf, stamped = min(3, len(cluster.racks()) or options.brokers), backend.capabilities.same_clock
             parts = create_topic(ctx, w.topic, w.partitions, rf, options.tiered, log_append_time=stamped)
             for extra in w.topics[1:]:  # the txn workload's second topic and its copier's output
                 create_topic(ctx, extra, w.partitions, rf, options.tiered, log_append_time=stamped)
         rack = w.consumer_rack or follower_rack(cluster, parts)
-        skipped = [*fault_skips, *_skipped(cluster, parts, rack, options)]
+        skipped = [*fault_skips, *_skipped(backend, cluster, parts, rack, options)]
         for s in skipped:
             ui.note(f"skipped: {s.feature}: {s.reason}")
         save_config(consumer_rack=rack, skipped=[s.as_json() for s in skipped])
@@ -335,7 +292,8 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
     finally:
         try:
             if cluster.state is not None:
-                _record_metadata_log(cluster, history, ui)  # before down: a crashed run keeps it too
+                if backend.capabilities.metadata_log:  # before down: a crashed run keeps it too
+                    _record_metadata_log(cluster, history, ui)
                 with ui.step("stopping the cluster"):
                     try:
                         if cluster.nodes:  # a cluster stopped before any node was made has nothing to heal
@@ -354,24 +312,11 @@ def _run_in(run_dir: Path, options: RunOptions, version: str, external, dist, ui
     return run_dir, verdict
 
 
-def _container_faults(options: RunOptions, ui) -> tuple[RunOptions, list[capabilities.Skipped]]:
-    """The options with only the fault kinds containers allow (harness.backends.containers), and the
-    rest as skips. The default single leader isolation is packet-level: kill and pause instead."""
-    from kipcheck.harness.backends.containers import DEFAULT_FAULTS, SUPPORTED_FAULTS, unsupported_why
-    wanted = options.faults
-    if wanted is None:
-        ui.note(f"the default leader isolation needs network namespaces: faults {','.join(DEFAULT_FAULTS)} instead")
-        wanted = list(DEFAULT_FAULTS)
-    skips = capabilities.fault_gaps(wanted, SUPPORTED_FAULTS, unsupported_why)
-    return replace(options, faults=[k for k in wanted if k in SUPPORTED_FAULTS]), skips
-
-
 def _recovery_bound(cluster, node_start_s: float) -> dict:
     """The default liveness bound from this cluster's own timeouts and its measured start
     (checks/recovery.py); an external cluster's settings are unknown: Kafka's defaults."""
     from kipcheck.checks.recovery import derive_bound
-    brokers = getattr(cluster, "brokers", None) or []
-    props = brokers[0].server_properties() if brokers and hasattr(brokers[0], "server_properties") else None
+    props = cluster.brokers[0].server_properties() if cluster.brokers else None
     return derive_bound(props, PRODUCER_REQUEST_TIMEOUT_MS, node_start_s if props is not None else None)
 
 
@@ -394,9 +339,10 @@ def _so_far(verdict: dict | None, run_dir: Path) -> str:
 
 
 def _record_metadata_log(cluster, history: History, ui) -> None:
-    """The controllers' metadata log into the history (KIP-966's election rule); a run goes on without it."""
-    if not getattr(cluster, "nodes", None):
-        return  # the external backend: no disk to read (named in `skipped`)
+    """The controllers' metadata log into the history (KIP-966's election rule); a run goes on without it.
+    Only where the backend can read it (else named in `skipped`)."""
+    if not cluster.nodes:
+        return  # stopped before any node was made
     from kipcheck.harness import metadata_log
     with ui.step("reading the controllers' metadata log"):
         try:
@@ -409,17 +355,19 @@ def _record_metadata_log(cluster, history: History, ui) -> None:
         ui.note(f"metadata records newer than kipcheck decodes were skipped: {decoded.skipped_versions}")
 
 
-def _skipped(cluster, parts, rack: str | None, options: RunOptions) -> list[capabilities.Skipped]:
-    """What this cluster cannot be asked (its ApiVersions, its replication), named with why."""
+def _skipped(backend: Backend, cluster, parts, rack: str | None, options: RunOptions) -> list[Skipped]:
+    """What this cluster cannot be asked (its backend, its ApiVersions, its replication), named with why."""
+    from kipcheck.harness.clients import capabilities
+    from kipcheck.harness.session import release_gaps
     p0 = next((p for p in parts if p.partition == 0), None)
     skipped = capabilities.replication_gaps(list(p0.replicas) if p0 else [], rack)
-    if not cluster.nodes:
+    if not backend.capabilities.metadata_log:
         skipped.append(capabilities.Skipped("harness.metadata_log", "KIP-966 leader eligibility",
-                                            "the external backend cannot read the controllers' metadata log"))
-    if options.backend not in SAME_CLOCK_BACKENDS:
+                                            f"the {backend.name} backend cannot read the controllers' metadata log"))
+    if not backend.capabilities.same_clock:
         skipped.append(capabilities.Skipped(
             "workload.log_append_time", "KIP-32 LogAppendTime stamps",
-            f"the {options.backend} backend's brokers may not stamp with this machine's clock"))
+            f"the {backend.name} backend's brokers may not stamp with this machine's clock"))
     skipped += release_gaps(cluster, options) if options.probes else []
     if options.probes:
         try:

@@ -48,16 +48,12 @@ class RunContext(FaultContext):
         return leader
 
 
-#: the backends whose brokers stamp with this machine's clock, the one the history keeps: their
-#: workload topics take LogAppendTime, which the checker judges (checks/rules/timestamp_rules.py)
-SAME_CLOCK_BACKENDS = ("native", "testcontainers")
-
-
 def create_topic(ctx: RunContext, topic: str, partitions: int, replication_factor: int, tiered: bool = False,
                  log_append_time: bool = False):
     """Create the workload topic (tiered: with remote storage, harness.backends.tiered; with
-    `log_append_time`, stamped by its leader's clock, KIP-32) and wait until every partition has
-    a full ISR; return its partitions (Admin.wait_full_isr)."""
+    `log_append_time`, stamped by its leader's clock, KIP-32: where the brokers share this machine's
+    clock, the history's, `Capabilities.same_clock`; the checker judges it, checks/rules/timestamp_rules.py)
+    and wait until every partition has a full ISR; return its partitions (Admin.wait_full_isr)."""
     from kipcheck.harness.backends.tiered import topic_config
     admin = ctx.admin()
     config = {**(topic_config() if tiered else {}),
@@ -166,13 +162,13 @@ def release_gaps(cluster, options: RunOptions) -> list[Skipped]:
 
 
 def version_of(cluster, options: RunOptions) -> str | None:
-    """The Kafka version the cluster runs (an external cluster: what --kafka-version said);
+    """The Kafka version the cluster runs (one with no distribution of ours, an external cluster:
+    what --kafka-version said);
     during a rolling upgrade the older release, which both ends of a mixed cluster have."""
     if options.upgrade_from:
         from kipcheck.harness.upgrade import older
         return older(options.upgrade_from, options.upgrade_to)
-    dist = getattr(cluster, "dist", None)
-    return dist.version if dist is not None else options.kafka_version
+    return cluster.dist.version if cluster.dist is not None else options.kafka_version
 
 
 def _upgrader(ctx, options: RunOptions, history: History, config: dict | None):

@@ -286,3 +286,87 @@ def test_the_external_backend_refuses_node_and_link_faults_in_one_line(tmp_path,
     assert len(info) == 1
     assert error.startswith(message) and "\n" not in error
     assert "internal" not in info[0]["value"]
+
+
+# -- backends: one object each, behind one protocol (harness.backends.backend) -----------------
+
+from dataclasses import fields, replace  # noqa: E402
+
+from kipcheck.faults.registry import KINDS  # noqa: E402
+from kipcheck.harness.backends import registry  # noqa: E402
+from kipcheck.harness.backends.backend import Backend, Capabilities  # noqa: E402
+from kipcheck.harness.run import RunOptions  # noqa: E402
+
+
+def _one_line_refusal(call) -> str:
+    with pytest.raises(HarnessError) as e:
+        call()
+    line = str(e.value)
+    assert line and "\n" not in line
+    return line
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_every_registered_backend_is_a_backend_with_every_capability_declared(name):
+    backend = registry.get(name)
+    assert isinstance(backend, Backend) and backend.name == name
+    assert isinstance(backend.capabilities, Capabilities)
+    for f in fields(Capabilities):  # declared, none left to a default
+        assert getattr(backend.capabilities, f.name) is not None or f.name == "tiered_refused", f.name
+    for member in ("prepare", "complete", "reach", "cluster", "start"):
+        assert callable(getattr(backend, member))
+    assert type(backend).cluster is not Backend.cluster, "a backend makes its own cluster"
+    faults = backend.capabilities.faults
+    if faults.kinds is not None:  # every kind it cannot run has a reason
+        assert set(faults.kinds) <= set(KINDS)
+        assert all(faults.why_not(k) for k in KINDS if k not in faults.kinds)
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_every_registered_backend_refuses_bad_options_in_one_line(name, tmp_path):
+    backend = registry.get(name)
+    caps = backend.capabilities
+    good = replace(RunOptions(backend=name), bootstrap="127.0.0.1:1", hosts=str(_hosts_file(tmp_path)))
+    assert backend.prepare(good).backend == name  # nothing reached: prepare is pure
+    if caps.starts_kafka and caps.faults.runnable(["broker-decommission"]):  # else skipped, not refused
+        assert "--brokers 4" in _one_line_refusal(lambda: backend.prepare(replace(good, faults=["broker-decommission"])))
+    if caps.tiered_refused:
+        assert _one_line_refusal(lambda: backend.prepare(replace(good, tiered=True))) == caps.tiered_refused
+    if not caps.upgrades:
+        assert name in _one_line_refusal(lambda: registry.prepare(replace(good, upgrade_from="3.9.2",
+                                                                          upgrade_to="4.3.1")))
+    for missing in ("bootstrap", "hosts"):  # a backend that needs it names it
+        stripped = replace(good, **{missing: None})
+        try:
+            backend.prepare(stripped)
+        except HarnessError as e:
+            assert f"--{missing}" in str(e) and "\n" not in str(e)
+
+
+def _hosts_file(tmp_path: Path) -> Path:
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps({"nodes": [
+        {"externally_routable_ip": f"192.0.2.{i}", "ssh_config": {"host": f"w{i}", "hostname": f"192.0.2.{i}"}}
+        for i in (1, 2, 3)]}))
+    return path
+
+
+def test_an_unknown_backend_is_one_line_naming_the_known():
+    line = _one_line_refusal(lambda: registry.get("kubernetes"))
+    assert all(n in line for n in registry.names())
+
+
+def test_the_run_and_the_session_never_name_a_backend_nor_probe_the_cluster():
+    """The run asks its Backend (capabilities, prepare, cluster); a new backend changes neither file."""
+    for path in (ROOT / "harness" / "run.py", ROOT / "harness" / "session.py"):
+        source = path.read_text()
+        for name in registry.names():
+            assert f'"{name}"' not in source and f"'{name}'" not in source, f"{path.name} names {name}"
+        assert "getattr(cluster" not in source and "hasattr(" not in source, path.name
+
+
+def test_the_command_line_offers_the_registered_backends():
+    from kipcheck.harness.cli import build_parser
+    run = next(a for a in build_parser()._subparsers._group_actions[0].choices["run"]._actions
+               if a.dest == "backend")
+    assert tuple(run.choices) == registry.names() and run.default == registry.DEFAULT

@@ -3,13 +3,14 @@
 The live test is tests/integration/test_testcontainers.py."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from kipcheck.faults.registry import KINDS
 from kipcheck.harness.backends import container_image
-from kipcheck.harness.backends.containers import DEFAULT_FAULTS, SUPPORTED_FAULTS
+from kipcheck.harness.backends.containers_backend import BACKEND, DEFAULT_FAULTS, SUPPORTED_FAULTS
 from kipcheck.harness.backends.kafka_dist import KafkaDistribution, find_java
-from kipcheck.harness.run import RunOptions, _container_faults
+from kipcheck.harness.run import RunOptions, _prepare
 
 
 class _Notes:
@@ -18,6 +19,12 @@ class _Notes:
 
     def note(self, text):
         self.lines.append(text)
+
+
+def _container_faults(options: RunOptions, ui):
+    """The run's first step on the testcontainers backend: its options and the fault kinds it skips."""
+    _, options, skips = _prepare(replace(options, backend=BACKEND.name), ui)
+    return options, skips
 
 
 def test_every_supported_fault_is_a_known_kind_and_partitions_are_not_supported():

@@ -13,7 +13,7 @@ containers). Node faults go through the Docker API: kill (SIGKILL), restart (SIG
 a controlled shutdown), pause (the cgroup freezer), and disk faults on the bind mount;
 link faults put Toxiproxy (on the harness's side) in front of each broker's client listener,
 as on the native backend; Admin-API elections work on any cluster. Packet-level partitions
-are not offered: `SUPPORTED_FAULTS` says which run, the run reports the rest as skipped.
+are not offered: harness.backends.containers_backend says which run, the run reports the rest as skipped.
 
 The cluster has a state file like a native one (harness.backends.state) with its Docker host, so
 its watchdog, `kipcheck cluster down --id` and the next run's stale sweep remove the
@@ -35,27 +35,6 @@ from kipcheck.harness.backends.node import KafkaNode, quorum_voters
 from kipcheck.harness.backends.docker_cleanup import LABEL, docker_client, owner_label, reap_stale_containers
 from kipcheck.harness.backends.state import ClusterState
 
-#: fault kinds a container cluster supports (faults.registry names); the rest are skipped
-SUPPORTED_FAULTS = ("kill", "pause", "restart", "rolling-restart", "wipe", "truncate", "bitflip", "wipe-metadata",
-                    "elect", "elect-unclean", "reassign",
-                    "latency", "bandwidth", "slow-close", "timeout", "reset-peer", "slicer", "limit-data")
-DEFAULT_FAULTS = ("kill", "pause")  # instead of the native default, a packet-level leader isolation
-UNSUPPORTED_WHY = ("packet-level partitions need iptables in a network namespace per node; containers share "
-                   "Docker's (use the native backend)")
-_WHY = {"clock-skew": "clock faults preload libfaketime into a node's JVM; the apache/kafka image's JVM runs without it "
-                      "(use the native backend)",
-        "log-dir-failure": "container nodes have one log directory (use the native backend)",
-        "links": "links between nodes go through a Toxiproxy beside each node, which containers do not run "
-                 "(use the native or the ssh backend)",
-        "voter-removal": "container clusters are formatted with a fixed controller quorum (use the native or the "
-                         "ssh backend)"}
-
-
-def unsupported_why(kind: str) -> str:
-    """Why containers cannot inject this kind (one line for the terminal and config.json)."""
-    family = ("clock-skew" if kind.startswith("clock-") else
-              "links" if kind.startswith("replication-") or kind == "controller-latency" else kind)
-    return _WHY.get(family, UNSUPPORTED_WHY)
 SUBNETS = range(201, 255)  # 198.19.<i>.0/24; 198.19.200/24 is the Docker bridge of kipcheck's tests
 
 

@@ -17,6 +17,7 @@ from kipcheck.harness.backends.node import kraft_settings
 class ExternalCluster:
     mode = "external"
     state = None  # nothing of ours to tear down
+    dist = None  # no distribution of ours: its release is what --kafka-version says (harness.session.version_of)
     nodes: list = []
     brokers: list = []
 

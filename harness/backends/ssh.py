@@ -41,6 +41,8 @@ DEFAULT_DIR = "/tmp/kipcheck-hosts"  # kipcheck's own directory on every host: n
 CHAIN_PREFIX = "KIPCHECK-"  # + the cluster id: one chain per cluster on a host
 PIDFILE = "kipcheck.{host}.pid"  # beside a node's log: its /proc stat line, for `kipcheck cluster down --hosts`
 ROLES = {"broker", "controller", "client"}
+#: kipcheck's remote storage manager keeps the remote tier in a directory every broker shares
+TIERED_REFUSED = "--tiered is not supported on the ssh backend: its remote tier is a directory every broker shares"
 
 
 @dataclass(frozen=True)

@@ -32,17 +32,13 @@ from kipcheck.harness.errors import HarnessError
 COPIED_BACK = ("server.properties",)  # besides the logs, what `down()` copies into the run directory
 
 
-#: kipcheck's remote storage manager keeps the remote tier in a directory every broker shares
-TIERED_REFUSED = "--tiered is not supported on the ssh backend: its remote tier is a directory every broker shares"
-
-
 class SshCluster(NativeCluster):
     """A NativeCluster's topology and lifecycle on the hosts of a cluster file."""
 
     def __init__(self, dist: KafkaDistribution, root: Path, hosts: ssh.HostsFile,
                  options: ClusterOptions = ClusterOptions(), owner_pid: int | None = None):
         if options.tiered:
-            raise HarnessError(TIERED_REFUSED)
+            raise HarnessError(ssh.TIERED_REFUSED)
         super().__init__(dist, root, dataclasses.replace(options, use_namespaces=False), owner_pid)
         self.hosts = hosts
         self.remote_root = PurePosixPath(hosts.dir) / self.cluster_id
