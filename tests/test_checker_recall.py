@@ -19,7 +19,11 @@ LONG = CORPUS / "ci-long"
 #: --seed 1 --faults none --no-probes`, 2026-11-28): its subscribe, rebalance assign and revoke records and
 #: client failures, renumbered, which is all the group rule reads (24 MB whole); one handoff of a partition
 GROUPS = CORPUS / "groups-slice"
-RUNS = sorted(p for p in CORPUS.iterdir() if (p / "history.jsonl.gz").exists() and p not in (LONG, GROUPS))
+#: the controllers' metadata log of a 60 s run of 3.8.1 (`kipcheck run --kafka-version 3.8.1 --brokers 4 --faults
+#: reassign-while-down --seed 1 --duration 60`, 2026-11-28): its partition_change records and the fault, renumbered,
+#: which is all the reassignment rule reads; two completed moves (kipcheck/1 to the spare broker and back)
+REASSIGN = CORPUS / "reassign-slice"
+RUNS = sorted(p for p in CORPUS.iterdir() if (p / "history.jsonl.gz").exists() and p not in (LONG, GROUPS, REASSIGN))
 SEEDS = range(1)
 
 #: caught / judged, at least (measured 2026-11-28 on this corpus: every operator at every
@@ -30,6 +34,8 @@ FLOORS = {name: 1.0 for name, op in OPERATORS.items() if op.anomaly}
 LONG_ONLY = {"partition-never-acknowledges-after-heal", "transaction-described-ongoing-past-timeout"}
 #: operators on consumer groups: the corpus runs before 2026-11-28 recorded no group callbacks
 GROUP_ONLY = {"partition-given-before-revoked"}
+#: operators on reassignments: the corpus runs moved no replica with its metadata log's adding/removing read
+REASSIGN_ONLY = {"move-completed-short-of-a-target"}
 
 
 def _load(runs) -> tuple[dict, dict, dict]:
@@ -53,10 +59,16 @@ def group_corpus():
     return _load([GROUPS])
 
 
+@pytest.fixture(scope="module")
+def reassign_corpus():
+    return _load([REASSIGN])
+
+
 @pytest.mark.parametrize("name", sorted(OPERATORS))
 def test_operator_at_its_floor(name, request):
     histories, profiles, bounds = request.getfixturevalue(
-        "long_corpus" if name in LONG_ONLY else "group_corpus" if name in GROUP_ONLY else "corpus")
+        "long_corpus" if name in LONG_ONLY else "group_corpus" if name in GROUP_ONLY
+        else "reassign_corpus" if name in REASSIGN_ONLY else "corpus")
     tallies = measure(histories, profiles, SEEDS, [name], bounds=bounds)
     planted = sum(t.planted for t in tallies)
     assert planted, f"{name}: no position in {sorted(Path(h).name for h in histories)}"
