@@ -173,10 +173,12 @@ PROBES: dict[str, tuple[tuple[Probe, ...], ...]] = {
     ),),
     # KAFKA-15665: the completion asks for the adding replicas in the ISR (3.8: all the target replicas)
     P.REASSIGNMENT_COMPLETES_ON_ADDING: ((
-        _p("org/apache/kafka/controller/PartitionReassignmentReplicas.java",
-           r"Optional<CompletedReassignment> maybeCompleteReassignment\(", r"for \(int replica : adding\)",
-           r"if \(!newTargetIsr\.contains\(replica\)\) return Optional\.empty\(\);", ordered=True,
-           name="maybeCompleteReassignment"),
+        # 3.3: the same check inline in PartitionChangeBuilder.completeReassignmentIfNeeded
+        _p("org/apache/kafka/controller/PartitionReassignmentReplicas.java "
+           "org/apache/kafka/controller/PartitionChangeBuilder.java",
+           r"(Optional<CompletedReassignment> maybeCompleteReassignment|private void completeReassignmentIfNeeded)\(",
+           r"for \(int replica : (targetAdding|adding)\)", r"if \(!newTargetIsr\.contains\(replica\)\) return",
+           ordered=True, name="maybeCompleteReassignment"),
     ),),
     # the deviation is code that is missing: the fetcher has no last-tiered-offset path
     P.FOLLOWER_BOOTSTRAP_ABSENT: ((
