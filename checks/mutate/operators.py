@@ -907,10 +907,10 @@ def _given_before_revoked(h: History, rng: random.Random):
                   f"moved after the assign of record {given['index']}")
 
 
-def _move_completions(h: History) -> list[tuple[dict, dict]]:
-    """(the record before, the completing record) of every reassignment the metadata log completed
-    with more than one replica in sync (one can be taken out)."""
-    return [(previous, r) for previous, r, before, after in replay(h.ok("partition_change"))
+def _move_completions(h: History) -> list[tuple[dict, dict, list[int]]]:
+    """(the record before, the completing record, the ISR it leaves) of every reassignment the
+    metadata log completed with more than one replica in sync (one can be taken out)."""
+    return [(previous, r, list(after.isr)) for previous, r, before, after in replay(h.ok("partition_change"))
             if before is not None and kip455.completes(before, after) and len(after.isr) > 1]
 
 
@@ -921,9 +921,9 @@ def _move_completed_short(h: History, rng: random.Random):
     pick = _pick(rng, _move_completions(h))
     if pick is None:
         return None
-    before, completing = pick
-    e = Edit(h)
-    isr = e.take(completing["index"])["value"]["isr"]
+    before, completing, isr = pick
     dropped = isr.pop(rng.randrange(len(isr)))
+    e = Edit(h)
+    e.take(completing["index"])["value"]["isr"] = isr  # a record that left the ISR as it was now sets it
     return e.done("move-completed-short-of-a-target", (before["index"], completing["index"]),
                   f"broker {dropped} out of the ISR of metadata log offset {completing['value'].get('offset')}")
