@@ -56,16 +56,11 @@ def target(state: Assignment) -> tuple[int, ...]:
     return tuple(r for r in state.replicas if r not in state.removing)
 
 
-def original(state: Assignment) -> tuple[int, ...]:
-    """The replicas a reassignment in progress started from: all but those being added."""
-    return tuple(r for r in state.replicas if r not in state.adding)
-
-
 def completes(before: Assignment, after: Assignment) -> bool:
     """Whether `after` ends the reassignment `before` had in progress by moving to its target (a
-    cancellation goes back to the original, which always differs from the target while one is in progress)."""
-    return in_progress(before) and not in_progress(after) and set(after.replicas) == set(target(before)) \
-        and set(after.replicas) != set(original(before))
+    cancellation goes back to the original, which differs from the target while one is in progress:
+    the target lacks the removing replicas, the original the adding ones)."""
+    return in_progress(before) and not in_progress(after) and set(after.replicas) == set(target(before))
 
 
 def completion_allowed(before: Assignment, after: Assignment, profile: Profile | str = "kip") -> bool:
