@@ -31,7 +31,7 @@ SETTINGS = ("duration", "backend", "bootstrap", "hosts", "brokers", "tiered", "a
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """One run of the campaign: what differs between runs. The last four are set by a plan whose
+    """One run of the campaign: what differs between runs. The last five are set by a plan whose
     runs differ in more than seed, faults and release (`kipcheck qualify`); None / False keep the
     campaign's own settings."""
 
@@ -42,13 +42,14 @@ class PlannedRun:
     tiered: bool = False
     elr: str | None = None  # "on" / "off"
     upgrade_from: str | None = None  # a rolling upgrade from this release to `kafka_version`
+    brokers: int | None = None  # a broker count of its own (a fault that needs a spare broker)
 
     @property
     def key(self) -> str:
         version = self.kafka_version or "default"
         extra = "".join(f"__{name}-{value}" for name, value in (
             ("workload", self.workload), ("tiered", "on" if self.tiered else None), ("elr", self.elr),
-            ("from", self.upgrade_from)) if value)
+            ("from", self.upgrade_from), ("brokers", self.brokers)) if value)
         return re.sub(r"[^A-Za-z0-9.,_-]", "_", f"kafka-{version}__faults-{self.faults}__seed-{self.seed}{extra}")
 
 
@@ -87,6 +88,8 @@ def run_options(base, planned: PlannedRun, runs_dir: Path):
         options = replace(options, tiered=True)
     if planned.elr:
         options = replace(options, elr=planned.elr)
+    if planned.brokers:
+        options = replace(options, brokers=planned.brokers)
     if planned.upgrade_from:  # rolls from the older release to the planned one
         options = replace(options, kafka_version=None, upgrade_from=planned.upgrade_from,
                           upgrade_to=planned.kafka_version)

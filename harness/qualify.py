@@ -38,6 +38,7 @@ class Step:
     elr: str | None = None
     upgrade: bool = False
     needs: str | None = None  # a releases.FEATURES name the release must have
+    brokers: int | None = None  # None: the qualify run's --brokers
 
     def planned(self, version: str, seed: int) -> PlannedRun | None:
         """This step on `version` with `seed`; None where the release cannot run it."""
@@ -47,7 +48,7 @@ class Step:
         if self.upgrade and upgrade_from is None:
             return None
         return PlannedRun(seed, self.faults, version, workload=self.workload, tiered=self.tiered, elr=self.elr,
-                          upgrade_from=upgrade_from)
+                          upgrade_from=upgrade_from, brokers=self.brokers)
 
 
 #: The plan, broadest first (its first step is the one repeated with more seeds).
@@ -66,6 +67,10 @@ PLAN: tuple[Step, ...] = (
          needs="eligible-leader-replicas"),
     Step("elr-off", "kill,partition", "KIP-966 with eligible leader replicas off: unclean-free elections",
          elr="off", needs="eligible-leader-replicas"),
+    # a move to the spare broker while a kept follower is stopped: the shape that showed
+    # KAFKA-15665 on 3.7.2 (docs/real-bugs.md); the fault needs a fourth broker
+    Step("reassignment", "reassign-while-down", "KIP-455 with a target replica out of the ISR while the move "
+         "may complete: premature-reassignment-completion", brokers=4),
     Step("upgrade", "none", "a rolling upgrade from the newest patch of the previous line, the workload running",
          upgrade=True),
 )

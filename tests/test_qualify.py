@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kipcheck.harness import qualify
-from kipcheck.harness.campaign import DONE
+from kipcheck.harness.campaign import DONE, run_options
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.run import RunOptions
 from tests.test_report_browser import SHOTS, render
@@ -45,9 +45,14 @@ def test_round_one_runs_every_step_both_releases_can():
     assert tiered.tiered and tiered.kafka_version == "4.3.1"
     upgrade = next(b for s, _, b in first if s.name == "upgrade")
     assert (upgrade.upgrade_from, upgrade.kafka_version) == ("4.1.2", "4.2.2")
+    # KIP-455's fault needs a spare broker: that step alone runs four, and its key and options say so
+    move = next(a for s, a, _ in first if s.name == "reassignment")
+    assert move.brokers == 4 and "__brokers-4" in move.key
+    assert run_options(RunOptions(), move, Path("runs")).brokers == 4
+    assert all(a.brokers is None for s, a, _ in first if s.name != "reassignment")
     # 3.3 has no tiered storage, no ELR and no earlier KRaft line to upgrade from
     [old] = qualify.rounds("3.3.1", "3.3.2", 1)
-    assert [s.name for s, _, _ in old] == ["chaos", "followers", "transactions"]
+    assert [s.name for s, _, _ in old] == ["chaos", "followers", "transactions", "reassignment"]
     assert len(qualify.skipped_steps("3.3.1", "3.3.2")) == 4
 
 
@@ -80,7 +85,8 @@ def test_the_budget_drops_what_does_not_fit_and_says_so(monkeypatch, tmp_path):
     done, dropped = qualify.run_plan(tmp_path, "4.3.1", "4.2.2", RunOptions(), {"engine": "local"}, budget, _Quiet())
     assert len(done) == 8  # four pairs fit; the fifth would end at 1000 s > 900 s
     assert [p.key for p in done][:2] == ["kafka-4.3.1__faults-all__seed-1", "kafka-4.2.2__faults-all__seed-1"]
-    assert [line.split(" (")[0] for line in dropped] == ["elr-on", "elr-off", "upgrade", "chaos: seeds 2-20 not run"]
+    assert [line.split(" (")[0] for line in dropped] == ["elr-on", "elr-off", "reassignment", "upgrade",
+                                                          "chaos: seeds 2-20 not run"]
     # one run more of budget: the fifth pair fits, the sixth does not
     clock[0] = 0.0
     monkeypatch.setattr(qualify, "do_run", lambda *a: clock.__setitem__(0, clock[0] + 100.0))
