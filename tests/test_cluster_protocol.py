@@ -365,11 +365,16 @@ from dataclasses import fields, replace  # noqa: E402
 from kipcheck.faults.registry import KINDS  # noqa: E402
 from kipcheck.harness.backends import registry  # noqa: E402
 from kipcheck.harness.backends.backend import Backend, Capabilities  # noqa: E402
-from kipcheck.harness.run import RunOptions  # noqa: E402
+from kipcheck.harness.run import RunOptions, _prepare  # noqa: E402
+
+
+class _Quiet:
+    def note(self, text):
+        pass
 
 
 def _one_line_refusal(call) -> str:
-    with pytest.raises(HarnessError) as e:
+    with pytest.raises(KipcheckError) as e:  # a HarnessError, or a FaultError for the fault kinds
         call()
     line = str(e.value)
     assert line and "\n" not in line
@@ -398,8 +403,10 @@ def test_every_registered_backend_refuses_bad_options_in_one_line(name, tmp_path
     caps = backend.capabilities
     good = replace(RunOptions(backend=name), bootstrap="127.0.0.1:1", hosts=str(_hosts_file(tmp_path)))
     assert backend.prepare(good).backend == name  # nothing reached: prepare is pure
-    if caps.starts_kafka and caps.faults.runnable(["broker-decommission"]):  # else skipped, not refused
-        assert "--brokers 4" in _one_line_refusal(lambda: backend.prepare(replace(good, faults=["broker-decommission"])))
+    runs_it = caps.faults.kinds is None or "broker-decommission" in caps.faults.kinds  # else skipped, not refused
+    if caps.starts_kafka and runs_it:
+        assert "--brokers 4" in _one_line_refusal(lambda: _prepare(replace(good, faults=["broker-decommission"]),
+                                                                   _Quiet()))
     if caps.tiered_refused:
         assert _one_line_refusal(lambda: backend.prepare(replace(good, tiered=True))) == caps.tiered_refused
     if not caps.upgrades:
@@ -433,6 +440,22 @@ def test_the_run_and_the_session_never_name_a_backend_nor_probe_the_cluster():
         for name in registry.names():
             assert f'"{name}"' not in source and f"'{name}'" not in source, f"{path.name} names {name}"
         assert "getattr(cluster" not in source and "hasattr(" not in source, path.name
+
+
+#: The walk of `kipcheck run --faults X` from the command line to the nemesis, and where it crosses
+#: from the harness into faults: once when the options are checked (faults.plan.FaultPlan, carried
+#: from there), once for the context the session hands the plan's nemesis (faults.base.FaultContext).
+FAULTS_WALK = ("harness/cli.py", "harness/run.py", "harness/session.py", "harness/service.py",
+               "harness/backends/backend.py", "harness/backends/registry.py",
+               *(f"harness/backends/{name}_backend.py" for name in ("native", "external", "containers", "ssh")))
+FAULTS_CROSSINGS = {("harness/run.py", "kipcheck.faults.plan"), ("harness/session.py", "kipcheck.faults.base")}
+
+
+def test_the_walk_of_faults_crosses_into_faults_twice():
+    """Every import of faults the walk runs (a type named for the checker only runs never)."""
+    crossings = {(path, module) for path in FAULTS_WALK for module, _ in _runtime_imports(ROOT, ROOT / path)
+                 if _layer(module) == "faults"}
+    assert crossings == FAULTS_CROSSINGS
 
 
 def test_the_command_line_offers_the_registered_backends():
