@@ -38,9 +38,8 @@ if TYPE_CHECKING:
     from kipcheck.harness.clients.capabilities import Skipped
     from kipcheck.rundir.writer import History
 
-# The fault kinds asked for cross into faults once, here, when the options are checked: the
+# The fault kinds asked for go into faults once, when the options are checked (`_prepare`): the
 # FaultPlan made then is carried to the session, which hands it to the nemesis (faults.plan).
-
 # What validates the options stays light (no client library, Docker, SSH, Spark, Arrow): a bad
 # option fails in well under a second, before any process starts. What starts the run is
 # imported where the run starts (`_run_in`, `_check_and_report`).
