@@ -46,7 +46,6 @@ def _kafka_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args) -> int:
-    from kipcheck.faults.registry import parse_kinds
     from kipcheck.harness.progress import ProgressUI
     from kipcheck.harness.run import RunOptions, run
     from kipcheck.harness.clients.workload_options import WorkloadOptions
@@ -55,7 +54,8 @@ def cmd_run(args) -> int:
         recovery_bound, crash_loop = liveness_options(args)
     except ValueError as e:
         raise HarnessError(str(e)) from None
-    faults = None if args.faults is None else ([] if args.faults == "none" else parse_kinds(args.faults))
+    # the names as given: the run checks them with the rest, before anything starts (faults.plan)
+    faults = None if args.faults is None else ([] if args.faults == "none" else args.faults.split(","))
     if args.require_coverage:
         from kipcheck.checks.coverage import parse_requirement
         try:
@@ -96,9 +96,10 @@ def cmd_run(args) -> int:
 
 
 def cmd_cluster(args) -> int:
-    from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster, reap_stale, teardown
     from kipcheck.harness.backends.state import all_states
+    from kipcheck.harness.backends.sweep import reap_stale, teardown
     if args.action == "up":
+        from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster
         from kipcheck.harness.backends.kafka_dist import resolve
         from kipcheck.harness.progress import ProgressUI
         dist = resolve(args.kafka_version, args.kafka_home)
@@ -126,7 +127,7 @@ def cmd_cluster(args) -> int:
         for st in states:
             d = st.data
             if d.get("mode") == "ssh":  # its pids are the hosts': ask them
-                from kipcheck.harness.backends.ssh_cluster import node_status
+                from kipcheck.harness.backends.ssh_cleanup import node_status
                 nodes = node_status(st)
             else:
                 from kipcheck.harness.backends.state import same_process_alive
@@ -137,7 +138,7 @@ def cmd_cluster(args) -> int:
                               "owner_pid": d.get("owner_pid"), "dir": d.get("root")}))
         return 0
     if args.action == "down" and args.hosts:  # from the hosts alone: after a lost harness and its state
-        from kipcheck.harness.backends.ssh_cluster import down_hosts
+        from kipcheck.harness.backends.ssh_cleanup import down_hosts
         reaped = reap_stale()  # this machine's side (a Toxiproxy, the watchdog) of a SIGKILLed run first
         done = down_hosts(args.hosts)
         for line in done:

@@ -297,6 +297,7 @@ class Workload:
     def start(self, faults=(), probes: bool = True, **options) -> "Workload":
         """Start producers, consumers, probes (and the nemesis of `faults`); `options` are
         harness.clients.workload.WorkloadOptions fields, e.g. producers=3, acks="1"."""
+        from kipcheck.faults.plan import FaultPlan
         from kipcheck.harness.errors import HarnessError
         from kipcheck.harness.session import follower_rack
         from kipcheck.harness.service import WorkloadService
@@ -309,7 +310,7 @@ class Workload:
         parts = self.ctx.admin().wait_full_isr(self.topic, 60)
         rack = self.options.consumer_rack or follower_rack(self.cluster, parts)
         self.service = WorkloadService(self.cluster, self.ctx, self.options, self.history, rack,
-                                       faults, self.seed, probes).start()
+                                       FaultPlan.of(faults), self.seed, probes).start()
         return self
 
     def wait(self, seconds: float) -> "Workload":

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from kipcheck.rundir import config as run_config
 from kipcheck.errors import KipcheckError
+from kipcheck.faults.plan import FaultPlan
 from kipcheck.harness.backends import registry, releases
 from kipcheck.harness.backends.backend import Backend
 from kipcheck.harness.errors import HarnessError
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
     from kipcheck.harness.clients.capabilities import Skipped
     from kipcheck.rundir.writer import History
 
+# The fault kinds asked for go into faults once, when the options are checked (`_prepare`): the
+# FaultPlan made then is carried to the session, which hands it to the nemesis (faults.plan).
 # What validates the options stays light (no client library, Docker, SSH, Spark, Arrow): a bad
 # option fails in well under a second, before any process starts. What starts the run is
 # imported where the run starts (`_run_in`, `_check_and_report`).
@@ -114,7 +117,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
     prepare (the options, one line for a bad one, nothing started), the distribution, what the
     backend needs outside; then, in the run directory, plan, start, drive, check, report."""
     _sigterm_as_interrupt()
-    backend, options, fault_skips = _prepare(options, ui)
+    backend, options, faults = _prepare(options, ui)
     dist = _distribution(backend, options, ui)  # first: a bad version or no java leaves nothing behind
     version = dist.version if dist else options.kafka_version or "unknown"
     backend.reach(options, dist, ui)  # likewise a missing Docker, an unreachable cluster
@@ -125,7 +128,7 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
     ui.note(f"run directory {run_dir}")
     with harness_log(run_dir):
         try:
-            return _run_in(run_dir, backend, options, version, dist, ui, fault_skips)
+            return _run_in(run_dir, backend, options, version, dist, ui, faults)
         except KipcheckError:  # a HarnessError or a fault's own: already one line
             raise
         except Exception as e:  # before the history existed (e.g. a bad schedule): nothing to judge
@@ -133,15 +136,21 @@ def run(options: RunOptions, ui) -> tuple[Path, dict | None]:
                                f"(no verdict; see {run_dir / LOG_NAME})") from None
 
 
-def _prepare(options: RunOptions, ui) -> tuple[Backend, RunOptions, list[Skipped]]:
+def _prepare(options: RunOptions, ui) -> tuple[Backend, RunOptions, FaultPlan]:
     """The run's backend and its options, checked and completed (harness.backends.registry.prepare),
-    and the asked fault kinds it cannot inject, as skips."""
-    asked = options.faults
+    and its faults: the asked kinds checked against what the backend injects and the brokers the
+    run starts, the cluster they need and their schedule (faults.plan). `options.faults` becomes
+    the kinds the run injects (config.json, the reproduce command)."""
     backend, options = registry.prepare(options)
-    faults = backend.capabilities.faults
-    if (note := faults.default_note(asked)) is not None:
+    support, w = backend.capabilities.faults, options.workload
+    faults = FaultPlan.asked(options.faults, seed=options.seed, duration=options.duration, topic=w.topic,
+                             intensity=options.intensity, partitions=w.partitions,
+                             transactional_ids=w.transactional_ids, runs=support.kinds, why_not=support.why_not,
+                             default=support.default,
+                             brokers=options.brokers if backend.capabilities.starts_kafka else None)
+    if (note := support.default_note(options.faults)) is not None:
         ui.note(note)
-    return backend, options, faults.skips(asked)
+    return backend, replace(options, faults=None if faults.kinds is None else list(faults.kinds)), faults
 
 
 def _distribution(backend: Backend, options: RunOptions, ui) -> KafkaDistribution | None:
@@ -218,25 +227,17 @@ def elr_feature(elr: str | None) -> tuple[tuple[str, int], ...]:
 
 
 def _run_in(run_dir: Path, backend: Backend, options: RunOptions, version: str, dist: KafkaDistribution | None,
-            ui, fault_skips: list[Skipped] = ()) -> tuple[Path, dict | None]:
-    """The run inside its directory, on the backend's cluster (of `dist` where it starts one).
-    `fault_skips`: the requested fault kinds this backend cannot inject."""
-    from kipcheck.faults import schedule as schedules
-    from kipcheck.faults.nemesis import heal_all
-    from kipcheck.faults.registry import cluster_options as fault_needs  # proxies, JBOD, libfaketime
+            ui, faults: FaultPlan) -> tuple[Path, dict | None]:
+    """The run inside its directory, on the backend's cluster (of `dist` where it starts one), with
+    the faults `_prepare` planned."""
     from kipcheck.harness.backends.cluster import ClusterOptions
     from kipcheck.harness.clients.workload import final_read
     from kipcheck.harness.session import RunContext, create_topic, drive, follower_rack
     from kipcheck.rundir.writer import History
     w = options.workload
-    if options.faults is None:
-        plan = schedules.single_partition(options.duration, w.topic)
-    else:
-        plan = schedules.generate(options.seed, options.faults, options.duration, w.topic, options.intensity,
-                                  partitions=w.partitions, transactional_ids=w.transactional_ids)
     config = run_config.RunConfig(seed=options.seed, duration=options.duration, backend=options.backend,
                                   options=_options_json(options),
-                                  workload=asdict(w), schedule=[s.as_json() for s in plan],
+                                  workload=asdict(w), schedule=[s.as_json() for s in faults.schedule],
                                   python=platform.python_version(), started=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     config.update(kafka_version=version, features=releases.report(version), reproduce=reproduce_command(options, version))
     if options.upgrade_from:
@@ -249,7 +250,7 @@ def _run_in(run_dir: Path, backend: Backend, options: RunOptions, version: str, 
         run_config.write(run_dir, config)
     save_config()
 
-    cluster_options = ClusterOptions(options.brokers, options.controllers, **fault_needs(options.faults or []),
+    cluster_options = ClusterOptions(options.brokers, options.controllers, **faults.cluster_options,
                                      tiered=options.tiered, broker_jvm_args=tuple(options.broker_jvm_args),
                                      release_version=config.get("upgrade", {}).get("format_release"),
                                      features=elr_feature(options.elr))
@@ -272,14 +273,14 @@ def _run_in(run_dir: Path, backend: Backend, options: RunOptions, version: str, 
             for extra in w.topics[1:]:  # the txn workload's second topic and its copier's output
                 create_topic(ctx, extra, w.partitions, rf, options.tiered, log_append_time=stamped)
         rack = w.consumer_rack or follower_rack(cluster, parts)
-        skipped = [*fault_skips, *_skipped(backend, cluster, parts, rack, options)]
+        skipped = _skipped(backend, cluster, parts, rack, options, faults)
         for s in skipped:
             ui.note(f"skipped: {s.feature}: {s.reason}")
         save_config(consumer_rack=rack, skipped=[s.as_json() for s in skipped])
-        save_config(consumer_fetch_sources=drive(cluster, ctx, options, plan, history, rack, ui,
+        save_config(consumer_fetch_sources=drive(cluster, ctx, options, faults, history, rack, ui,
                                                  {s.key for s in skipped}, config, save_config))
         with ui.step("healing and waiting for a full ISR"):
-            heal_all(ctx, history)
+            faults.heal_all(ctx, history)
             try:
                 ctx.admin().wait_full_isr(w.topic, 60)
             except HarnessError as e:
@@ -297,7 +298,7 @@ def _run_in(run_dir: Path, backend: Backend, options: RunOptions, version: str, 
                 with ui.step("stopping the cluster"):
                     try:
                         if cluster.nodes:  # a cluster stopped before any node was made has nothing to heal
-                            heal_all(RunContext(cluster, w.topic))
+                            faults.heal_all(RunContext(cluster, w.topic))
                     finally:
                         cluster.down()
         except Exception as e:
@@ -355,12 +356,15 @@ def _record_metadata_log(cluster, history: History, ui) -> None:
         ui.note(f"metadata records newer than kipcheck decodes were skipped: {decoded.skipped_versions}")
 
 
-def _skipped(backend: Backend, cluster, parts, rack: str | None, options: RunOptions) -> list[Skipped]:
-    """What this cluster cannot be asked (its backend, its ApiVersions, its replication), named with why."""
+def _skipped(backend: Backend, cluster, parts, rack: str | None, options: RunOptions,
+             faults: FaultPlan) -> list[Skipped]:
+    """What this cluster cannot be asked (its backend's fault kinds and readings, its ApiVersions, its
+    replication), named with why."""
     from kipcheck.harness.clients import capabilities
     from kipcheck.harness.session import release_gaps
     p0 = next((p for p in parts if p.partition == 0), None)
-    skipped = capabilities.replication_gaps(list(p0.replicas) if p0 else [], rack)
+    skipped = capabilities.fault_skips(faults.refused)
+    skipped += capabilities.replication_gaps(list(p0.replicas) if p0 else [], rack)
     if not backend.capabilities.metadata_log:
         skipped.append(capabilities.Skipped("harness.metadata_log", "KIP-966 leader eligibility",
                                             f"the {backend.name} backend cannot read the controllers' metadata log"))

@@ -17,6 +17,7 @@ import threading
 import time
 from pathlib import Path
 
+from kipcheck.faults.plan import FaultPlan
 from kipcheck.rundir import config as run_config
 from kipcheck.harness import metadata_log
 from kipcheck.harness.backends import seeded
@@ -115,7 +116,7 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
         started = time.monotonic()
         if provocation:
             provocation.start()
-        drive(cluster, ctx, opts, [], history, rack, ui, propagation_sample=propagation_sample)
+        drive(cluster, ctx, opts, FaultPlan.of(()), history, rack, ui, propagation_sample=propagation_sample)
         provoked = provocation.result() if provocation else None
         driven = time.monotonic() - started  # the window's length, KIP-1166's wait for its sample included
         seeded.switch(control, None)

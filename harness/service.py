@@ -1,5 +1,5 @@
-"""The run's clients as one service: producers, consumers, the prober, the observer and,
-when given a fault plan, the nemesis, started and stopped together.
+"""The run's clients as one service: producers, consumers, the prober, the observer and the
+nemesis of a fault plan (faults.plan; an empty one injects nothing), started and stopped together.
 
 `kipcheck run` drives it for a fixed duration (harness.run); the pytest `workload` fixture
 starts and stops it around a test's own steps (harness.pytest_plugin), like a ducktape service.
@@ -14,13 +14,13 @@ from kipcheck.harness.clients.observer import Observer
 from kipcheck.harness.clients.prober import Prober
 from kipcheck.harness.runlog import internal_error, one_line
 from kipcheck.harness.clients.workload import ConsumerWorker, ProducerWorker, WorkloadOptions
-from kipcheck.faults.nemesis import Nemesis
 
 
 class WorkloadService:
     def __init__(self, cluster, ctx, options: WorkloadOptions, history: History, rack: str | None,
-                 plan=(), seed: int = 0, probes: bool = True, skip: frozenset = frozenset()):
-        """`skip`: Skipped keys (harness.clients.capabilities) of probes the cluster cannot answer."""
+                 faults, seed: int = 0, probes: bool = True, skip: frozenset = frozenset()):
+        """`faults`: a faults.plan.FaultPlan, whose nemesis runs here; `skip`: Skipped keys
+        (harness.clients.capabilities) of probes the cluster cannot answer."""
         self.stop_event = threading.Event()
         bootstrap = cluster.bootstrap_servers()
         if options.workload == "txn":  # transactional producers and copiers (harness.clients.txn_workload)
@@ -34,7 +34,7 @@ class WorkloadService:
                               for i in range(options.producers)]
         self.consumers = [ConsumerWorker(bootstrap, options, history, self.stop_event, i, rack)
                           for i in range(options.consumers)]
-        self.nemesis = Nemesis(ctx, list(plan), history, self.stop_event)
+        self.nemesis = faults.nemesis(ctx, history, self.stop_event)
         prober_skip = frozenset(k.removeprefix("prober.") for k in skip if k.startswith("prober."))
         if "workload.log_append_time" in skip:  # CreateTime topics: no stamps to judge an answer by time against
             prober_skip |= {"list_offsets@time"}

@@ -12,7 +12,6 @@ import time
 from typing import TYPE_CHECKING
 
 from kipcheck.faults.base import FaultContext
-from kipcheck.faults.cluster import Cluster
 from kipcheck.harness import runlog
 from kipcheck.harness.backends import releases
 from kipcheck.harness.clients.admin import Admin
@@ -23,6 +22,8 @@ from kipcheck.harness.runlog import LOG_NAME, internal_error
 from kipcheck.harness.service import WorkloadService
 
 if TYPE_CHECKING:
+    from kipcheck.faults.cluster import Cluster
+    from kipcheck.faults.plan import FaultPlan
     from kipcheck.harness.run import RunOptions
 
 #: how long the workload may go on past --duration for a rolling upgrade to finish its steps
@@ -70,10 +71,10 @@ def follower_rack(cluster, parts) -> str | None:
     return None if follower is None else cluster.racks().get(follower)
 
 
-def drive(cluster, ctx: RunContext, options: RunOptions, plan, history: History, rack: str | None, ui,
+def drive(cluster, ctx: RunContext, options: RunOptions, faults: FaultPlan, history: History, rack: str | None, ui,
           skip: set[str] = frozenset(), config: dict | None = None, save_config=None,
           propagation_sample: bool = True) -> dict:
-    """Run workers, probes and the nemesis for the run's duration; return where consumers fetched from.
+    """Run workers, probes and the nemesis of `faults` for the run's duration; return where consumers fetched from.
     `skip`: Skipped keys (harness.clients.capabilities) of probes the cluster cannot answer. A rolling
     upgrade runs beside them (harness.upgrade); the workload goes on until its last step is done.
     `propagation_sample`: go on past the duration until KIP-1166's statistic has its sample
@@ -81,7 +82,7 @@ def drive(cluster, ctx: RunContext, options: RunOptions, plan, history: History,
     skip = {*skip, *(s.key for s in release_gaps(cluster, options))}
     measured = history.keep("metadata_propagation", "fault") if (
         propagation_sample and options.probes and "observer.metadata_propagation" not in skip) else None
-    service = WorkloadService(cluster, ctx, options.workload, history, rack, plan, options.seed, options.probes,
+    service = WorkloadService(cluster, ctx, options.workload, history, rack, faults, options.seed, options.probes,
                               frozenset(skip))
     upgrader = _upgrader(ctx, options, history, config)
     service.start()

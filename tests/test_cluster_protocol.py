@@ -232,6 +232,76 @@ def test_the_import_check_sees_a_harness_import(tmp_path):
     assert [_layer(m) for m in found] == ["harness", "harness"]
 
 
+def _module_path(root: Path, module: str) -> Path | None:
+    """The file of one of our modules ("kipcheck.harness.run" -> harness/run.py); None for anyone else's."""
+    parts = module.split(".")
+    if parts[0] != "kipcheck" or len(parts) < 2:
+        return None
+    base = root.joinpath(*parts[1:])
+    return next((p for p in (base.with_suffix(".py"), base / "__init__.py") if p.exists()), None)
+
+
+def _runtime_imports(root: Path, path: Path) -> list[tuple[str, bool]]:
+    """(our module, imported inside a function) for every import the module can run; `if
+    TYPE_CHECKING:` blocks run never. `from package import module` names the module."""
+    found = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.Import):
+                found.extend((a.name, inner) for a in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
+                modules = [f"{child.module}.{a.name}" for a in child.names
+                           if _module_path(root, f"{child.module}.{a.name}")]
+                found.extend((m, inner) for m in modules or [child.module])
+            visit(child, inner)
+    visit(ast.parse(path.read_text(), str(path)), False)
+    return [(m, inner) for m, inner in found if _module_path(root, m)]
+
+
+def hidden_circles(root: Path, package: str = "harness") -> list[str]:
+    """Each import inside a function whose module imports the importer back, directly or through
+    others: a circle the function-level import only hides (it breaks once someone imports early)."""
+    def reaches(start: str, target: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            module = todo.pop()
+            if module == target:
+                return True
+            if module not in seen:
+                seen.add(module)
+                todo += [m for m, _ in _runtime_imports(root, _module_path(root, module))]
+        return False
+    circles = []
+    for path in sorted((root / package).rglob("*.py")):
+        rel = path.relative_to(root).with_suffix("")
+        me = ".".join(["kipcheck", *(rel.parts[:-1] if rel.name == "__init__" else rel.parts)])
+        circles += [f"{path.relative_to(root)} -> {m}" for m, inner in _runtime_imports(root, path)
+                    if inner and reaches(m, me)]
+    return circles
+
+
+def test_no_function_level_import_hides_a_circle():
+    """The cluster's teardown once imported the ssh backend inside a function, and the ssh backend
+    imported the cluster: harness.backends.sweep releases what a state records and imports no
+    backend's cluster module. Now no import inside a function points back at its importer."""
+    assert hidden_circles(ROOT) == []
+
+
+def test_the_circle_check_sees_one(tmp_path):
+    (tmp_path / "harness").mkdir()
+    (tmp_path / "harness" / "a.py").write_text("def down():\n    from kipcheck.harness.b import clean\n")
+    (tmp_path / "harness" / "b.py").write_text("from kipcheck.harness import c\n")
+    (tmp_path / "harness" / "c.py").write_text("from kipcheck.harness.a import down\n")
+    (tmp_path / "harness" / "d.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                               "    from kipcheck.harness.e import x\n")
+    (tmp_path / "harness" / "e.py").write_text("def f():\n    from kipcheck.harness.d import y\n")
+    assert hidden_circles(tmp_path) == ["harness/a.py -> kipcheck.harness.b"]
+
+
 class _Context:
     """What harness.session.RunContext gives a fault, on an external cluster nobody needs to reach."""
 
@@ -295,11 +365,16 @@ from dataclasses import fields, replace  # noqa: E402
 from kipcheck.faults.registry import KINDS  # noqa: E402
 from kipcheck.harness.backends import registry  # noqa: E402
 from kipcheck.harness.backends.backend import Backend, Capabilities  # noqa: E402
-from kipcheck.harness.run import RunOptions  # noqa: E402
+from kipcheck.harness.run import RunOptions, _prepare  # noqa: E402
+
+
+class _Quiet:
+    def note(self, text):
+        pass
 
 
 def _one_line_refusal(call) -> str:
-    with pytest.raises(HarnessError) as e:
+    with pytest.raises(KipcheckError) as e:  # a HarnessError, or a FaultError for the fault kinds
         call()
     line = str(e.value)
     assert line and "\n" not in line
@@ -328,8 +403,10 @@ def test_every_registered_backend_refuses_bad_options_in_one_line(name, tmp_path
     caps = backend.capabilities
     good = replace(RunOptions(backend=name), bootstrap="127.0.0.1:1", hosts=str(_hosts_file(tmp_path)))
     assert backend.prepare(good).backend == name  # nothing reached: prepare is pure
-    if caps.starts_kafka and caps.faults.runnable(["broker-decommission"]):  # else skipped, not refused
-        assert "--brokers 4" in _one_line_refusal(lambda: backend.prepare(replace(good, faults=["broker-decommission"])))
+    runs_it = caps.faults.kinds is None or "broker-decommission" in caps.faults.kinds  # else skipped, not refused
+    if caps.starts_kafka and runs_it:
+        assert "--brokers 4" in _one_line_refusal(lambda: _prepare(replace(good, faults=["broker-decommission"]),
+                                                                   _Quiet()))
     if caps.tiered_refused:
         assert _one_line_refusal(lambda: backend.prepare(replace(good, tiered=True))) == caps.tiered_refused
     if not caps.upgrades:
@@ -363,6 +440,22 @@ def test_the_run_and_the_session_never_name_a_backend_nor_probe_the_cluster():
         for name in registry.names():
             assert f'"{name}"' not in source and f"'{name}'" not in source, f"{path.name} names {name}"
         assert "getattr(cluster" not in source and "hasattr(" not in source, path.name
+
+
+#: The walk of `kipcheck run --faults X` from the command line to the nemesis, and where it crosses
+#: from the harness into faults: once when the options are checked (faults.plan.FaultPlan, carried
+#: from there), once for the context the session hands the plan's nemesis (faults.base.FaultContext).
+FAULTS_WALK = ("harness/cli.py", "harness/run.py", "harness/session.py", "harness/service.py",
+               "harness/backends/backend.py", "harness/backends/registry.py",
+               *(f"harness/backends/{name}_backend.py" for name in ("native", "external", "containers", "ssh")))
+FAULTS_CROSSINGS = {("harness/run.py", "kipcheck.faults.plan"), ("harness/session.py", "kipcheck.faults.base")}
+
+
+def test_the_walk_of_faults_crosses_into_faults_twice():
+    """Every import of faults the walk runs (a type named for the checker only runs never)."""
+    crossings = {(path, module) for path in FAULTS_WALK for module, _ in _runtime_imports(ROOT, ROOT / path)
+                 if _layer(module) == "faults"}
+    assert crossings == FAULTS_CROSSINGS
 
 
 def test_the_command_line_offers_the_registered_backends():

@@ -10,6 +10,7 @@ from kipcheck.faults.registry import KINDS
 from kipcheck.harness.backends import container_image
 from kipcheck.harness.backends.containers_backend import BACKEND, DEFAULT_FAULTS, SUPPORTED_FAULTS
 from kipcheck.harness.backends.kafka_dist import KafkaDistribution, find_java
+from kipcheck.harness.clients.capabilities import fault_skips
 from kipcheck.harness.run import RunOptions, _prepare
 
 
@@ -23,8 +24,10 @@ class _Notes:
 
 def _container_faults(options: RunOptions, ui):
     """The run's first step on the testcontainers backend: its options and the fault kinds it skips."""
-    _, options, skips = _prepare(replace(options, backend=BACKEND.name), ui)
-    return options, skips
+    _, options, faults = _prepare(replace(options, backend=BACKEND.name), ui)
+    assert options.faults == (None if faults.kinds is None else list(faults.kinds))
+    assert {s.kind for s in faults.schedule} <= set(faults.kinds)  # the schedule has only kinds it runs
+    return options, fault_skips(faults.refused)
 
 
 def test_every_supported_fault_is_a_known_kind_and_partitions_are_not_supported():

@@ -63,7 +63,7 @@ def test_no_rule_where_bridged_traffic_is_not_filtered(netns, tmp_path):
 
 def test_rule_is_recorded_inserted_and_deleted_and_orphans_are_swept(netns, tmp_path):
     out = _in_ns(netns, tmp_path, """
-    from kipcheck.harness.backends.cluster import reap_orphan_rules
+    from kipcheck.harness.backends.sweep import reap_orphan_rules
     sh("iptables", "-P", "FORWARD", "DROP")
     sh("iptables", "-A", "FORWARD", "-i", "docker0", "-j", "ACCEPT")  # someone else's rule stays
     before = saved()

@@ -8,43 +8,29 @@ cluster class inside `cluster()`, once the options are known to be good.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from kipcheck.faults.registry import min_brokers
 from kipcheck.harness.errors import HarnessError
 
 if TYPE_CHECKING:
     from kipcheck.faults.cluster import Cluster
     from kipcheck.harness.backends.cluster import ClusterOptions
     from kipcheck.harness.backends.kafka_dist import KafkaDistribution
-    from kipcheck.harness.clients.capabilities import Skipped
     from kipcheck.harness.run import RunOptions
 
 
 @dataclass(frozen=True)
 class FaultSupport:
-    """The fault kinds a backend can inject, and why not the others."""
+    """The fault kinds a backend can inject, and why not the others: plain values the run hands
+    faults.plan.FaultPlan.asked, which picks the kinds a run injects and refuses the rest."""
 
     kinds: tuple[str, ...] | None = None  # None: every kind of faults.registry
     why_not: Callable[[str], str] | None = None  # one line for a kind outside `kinds`
     #: instead of the run's default (one leader isolation, packet-level): these kinds, and why
     default: tuple[str, ...] | None = None
     default_why: str = ""
-
-    def runnable(self, asked: list[str] | None) -> list[str] | None:
-        """The asked kinds this backend runs, in their order (None: the run's default, where it can run it)."""
-        if asked is None:
-            return None if self.default is None else list(self.default)
-        return list(asked) if self.kinds is None else [k for k in asked if k in self.kinds]
-
-    def skips(self, asked: list[str] | None) -> list[Skipped]:
-        """The asked kinds this backend cannot run, each with why (config.json `skipped`)."""
-        if asked is None or self.kinds is None:
-            return []
-        from kipcheck.harness.clients.capabilities import fault_gaps  # a client library: after the options
-        return fault_gaps(asked, self.kinds, self.why_not)
 
     def default_note(self, asked: list[str] | None) -> str | None:
         """What the terminal says when the run's default fault is replaced."""
@@ -81,14 +67,11 @@ class Backend:
     capabilities: Capabilities
 
     def prepare(self, options: RunOptions) -> RunOptions:
-        """The run's options for this backend; a bad one raises HarnessError, one line, before anything starts."""
-        caps = self.capabilities
-        if options.tiered and caps.tiered_refused:
-            raise HarnessError(caps.tiered_refused)
-        options = self.complete(replace(options, faults=caps.faults.runnable(options.faults)))
-        if caps.starts_kafka:
-            refuse_too_few_brokers(options)
-        return options
+        """The run's options for this backend; a bad one raises HarnessError, one line, before anything starts.
+        Its fault kinds are the run's to check with what the backend declares (harness.run._prepare)."""
+        if options.tiered and self.capabilities.tiered_refused:
+            raise HarnessError(self.capabilities.tiered_refused)
+        return self.complete(options)
 
     def complete(self, options: RunOptions) -> RunOptions:
         """This backend's own checks and completions of the options (none by default)."""
@@ -107,12 +90,3 @@ class Backend:
         """Bring the cluster up, its steps on the terminal."""
         with ui.step(f"starting {options.brokers} Kafka {version} nodes ({cluster.mode})"):
             cluster.up(progress=ui.substep)
-
-
-def refuse_too_few_brokers(options: RunOptions) -> None:
-    """A fault kind that needs more brokers than asked for (broker-decommission: 4) is refused before anything starts."""
-    needed = min_brokers(options.faults or [])
-    if options.brokers < needed:
-        wants = [n for n in options.faults if min_brokers([n]) > options.brokers]
-        raise HarnessError(f"{', '.join(wants)} needs {needed} brokers, the run has {options.brokers}: "
-                           f"add --brokers {needed}")

@@ -2,13 +2,12 @@
 
 `NativeCluster.up()` formats and starts the nodes and waits until every broker is
 registered and a probe topic has a full ISR. `down()` stops them (controlled
-shutdown, kill -9 after a timeout) and deletes the network. `reap_stale()` tears
-down what a killed harness left, from the state files alone.
+shutdown, kill -9 after a timeout) and deletes the network (harness.backends.sweep.teardown,
+which also tears down what a killed harness left, from the state files alone: `reap_stale()`).
 """
 from __future__ import annotations
 
 import base64
-import os
 import shutil
 import sys
 import subprocess
@@ -18,12 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kipcheck.harness.backends import firewall, network
+from kipcheck.harness.backends import network
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.backends.kafka_dist import KafkaDistribution
 from kipcheck.harness.backends.node import KafkaNode, NodeSpec, kraft_settings, quorum_voters
+from kipcheck.harness.backends.parallel import side_by_side
 from kipcheck.harness.backends.ports import free_port
-from kipcheck.harness.backends.state import ClusterState, all_states, kill_recorded, process_start_time
+from kipcheck.harness.backends.state import ClusterState, all_states, process_start_time
+from kipcheck.harness.backends.sweep import reap_stale, teardown
 
 if TYPE_CHECKING:
     from kipcheck.harness.backends.toxiproxy import LinkProxy
@@ -133,7 +134,7 @@ class NativeCluster:
             return specs
         from kipcheck.harness.backends import toxiproxy
         step("starting toxiproxy beside every node")
-        self.link_servers = dict(zip((s.node_id for s in specs), _parallel_results(
+        self.link_servers = dict(zip((s.node_id for s in specs), side_by_side(
             lambda s=s: toxiproxy.start_server(self.state, self.root, host=s.host) for s in specs)))
         return [toxiproxy.front_node_listeners(self.link_servers[s.node_id], s) for s in specs]
 
@@ -267,7 +268,7 @@ class NativeCluster:
         self.state.update(cluster_uuid=uuid_, bootstrap=self.bootstrap_servers(),
                           specs=[_spec_json(s) for s in specs])
         step("formatting storage")
-        _parallel(n.format for n in self.nodes)
+        side_by_side(n.format for n in self.nodes)
         step("starting nodes")
         for n in self.nodes:
             n.start_node()
@@ -309,7 +310,7 @@ class NativeCluster:
         shutdown would hang on the last nodes once the quorum is gone."""
         if self.state is None:
             return
-        _parallel((lambda n=n: n.stop_node(clean_shutdown=True, timeout=grace)) for n in self.nodes)
+        side_by_side((lambda n=n: n.stop_node(clean_shutdown=True, timeout=grace)) for n in self.nodes)
         teardown(self.state)
         self.state = None
 
@@ -353,80 +354,3 @@ def _spec_from_json(d: dict) -> NodeSpec:
                     advertised_client=d.get("advertised_client"), advertised_internal=d.get("advertised_internal"),
                     advertised_controller=d.get("advertised_controller"), extra_config=d.get("extra_config", {}))
 
-
-def _parallel(calls) -> None:
-    """Run blocking node operations side by side (formatting is a JVM start each)."""
-    _parallel_results(calls)
-
-
-def _parallel_results(calls) -> list:
-    """Run blocking calls side by side; their results in order (the first failure is raised)."""
-    from concurrent.futures import ThreadPoolExecutor
-    calls = list(calls)
-    with ThreadPoolExecutor(max_workers=max(1, len(calls))) as pool:
-        return [f.result() for f in [pool.submit(c) for c in calls]]
-
-
-def teardown(state: ClusterState) -> None:
-    """Remove everything a state file records: processes, containers, helpers, namespaces, links, firewall rules."""
-    docker_error = None
-    if state.data.get("mode") == "testcontainers":
-        from kipcheck.harness.backends.docker_cleanup import remove_cluster  # Docker's side first: the Toxiproxy in front stays up till then
-        try:
-            remove_cluster(state.data["cluster_id"], state.data.get("docker_host"))
-        except HarnessError as e:  # the rest still goes; the state stays, so `cluster down --id` can try again
-            docker_error = e
-    remote_error = None
-    if state.data.get("mode") == "ssh":
-        from kipcheck.harness.backends.ssh_cluster import clean_recorded  # node processes, chains, files on the hosts
-        try:
-            clean_recorded(state)
-        except HarnessError as e:  # an unreachable host: the rest still goes; the state stays for a later try
-            remote_error = e
-    else:
-        for rec in state.data.get("nodes", {}).values():
-            kill_recorded(rec.get("pid"), rec.get("start"))
-    for name, rec in state.data.get("helpers", {}).items():
-        if rec.get("pid") != os.getpid() and not rec.get("host"):  # a remote host's: clean_recorded's
-            kill_recorded(rec.get("pid"), rec.get("start"))
-    network.delete_network(state.data.get("namespaces", []), state.data.get("links", []))
-    firewall.delete_rules(state.data.get("forward_rules", []))
-    if docker_error is not None or remote_error is not None:
-        raise docker_error or remote_error
-    state.remove()
-
-
-def reap_stale() -> list[str]:
-    """Tear down clusters whose harness died; delete our namespaces and firewall rules that no state names."""
-    reaped = []
-    states = all_states()
-    for st in states:
-        if st.is_stale():
-            try:
-                teardown(st)
-            except HarnessError:  # a container cluster whose Docker is gone: its state stays for a later try
-                continue
-            reaped.append(st.data["cluster_id"])
-    known = {ns for st in all_states() for ns in st.data.get("namespaces", [])}
-    if network.namespaces_available():
-        # A namespace is recorded before it is created, so one no state names is an orphan
-        # (e.g. its state file was deleted by hand); the age check spares one being created now.
-        orphans = [ns for ns in network.list_namespaces()
-                   if ns.startswith(network.NS_PREFIX) and ns not in known and network.namespace_age(ns) > 30]
-        if orphans:
-            network.delete_network(orphans, [])
-            reaped.extend(orphans)
-    reaped.extend(reap_orphan_rules())
-    return reaped
-
-
-def reap_orphan_rules() -> list[str]:
-    """Delete kipcheck's firewall rules that name a cluster no state file knows.
-
-    A rule is inserted after its cluster's state file is written, so a rule listed *before* the
-    states are read and naming none of them is an orphan (its state file was deleted by hand)."""
-    rules = firewall.kipcheck_rules()
-    known_ids = {st.data["cluster_id"] for st in all_states()}
-    stray = [rule for cluster_id, rule in rules if cluster_id not in known_ids]
-    firewall.delete_rules(stray)
-    return [f"firewall rule {' '.join(rule)}" for rule in stray]

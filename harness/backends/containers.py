@@ -26,14 +26,15 @@ import os
 import shlex
 from pathlib import Path
 
-from kipcheck.harness.backends.cluster import (BROKER_PORT, CLIENT_PORT, CONTROLLER_PORT, ClusterOptions, NativeCluster, kafka_uuid,
-                             reap_stale, teardown)
+from kipcheck.harness.backends.cluster import (BROKER_PORT, CLIENT_PORT, CONTROLLER_PORT, ClusterOptions, NativeCluster,
+                                               kafka_uuid)
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.backends.kafka_dist import KafkaDistribution
 from kipcheck.harness.backends.network import Host
 from kipcheck.harness.backends.node import KafkaNode, quorum_voters
 from kipcheck.harness.backends.docker_cleanup import LABEL, docker_client, owner_label, reap_stale_containers
 from kipcheck.harness.backends.state import ClusterState
+from kipcheck.harness.backends.sweep import reap_stale, teardown
 
 SUBNETS = range(201, 255)  # 198.19.<i>.0/24; 198.19.200/24 is the Docker bridge of kipcheck's tests
 

@@ -1,7 +1,7 @@
 """Docker's side of a container cluster that survives its harness: the label that names a
 container's cluster and owner, and the removal the watchdog, `kipcheck cluster down --id` and
-the next run's stale sweep do (harness.backends.cluster.teardown). Apart from the container
-backend itself, so that teardown needs nothing of it."""
+the next run's stale sweep do (harness.backends.sweep.teardown). Apart from the container
+backend itself, so that the sweep needs nothing of it."""
 from __future__ import annotations
 
 import os
@@ -26,7 +26,7 @@ def docker_client():
 
 
 def remove_cluster(cluster_id: str, docker_host: str | None) -> None:
-    """Remove a container cluster's containers and network (harness.backends.cluster.teardown)."""
+    """Remove a container cluster's containers and network (harness.backends.sweep.teardown)."""
     import docker
     try:
         client = docker.DockerClient(base_url=docker_host) if docker_host else docker.from_env()

@@ -11,7 +11,7 @@ after kipcheck), and Docker's (re)start never flushes it: it puts its own rules 
 kipcheck's and rebuilds its DOCKER* chains, none of which match kipcheck's bridge, so the rule
 survives and still takes effect (seen with Debian 12's docker.io 20.10, restarted beside it). Each rule is recorded in the cluster state
 before it is inserted and deleted by teardown (end of run, reaper, `kipcheck cluster down`);
-a rule whose comment names a cluster no state knows is an orphan, removed by `reap_stale`.
+a rule whose comment names a cluster no state knows is an orphan, removed by `sweep.reap_stale`.
 Rules live in the network namespace the harness runs in (the bridge's).
 """
 from __future__ import annotations

@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from kipcheck.harness.backends.cluster import teardown
 from kipcheck.harness.backends.state import ClusterState
+from kipcheck.harness.backends.sweep import teardown
 
 
 def main(state_path: str) -> None:

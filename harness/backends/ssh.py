@@ -24,7 +24,6 @@ import socket
 import subprocess
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -396,14 +395,6 @@ class SshHost:
 
 def _short(command: str) -> str:
     return command if len(command) <= 80 else command[:77] + "..."
-
-
-def parallel(calls) -> list:
-    """Run one call per host side by side; the first failure is raised (after all ended)."""
-    calls = list(calls)
-    with ThreadPoolExecutor(max_workers=max(1, len(calls))) as pool:
-        futures = [pool.submit(c) for c in calls]
-        return [f.result() for f in futures]
 
 
 # -- what a host needs --------------------------------------------------------------------

@@ -13,20 +13,21 @@ when missing, and one directory per cluster), the processes it starts there, and
 iptables chain per cluster (KIPCHECK-<cluster id>, jumped to from INPUT and OUTPUT).
 Everything is recorded in the cluster state before it is made, so `down()`, the watchdog of
 a SIGKILLed harness and `kipcheck cluster down` undo it; `kipcheck cluster down --hosts FILE`
-does it from the hosts alone (harness.backends.ssh.clean_host).
+does it from the hosts alone (harness.backends.ssh.clean_host); harness.backends.ssh_cleanup
+holds that undoing, apart from this module.
 """
 from __future__ import annotations
 
 import dataclasses
-import shlex
 from pathlib import Path, PurePosixPath
 
 from kipcheck.harness.backends import network, ssh
-from kipcheck.harness.backends.cluster import (BROKER_PORT, CLIENT_PORT, CONTROLLER_PORT, ClusterOptions,
-                                               NativeCluster, _parallel, reap_stale, teardown)
+from kipcheck.harness.backends.cluster import BROKER_PORT, CLIENT_PORT, CONTROLLER_PORT, ClusterOptions, NativeCluster
 from kipcheck.harness.backends.kafka_dist import KafkaDistribution
 from kipcheck.harness.backends.node import KafkaNode, NodeSpec
-from kipcheck.harness.backends.state import ClusterState, kill_recorded
+from kipcheck.harness.backends.parallel import side_by_side
+from kipcheck.harness.backends.state import ClusterState
+from kipcheck.harness.backends.sweep import reap_stale, teardown
 from kipcheck.harness.errors import HarnessError
 
 COPIED_BACK = ("server.properties",)  # besides the logs, what `down()` copies into the run directory
@@ -90,10 +91,10 @@ class SshCluster(NativeCluster):
         specs = self._plan()
         hosts = [s.host for s in specs]
         step(f"reaching {len(hosts)} hosts over SSH")
-        javas = ssh.parallel(lambda h=h: self._prepare(h) for h in hosts)
+        javas = side_by_side(lambda h=h: self._prepare(h) for h in hosts)
         step(f"the Kafka {self.dist.version} classpath on the hosts")
         lib = self._lib(self.dist)
-        paths = ssh.parallel(lambda h=h: ssh.sync_classpath(h, self.dist.classpath, lib) for h in hosts)
+        paths = side_by_side(lambda h=h: ssh.sync_classpath(h, self.dist.classpath, lib) for h in hosts)
         self.host_dists = {h.name: KafkaDistribution(self.dist.version, tuple(p), java)
                            for h, p, java in zip(hosts, paths, javas)}
         step("kipcheck's iptables chain on each host")
@@ -114,9 +115,9 @@ class SshCluster(NativeCluster):
         local = toxiproxy.ensure_installed()
         remote_bin = PurePosixPath(self.hosts.dir) / "bin"
         hosts = list({s.host.name: s.host for s in specs}.values())
-        copies = ssh.parallel(lambda h=h: ssh.sync_binary(h, local, remote_bin) for h in hosts)
+        copies = side_by_side(lambda h=h: ssh.sync_binary(h, local, remote_bin) for h in hosts)
         binaries = {h.name: path for h, path in zip(hosts, copies)}
-        self.link_servers = dict(zip((s.node_id for s in specs), ssh.parallel(
+        self.link_servers = dict(zip((s.node_id for s in specs), side_by_side(
             lambda s=s: toxiproxy.start_server(self.state, PurePosixPath(self.remote_root) / f"node-{s.node_id}" / "toxiproxy",
                                                host=s.host, binary=binaries[s.host.name]) for s in specs)))
         return [toxiproxy.front_node_listeners(self.link_servers[s.node_id], s) for s in specs]
@@ -150,75 +151,16 @@ class SshCluster(NativeCluster):
             n.logs()
             for name in COPIED_BACK:
                 n.spec.host.fetch(n.dir / name, n.local_dir / name)
-        _parallel(lambda n=n: one(n) for n in self.nodes)
+        side_by_side(lambda n=n: one(n) for n in self.nodes)
 
     def down(self, grace: float = 5.0) -> None:
         """Stop every node, copy their logs here, then remove the hosts' files and chains (teardown)."""
         if self.state is None:
             return
         try:
-            _parallel((lambda n=n: n.stop_node(clean_shutdown=True, timeout=grace)) for n in self.nodes)
+            side_by_side((lambda n=n: n.stop_node(clean_shutdown=True, timeout=grace)) for n in self.nodes)
             self.collect_logs()
         finally:
-            teardown(self.state)  # -> clean_recorded, then the local helpers and the state file
+            teardown(self.state)  # -> ssh_cleanup.clean_recorded, then the local helpers and the state file
             self.state = None
 
-
-def clean_recorded(state: ClusterState) -> None:
-    """What a cluster's state records on its hosts, undone: node processes killed, the chain
-    removed, the cluster's directory deleted (and kipcheck's directory, once no cluster is left in
-    it). Every host is tried; an unreachable one is raised at the end, naming it."""
-    hosts = ssh.HostsFile.from_json(state.data["hosts"])
-    by_name = {e.ssh.host: e for e in hosts.nodes}
-    chain = state.data.get("chain", "")
-    recorded = (*state.data.get("nodes", {}).values(), *state.data.get("helpers", {}).values())
-    touched = sorted({rec.get("host") for rec in recorded if rec.get("host")} | set(state.data.get("chains", [])))
-    errors = []
-
-    def one(name: str) -> None:
-        entry = by_name[name]
-        host = ssh.SshHost(entry.ssh, entry.address, chain)
-        for rec in (*state.data.get("nodes", {}).values(), *state.data.get("helpers", {}).values()):
-            if rec.get("host") == name and rec.get("pid"):  # its nodes, and its Toxiproxy server
-                kill_recorded(rec["pid"], rec.get("start"), host=host)
-        if name in state.data.get("chains", []):
-            network.remove_chain(host)
-        base = shlex.quote(hosts.dir.rstrip("/"))
-        host.shell(f"rm -rf {shlex.quote(state.data['remote_root'])}; "
-                   f"if [ -z \"$(ls -A {base} 2>/dev/null | grep -vx -e kafka -e bin)\" ]; then rm -rf {base}; fi", check=True)
-
-    def guarded(name: str) -> None:
-        try:
-            one(name)
-        except HarnessError as e:
-            errors.append(str(e))
-    _parallel(lambda n=n: guarded(n) for n in touched)
-    if errors:
-        raise HarnessError("; ".join(errors))
-
-
-def node_status(state: ClusterState) -> dict[str, str]:
-    """Each recorded node as its own host answers (`kipcheck cluster status`): "up", "down", or
-    "unreachable: <why>" for a host that does not answer (a pid means nothing on this machine)."""
-    hosts = ssh.HostsFile.from_json(state.data["hosts"])
-    by_name = {e.ssh.host: e for e in hosts.nodes}
-    nodes = state.data.get("nodes", {})
-
-    def one(rec: dict) -> str:
-        entry = by_name.get(rec.get("host"))
-        if entry is None or not rec.get("pid"):
-            return "down"
-        try:
-            return "up" if ssh.SshHost(entry.ssh, entry.address, "").alive(rec["pid"], rec.get("start")) else "down"
-        except HarnessError as e:
-            return f"unreachable: {e}"
-    return dict(zip(nodes, ssh.parallel(lambda r=r: one(r) for r in nodes.values())))
-
-
-def down_hosts(path: str) -> list[str]:
-    """`kipcheck cluster down --hosts FILE`: every host of the file left as kipcheck found it,
-    from the hosts alone (ssh.clean_host), whatever state this machine kept or lost."""
-    hosts = ssh.load_hosts(path)
-    done = ssh.parallel(lambda e=e: [f"{e.ssh.host}: {x}" for x in ssh.clean_host(e.ssh, hosts.dir)]
-                        for e in hosts.kafka_nodes)
-    return [x for d in done for x in d]

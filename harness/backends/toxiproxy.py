@@ -150,7 +150,7 @@ NODE_API_PORT = 8474
 def start_server(state: ClusterState, log_dir: Path, seed: int = 1, attempts: int = 3, host=None,
                  binary=None) -> Toxiproxy:
     """Start the pinned server and record it as a helper of the cluster, which `teardown()` and the
-    reaper (a remote host's: `ssh_cluster.clean_recorded`) kill like a node.
+    reaper (a remote host's: `ssh_cleanup.clean_recorded`) kill like a node.
 
     Without `host`, on 127.0.0.1 (the clients' proxies, recorded as `toxiproxy`); with a node's
     `host`, there on its address (the proxies of its links to other nodes, recorded as

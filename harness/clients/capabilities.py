@@ -82,10 +82,10 @@ def replication_gaps(replicas: list[int], follower_rack: str | None) -> list[Ski
     return []
 
 
-def fault_gaps(kinds: list[str], supported, why) -> list[Skipped]:
-    """The requested fault kinds a backend cannot inject (`supported`: the kinds it can;
-    `why`: the reason, one line, or a function of the kind that gives it)."""
-    return [Skipped(f"fault.{k}", f"fault {k}", why(k) if callable(why) else why) for k in kinds if k not in supported]
+def fault_skips(refused) -> list[Skipped]:
+    """The requested fault kinds a backend cannot inject, each (kind, why) of
+    faults.plan.FaultPlan.refused, as config.json's `skipped`."""
+    return [Skipped(f"fault.{k}", f"fault {k}", why) for k, why in refused]
 
 
 def broker_versions(bootstrap: str, timeout: float = 10.0) -> tuple[str, dict[int, tuple[int, int]]]:

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from kipcheck.harness.backends import network, ssh
-from kipcheck.harness.backends.cluster import teardown
+from kipcheck.harness.backends.sweep import teardown
 from kipcheck.harness.backends.state import ClusterState, all_states, process_start_time
 
 SSHD = Path("/usr/sbin/sshd")
