@@ -485,6 +485,8 @@ def read(version: str) -> dict:
     """Everything the reader reads of `version` (`kipcheck profile read --json`)."""
     if not re.fullmatch(r"\d+\.\d+\.\d+", version or ""):
         raise HarnessError(f"not a Kafka version: {version!r} (expected X.Y.Z, e.g. {releases.NEWEST_PATCH['4.3']})")
+    if not releases.is_kraft(version):  # refused before Maven is asked: a miss there takes minutes
+        raise HarnessError(f"{version} is not a KRaft release (KRaft runs from 3.3): nothing to read against a profile")
     rel = _release(version)
     line = "kafka-{}.{}".format(*releases.parse(version)[:2])
     deviations = {d: read_deviation(version, d) for d in PROBES}

@@ -35,6 +35,7 @@ def _docker_conditions(ns: DockerNamespace) -> None:
     assert ns.sh("cat", BRIDGE_NF).strip() == "1", "br_netfilter is off: bridged traffic would skip iptables"
 
 
+@pytest.mark.long  # a whole main job (130 s); the two below start kipcheck beside Docker in the default suite
 def test_main_job_is_valid_beside_docker_and_leaves_its_rules_as_found(docker_ns, tmp_path, kafka_version):
     _docker_conditions(docker_ns)
     before = docker_ns.rules()
