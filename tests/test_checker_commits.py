@@ -221,3 +221,14 @@ def test_a_first_read_at_the_resume_position_or_below_it_is_no_anomaly():
     for reads in ([5, 6], [0, 1]):
         verdict = check_records(_resumed_reads(5, reads))
         assert not verdict["anomalies"]["poll-skip"] and not verdict["anomalies"]["nonmonotonic-poll"], reads
+
+
+def test_the_check_command_prints_the_commit_figures():
+    from kipcheck.checks.cli_check import commits_line
+    h = CommitHistory()
+    h.commit(A, 10, 30, 50)
+    h.commit(B, 7, 55, 70)
+    h.fetch(A, 7, 60, 80)
+    line = commits_line(check_records(h.records))
+    assert "2 acknowledged" in line and "redeliveries 1 of 3 offsets" in line
+    assert commits_line({"offset_commits": {"commits": {}, "answers": 0}}) is None

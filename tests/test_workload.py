@@ -349,3 +349,18 @@ def test_a_subscriber_leaves_and_rejoins_within_its_window_an_assigning_consumer
         assigning._close()
         subscriber._close()
         history.close()
+
+
+def test_an_answer_for_other_offsets_does_not_complete_the_open_commit(tmp_path):
+    """A synchronous commit's callback served in a later poll is not the open async commit's answer."""
+    from kipcheck.harness.clients.commits import Committer
+    history = History(tmp_path / "history.jsonl")
+    committer = Committer(history, "g", "consumer", seq=0)
+    consumer = CommittingConsumer(committer)
+    while not consumer.open:  # until the seeded choice makes an async commit
+        committer.commit(1, consumer, [["t", 0, len(consumer.asked), "v"]], {"group": "g"})
+    committer.answered(None, [TopicPartition("t", 0, 10_000)])
+    assert committer.pending is not None
+    consumer.answer()
+    assert committer.pending is None
+    history.close()

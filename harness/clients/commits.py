@@ -78,6 +78,9 @@ class Committer:
         its call's own, so a callback during one is not the open async commit's."""
         if self._in_sync or self.pending is None:
             return
+        asked = self.pending.value.get("offsets") or {}
+        if any(tp.offset >= 0 and asked.get(_key(tp.topic, tp.partition)) != tp.offset for tp in partitions or ()):
+            return  # another commit's answer (a synchronous one served late)
         op, self.pending = self.pending, None
         self._complete(op, err, partitions or ())
 
