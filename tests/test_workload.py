@@ -364,3 +364,11 @@ def test_an_answer_for_other_offsets_does_not_complete_the_open_commit(tmp_path)
     consumer.answer()
     assert committer.pending is None
     history.close()
+
+
+def test_an_empty_assignment_asks_no_committed_offsets(tmp_path):
+    from kipcheck.harness.clients.commits import Committer
+    history = History(tmp_path / "history.jsonl")
+    assert Committer(history, "g", "consumer", seq=0).resume(1, None, [], {"group": "g"}) == {}
+    history.close()
+    assert read_history(tmp_path / "history.jsonl") == []

@@ -107,6 +107,8 @@ class Committer:
         """Ask the group's committed offsets of `partitions` (recorded as `committed`) and set
         each one's start: the committed offset, else the earliest. Returns the `resume` of the
         assign: {"topic/partition": offset | "earliest" | None (unknown: librdkafka asks itself)}."""
+        if not partitions:  # the consumer protocol's callback may give none: nothing to ask
+            return {}
         op = self.history.invoke(process, "committed", {**member, "partitions": [[tp.topic, tp.partition]
                                                                                   for tp in partitions]})
         try:
