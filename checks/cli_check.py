@@ -75,6 +75,19 @@ def liveness_line(verdict: dict) -> str | None:
     return (f"  liveness: {shown} (bound {block['bound']:g} s); client crashes: {block.get('client_crashes', 0)}")
 
 
+def commits_line(verdict: dict) -> str | None:
+    """One line on the subscribers' offset commits: by outcome, and where members resumed."""
+    block = verdict.get("offset_commits")
+    if not block or not (block.get("answers") or any((block.get("commits") or {}).values())):
+        return None
+    c = block.get("commits") or {}
+    return (f"  offset commits: {c.get('applied', 0)} acknowledged, {c.get('refused', 0)} refused, "
+            f"{c.get('maybe', 0)} open or unknown; resumes: {block.get('answers', 0)} (at the acknowledged "
+            f"offset {block.get('at_floor', 0)}, ahead of it {block.get('ahead_of_floor', 0)}, no committed offset "
+            f"{block.get('no_committed_offset', 0)}, redeliveries {block.get('redeliveries', 0)} "
+            f"of {block.get('redelivered_offsets', 0)} offsets)")
+
+
 def deviation_lines(verdict: dict) -> list[str]:
     """Which of the profile's deviations accepted the known anomalies, and how many each."""
     by_deviation = verdict.get("counts", {}).get("by_deviation") or {}
@@ -102,9 +115,9 @@ def summary(verdict: dict) -> str:
                 lines.append(f"  {'known ' if section == 'known' else ''}{name}: {total}"
                              f"  e.g. indices {first['indices']}: {first['message']}")
     lines += deviation_lines(verdict) + unknown_lines(verdict)
-    live = liveness_line(verdict)
-    if live:
-        lines.append(live)
+    for line in (liveness_line(verdict), commits_line(verdict)):
+        if line:
+            lines.append(line)
     judged = {rid: row for rid, row in (verdict.get("coverage") or {}).items() if row["observations"] is not None}
     if judged:
         never = sorted(rid for rid, row in judged.items() if row["observations"] == 0)

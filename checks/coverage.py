@@ -26,6 +26,7 @@ from kipcheck.reference_model import (kip32, kip227, kip392, kip455, kip734, kip
 
 from kipcheck.checks.rules.base import Anomaly, BaseRule
 from kipcheck.checks.rules.election_rules import decides as election_decided
+from kipcheck.checks.rules.commit_rules import is_offset_fetch_answer
 from kipcheck.checks.rules.group_rules import is_group_assign
 from kipcheck.checks.rules.kip1166_rules import counted_probes
 from kipcheck.checks.rules.reassignment_rules import ends_a_move
@@ -69,6 +70,8 @@ OBSERVED: dict[str, str] = {
     "kip32.offset_for_time_allowed": "ListOffsets answers with an offset for a real timestamp",
     "kip734.max_timestamp_answer_allowed": "ListOffsets answers with an offset for the largest timestamp (-3)",
     "kip848.handoff_allowed": "partitions a rebalance gave a consumer group member (its assign callbacks)",
+    "kip848.committed_offset_kept": "partitions of a group member's OffsetFetch answers (`committed`)",
+    "kip848.resume_within_commits": "partitions of a group member's OffsetFetch answers (`committed`)",
     "transactions.lso_within_hwm": "fetch answers that carried a last stable offset",
     "transactions.lso_may_follow": "fetch answers that carried a last stable offset for a known leader epoch",
     "transactions.read_committed_offsets_allowed": "read_committed fetch answers that returned records",
@@ -105,6 +108,9 @@ REACHED_BY: dict[str, tuple[str, ...]] = {
     "kip455.completion_allowed": ("harness.metadata_log",),
     # every partition a rebalance gives a subscriber (the run's consumers cycle assign and subscribe)
     "kip848.handoff_allowed": ("group_members",),
+    # every partition a rebalance gives a subscriber: it asks the group's committed offset first
+    "kip848.committed_offset_kept": ("group_members",),
+    "kip848.resume_within_commits": ("group_members",),
     # every poll of a LogAppendTime topic (workload topics on the backends that share this machine's clock)
     "kip32.append_time_allowed": ("stamped_polls", "workload.log_append_time"),
     # the prober asks every leader for a time a little before now; judged where the consumers read stamps
@@ -209,6 +215,8 @@ def opportunities(record: dict) -> tuple[str, ...]:
         return ("kip734.max_timestamp_answer_allowed",)
     if is_group_assign(record):
         return ("kip848.handoff_allowed",) * len(v.get("partitions") or ())
+    if is_offset_fetch_answer(record):
+        return ("kip848.committed_offset_kept", "kip848.resume_within_commits") * len(v.get("offsets") or ())
     if f == "offsets_for_leader_epoch" and v.get("error", _NONE) == _NONE and as_int(v.get("replica_id"), -1) < 0:
         return ("kip392.epoch_end_offset_possible",)
     if f == "metadata_propagation" and v.get("seen_by"):
@@ -366,6 +374,8 @@ NOT_DEMANDED = {
     # partitions) is created by the first join: 2 of 4 20 s runs of 3.3.2 and 3.9.2 ended before any
     # subscriber was given a partition (2026-11-28); the table still says "not asked" then
     "kip848.handoff_allowed": "the first assignment waits on the group coordinator's start, not on the set-up",
+    "kip848.committed_offset_kept": "the first assignment waits on the group coordinator's start, not on the set-up",
+    "kip848.resume_within_commits": "the first assignment waits on the group coordinator's start, not on the set-up",
     # only a fault that moves replicas (their `moves-replicas` effect) starts a reassignment
     "kip455.completion_allowed": "a reassignment is started by a fault that moves replicas, not by the set-up",
 }

@@ -89,8 +89,10 @@ def cmd_run(args) -> int:
         print(f"valid: {verdict['valid']}" + (f"  anomalies: {flagged}" if flagged else "")
               + (f"  known: {known}" if known else ""))
         print(f"profile: {verdict['profile']}" + (f" ({verdict['profile_note']})" if verdict.get("profile_note") else ""))
-        from kipcheck.checks.cli_check import conformance_lines, deviation_lines, unknown_lines
-        print("\n".join(deviation_lines(verdict) + unknown_lines(verdict) + conformance_lines(verdict)))
+        from kipcheck.checks.cli_check import commits_line, conformance_lines, deviation_lines, unknown_lines
+        commits = commits_line(verdict)
+        print("\n".join(deviation_lines(verdict) + unknown_lines(verdict) + ([commits] if commits else [])
+                        + conformance_lines(verdict)))
     print(f"report: {run_dir / 'report' / 'index.html'}")
     return exit_code(verdict)
 

@@ -6,6 +6,7 @@ starts and stops it around a test's own steps (harness.pytest_plugin), like a du
 """
 from __future__ import annotations
 
+import secrets
 import threading
 
 from kipcheck.harness.errors import HarnessError
@@ -32,7 +33,10 @@ class WorkloadService:
         else:
             self.producers = [ProducerWorker(bootstrap, options, history, self.stop_event, i)
                               for i in range(options.producers)]
-        self.consumers = [ConsumerWorker(bootstrap, options, history, self.stop_event, i, rack)
+        # one group per run: a group that outlived an earlier run on the same cluster would hand its
+        # committed offsets to this run's subscribers, offsets no commit of this history made
+        group = f"kipcheck-subscribers-{options.topic}-{secrets.token_hex(3)}"
+        self.consumers = [ConsumerWorker(bootstrap, options, history, self.stop_event, i, rack, group=group)
                           for i in range(options.consumers)]
         self.nemesis = faults.nemesis(ctx, history, self.stop_event)
         prober_skip = frozenset(k.removeprefix("prober.") for k in skip if k.startswith("prober."))

@@ -56,6 +56,7 @@ KNOWN_F = frozenset({
     "list_transactions", "describe_transactions",  # the prober's KIP-664 round
     "partition_change", "metadata_feature",  # the controller's metadata log, read after the run
     "txn-begin", "txn-commit", "txn-abort",  # transactions (docs/history.md)
+    "committed",  # a group member's OffsetFetch of its group's committed offsets (docs/history.md)
     # sane extras: consumer positioning and bookkeeping, admin probes, run markers
     "seek", "subscribe", "commit", "create_topics", "describe_cluster", "log",
 })

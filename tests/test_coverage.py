@@ -104,6 +104,8 @@ def test_cli_exit_3_when_coverage_is_short_and_summary_names_unexercised_rules(t
 
 # --- kipcheck run's gate: a reachable rule that decided nothing ----------------------------
 MAIN_JOB = {"options": {"probes": True}, "skipped": []}
+#: the KIP-848 rules a subscriber reaches (its assignments, and the OffsetFetch each makes)
+GROUP_RULES = ("kip848.handoff_allowed", "kip848.committed_offset_kept", "kip848.resume_within_commits")
 
 
 def test_every_judged_rule_says_what_makes_it_reachable():
@@ -115,14 +117,14 @@ def test_every_judged_rule_says_what_makes_it_reachable():
     ({**MAIN_JOB, "skipped": [{"key": "prober.list_offsets@-4"}]}, {"kip1023.offset_order"}, {"kip227.may_omit"}),
     # the metadata log is read after every run, probes or not; the consumers' polls carry the stamps
     ({"options": {"probes": False}}, set(coverage.OBSERVED) - {"kip966.may_lead", "kip32.append_time_allowed",
-                                                                "kip848.handoff_allowed", "kip455.completion_allowed"},
-     {"kip966.may_lead", "kip32.append_time_allowed", "kip848.handoff_allowed", "kip455.completion_allowed"}),
+                                                                "kip455.completion_allowed", *GROUP_RULES},
+     {"kip966.may_lead", "kip32.append_time_allowed", "kip455.completion_allowed", *GROUP_RULES}),
     ({**MAIN_JOB, "skipped": [{"key": "workload.log_append_time"}]}, {"kip32.append_time_allowed"},
      {"kip392.records_committed"}),
-    ({**MAIN_JOB, "workload": {"consumers": 0}}, {"kip32.append_time_allowed", "kip848.handoff_allowed"},
+    ({**MAIN_JOB, "workload": {"consumers": 0}}, {"kip32.append_time_allowed", *GROUP_RULES},
      {"kip966.may_lead"}),
-    # one consumer cycles to "assign" alone: no group member to hand a partition to
-    ({**MAIN_JOB, "workload": {"consumers": 1}}, {"kip848.handoff_allowed"}, {"kip32.append_time_allowed"}),
+    # one consumer cycles to "assign" alone: no group member to hand a partition to, nor commits
+    ({**MAIN_JOB, "workload": {"consumers": 1}}, set(GROUP_RULES), {"kip32.append_time_allowed"}),
     ({**MAIN_JOB, "skipped": [{"key": "harness.metadata_log"}]}, {"kip966.may_lead", "kip455.completion_allowed"},
      {"kip392.records_committed"}),
     ({**MAIN_JOB, "skipped": [{"key": "observer.metadata_propagation"}, {"key": "consumer.follower_fetching"}]},

@@ -155,6 +155,12 @@ def test_consumer_modes_and_racks():
     assert [opts.consumer_has_rack(i) for i in range(4)] == [True, True, True, False]
 
 
+def _committed_answer(**offsets):
+    """A fake `Consumer.committed`: the group's committed offset per partition (absent: none, -1001)."""
+    return lambda parts, timeout: [TopicPartition(tp.topic, tp.partition, offsets.get(f"p{tp.partition}", -1001))
+                                   for tp in parts]
+
+
 def test_rebalance_inside_a_poll_is_recorded_between_invoke_and_ok(tmp_path):
     history = History(tmp_path / "history.jsonl")
     opts = WorkloadOptions(consumers=1, consumer_modes=("subscribe",), rackless_consumers=0)
@@ -162,20 +168,107 @@ def test_rebalance_inside_a_poll_is_recorded_between_invoke_and_ok(tmp_path):
     assert worker.mode == "subscribe" and worker.rack == "rack-2"
     worker.process = 5
     assigned = []
-    fake = types.SimpleNamespace(assign=assigned.append, memberid=lambda: "m-1")
+    fake = types.SimpleNamespace(assign=assigned.append, memberid=lambda: "m-1", committed=_committed_answer(p2=40))
 
     def consume(num_messages, timeout):
-        worker._assigned(fake, [TopicPartition(opts.topic, 1)])
+        worker._assigned(fake, [TopicPartition(opts.topic, 1), TopicPartition(opts.topic, 2)])
         return []
 
     worker.consumer = types.SimpleNamespace(consume=consume, close=lambda: None)
     worker.poll_once(5)
     history.close()
-    fs = [(r["f"], r["type"]) for r in read_history(tmp_path / "history.jsonl")]
-    assert fs == [("poll", "invoke"), ("assign", "invoke"), ("assign", "ok"), ("poll", "ok")]
-    assert assigned[0][0].offset == -2  # OFFSET_BEGINNING
-    given = [r["value"] for r in read_history(tmp_path / "history.jsonl") if r["f"] == "assign"]
+    records = read_history(tmp_path / "history.jsonl")
+    fs = [(r["f"], r["type"]) for r in records]
+    assert fs == [("poll", "invoke"), ("committed", "invoke"), ("committed", "ok"), ("assign", "invoke"),
+                  ("assign", "ok"), ("poll", "ok")]
+    assert [tp.offset for tp in assigned[0]] == [-2, 40]  # OFFSET_BEGINNING: the group had none for partition 1
+    assert records[2]["value"]["offsets"] == {f"{opts.topic}/1": None, f"{opts.topic}/2": 40}
+    given = [r["value"] for r in records if r["f"] == "assign"]
     assert all(v["group"] == worker.group and v["member"] == "m-1" and v["protocol"] == "classic" for v in given)
+    assert given[0]["resume"] == {f"{opts.topic}/1": "earliest", f"{opts.topic}/2": 40}
+
+
+def test_a_failed_offset_fetch_leaves_the_resume_to_librdkafka(tmp_path):
+    history = History(tmp_path / "history.jsonl")
+    opts = WorkloadOptions(consumers=1, consumer_modes=("subscribe",))
+    worker = ConsumerWorker("127.0.0.1:1", opts, history, threading.Event(), seq=0, rack=None)
+    worker.process = 5
+
+    def refused(parts, timeout):
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "no answer"))
+
+    parts = [TopicPartition(opts.topic, 0)]
+    worker._assigned(types.SimpleNamespace(assign=lambda p: None, memberid=lambda: "m", committed=refused), parts)
+    history.close()
+    records = read_history(tmp_path / "history.jsonl")
+    assert [(r["f"], r["type"]) for r in records][:2] == [("committed", "invoke"), ("committed", "fail")]
+    assert records[1]["value"]["error"].startswith("_TIMED_OUT")
+    assert parts[0].offset == -1001 and records[2]["value"]["resume"] == {f"{opts.topic}/0": None}
+
+
+class CommittingConsumer:
+    """commit() records what it was asked; async answers wait for `answer()` (the callback)."""
+
+    def __init__(self, committer, sync_error=None):
+        self.committer, self.sync_error, self.asked, self.open = committer, sync_error, [], []
+
+    def commit(self, offsets, asynchronous):
+        self.asked.append(([(tp.topic, tp.partition, tp.offset) for tp in offsets], asynchronous))
+        if asynchronous:
+            self.open.append(offsets)
+            return None
+        if self.sync_error:
+            raise KafkaException(self.sync_error)
+        return offsets
+
+    def answer(self, err=None):
+        self.committer.answered(err, self.open.pop(0))
+
+
+def test_commits_after_polls_one_open_at_a_time_sync_or_async(tmp_path):
+    from kipcheck.harness.clients.commits import Committer
+    history = History(tmp_path / "history.jsonl")
+    committer = Committer(history, "g", "consumer", seq=3)
+    consumer = CommittingConsumer(committer)
+    member = {"group": "g", "member": "m", "protocol": "consumer"}
+    for n in range(12):
+        committer.commit(7, consumer, [["t", 0, 10 * n, "v"], ["t", 0, 10 * n + 1, "v"], ["t", 2, n, "v"]], member)
+        if consumer.open and n % 3 == 2:
+            consumer.answer()
+    committer.commit(7, consumer, [], member)  # a poll with nothing: no commit
+    committer.unanswered("closed")
+    history.close()
+    records = read_history(tmp_path / "history.jsonl")
+    modes = [r["value"]["mode"] for r in records if r["type"] == "invoke"]
+    assert set(modes) == {"sync", "async"}  # the seeded choice makes both
+    assert modes == [r["value"]["mode"] for r in read_history(tmp_path / "history.jsonl") if r["type"] == "invoke"]
+    open_ = 0
+    for r in records:  # never two commits open at once
+        open_ += 1 if r["type"] == "invoke" else -1
+        assert 0 <= open_ <= 1
+    first = records[0]["value"]
+    assert first["offsets"] == {"t/0": 2, "t/2": 1} and first["group"] == "g" and first["member"] == "m"
+    assert consumer.asked[0][0] == [("t", 0, 2), ("t", 2, 1)]
+    assert all(r["process"] == 7 for r in records)
+    assert records[-1]["type"] in ("ok", "info")
+
+
+@pytest.mark.parametrize("error, expected", [
+    (KafkaError(KafkaError.STALE_MEMBER_EPOCH, "stale"), "fail"),  # validation refused it: nothing written
+    (KafkaError(KafkaError.REQUEST_TIMED_OUT, "slow"), "info"),  # appended, then timed out: may be applied
+    (KafkaError(KafkaError._TRANSPORT, "lost"), "info"),
+])
+def test_a_commit_error_is_fail_only_when_nothing_was_written(tmp_path, error, expected):
+    from kipcheck.harness.clients.commits import Committer
+    history = History(tmp_path / "history.jsonl")
+    committer = Committer(history, "g", "classic", seq=0)
+    consumer = CommittingConsumer(committer, sync_error=error)
+    committer.commit(1, consumer, [["t", 0, 5, "v"]], {"group": "g", "member": "m", "protocol": "classic"})
+    if consumer.open:  # async: the answer comes through the callback
+        consumer.answer(error)
+    history.close()
+    done = [r for r in read_history(tmp_path / "history.jsonl") if r["type"] != "invoke"]
+    assert done[0]["type"] == expected and done[0]["value"]["error"].startswith(error.name())
 
 
 class FakeConsumer:
@@ -256,3 +349,26 @@ def test_a_subscriber_leaves_and_rejoins_within_its_window_an_assigning_consumer
         assigning._close()
         subscriber._close()
         history.close()
+
+
+def test_an_answer_for_other_offsets_does_not_complete_the_open_commit(tmp_path):
+    """A synchronous commit's callback served in a later poll is not the open async commit's answer."""
+    from kipcheck.harness.clients.commits import Committer
+    history = History(tmp_path / "history.jsonl")
+    committer = Committer(history, "g", "consumer", seq=0)
+    consumer = CommittingConsumer(committer)
+    while not consumer.open:  # until the seeded choice makes an async commit
+        committer.commit(1, consumer, [["t", 0, len(consumer.asked), "v"]], {"group": "g"})
+    committer.answered(None, [TopicPartition("t", 0, 10_000)])
+    assert committer.pending is not None
+    consumer.answer()
+    assert committer.pending is None
+    history.close()
+
+
+def test_an_empty_assignment_asks_no_committed_offsets(tmp_path):
+    from kipcheck.harness.clients.commits import Committer
+    history = History(tmp_path / "history.jsonl")
+    assert Committer(history, "g", "consumer", seq=0).resume(1, None, [], {"group": "g"}) == {}
+    history.close()
+    assert read_history(tmp_path / "history.jsonl") == []

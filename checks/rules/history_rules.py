@@ -97,6 +97,8 @@ class Digest:
         self.read_values: set = set()
         self._first_read: dict = {}  # offset -> first index reading it (any value)
         self._last: dict = {}  # process -> (offset, index) of its last read, since a reset
+        self._resumed: set = set()  # processes whose `_last` is a resume position, not a read
+        self.resume_points: dict = {}  # assign index -> the offset it resumed a process at
         self._cont: list = []  # continuity candidates in history order
         self._points: list = []  # (fetch offset, first offset returned, index): raw fetches that began above their offset
         self._odd = False  # an ok send with a non-string value or a non-int offset
@@ -141,6 +143,9 @@ class Digest:
             index, process = r["index"], r["process"]
             observe, first_read, read_values = self._observe_read, self._first_read, self.read_values
             prev = self._last.get(process)
+            # the first read after a resume: below it is a reset of the position (out of range), not a read
+            # going back; above it, the offsets skipped from the resume position on are judged as any gap
+            resumed = bool(self._resumed) and process in self._resumed
             cont = self._cont
             rc = v.get("isolation") == READ_COMMITTED
             for rec in v["records"]:
@@ -153,11 +158,13 @@ class Digest:
                 read_values.add(value)
                 if prev is not None:
                     p_off = prev[0]
-                    if offset <= p_off or offset > p_off + 1:
+                    if (offset <= p_off and not resumed) or offset > p_off + 1:
                         cont.append((process, p_off, prev[1], offset, index, rc))
                 prev = (offset, index)
+                resumed = False
             if prev is not None:
                 self._last[process] = prev
+                self._resumed.discard(process)
         elif f == "send":
             if t == "invoke":
                 self._pending[r["process"]] = r
@@ -197,7 +204,18 @@ class Digest:
                     if key == partition_key(self.topic, self.partition):
                         self._fetched(recs, r["index"], start)
         elif f in ("assign", "seek"):
-            self._last.pop(r["process"], None)
+            resume = (v.get("resume") or {}).get(partition_key(self.topic, self.partition)) if f == "assign" else None
+            if type(resume) is int:  # a subscriber resumes at the group's committed offset
+                if t == "invoke":
+                    self._last[r["process"]] = (resume - 1, r["index"])
+                    self._resumed.add(r["process"])
+                    self.resume_points[r["index"]] = resume
+                elif t != "ok":  # the assign failed: where the next read starts is unknown
+                    self._last.pop(r["process"], None)
+                    self._resumed.discard(r["process"])
+            else:
+                self._last.pop(r["process"], None)
+                self._resumed.discard(r["process"])
         elif f in TXN_ENDS and t != "invoke":
             ends = self._ends.setdefault(v.get("txn"), ([], []))
             ends[f == "txn-abort"].append(t)
@@ -457,9 +475,11 @@ def continuity(d: Digest) -> list[Anomaly]:
                     k += 1
             if k < len(known) and known[k] < offset:
                 skipped, proof = known[k], known_first[k]
+                before = (f"resumed at offset {p_off + 1} (assign, index {p_idx})" if p_idx in d.resume_points
+                          else f"read {d.topic}/{d.partition} offset {p_off} (index {p_idx})")
                 out.append(Anomaly(
                     "poll-skip", tuple(sorted({*idx, proof})),
-                    f"process {process} read {d.topic}/{d.partition} offset {p_off} (index {p_idx}) "
+                    f"process {process} {before} "
                     f"then offset {offset} (index {index}), skipping offset {skipped} "
                     f"which exists (index {proof})",
                     details={**_where(d), "process": process, "from": p_off, "to": offset,
@@ -647,8 +667,10 @@ class PartitionHistoryRule(BaseRule):
         if f == "send" or f == "seek":  # one group: nothing to share, the record as it is
             return [(partition_key(v["topic"], v["partition"]), record)]
         if f == "assign":
+            resume = v.get("resume") or {}
             return [(key, {**record, "value": {"partitions": [tp for tp in v.get("partitions", ())
-                                                              if partition_key(tp[0], tp[1]) == key]}})
+                                                              if partition_key(tp[0], tp[1]) == key],
+                                               **({"resume": {key: resume[key]}} if key in resume else {})}})
                     for key in sorted(set(self.group_keys(record)))]
         if f in TXN_ENDS:
             return [(key, {**record, "value": {"txn": v.get("txn")}}) for key in sorted(self.group_keys(record))]

@@ -1,4 +1,5 @@
 """The model-backed rules the engines run (import `MODEL_RULES`)."""
+from kipcheck.checks.rules.commit_rules import CommitRule
 from kipcheck.checks.rules.election_rules import ElectionRule
 from kipcheck.checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
 from kipcheck.checks.rules.group_rules import GroupOwnershipRule
@@ -20,4 +21,5 @@ MODEL_RULES = [
     ReassignmentRule(),
     AppendTimeRule(),
     GroupOwnershipRule(),
+    CommitRule(),
 ]

@@ -27,6 +27,7 @@ from confluent_kafka import (OFFSET_BEGINNING, TIMESTAMP_LOG_APPEND_TIME, Consum
                              Producer, TopicPartition)
 
 from kipcheck.harness.clients import values
+from kipcheck.harness.clients.commits import Committer
 from kipcheck.harness.clients.admin import quiet_logger
 from kipcheck.harness.clients.workload_options import PRODUCER_REQUEST_TIMEOUT_MS, WorkloadOptions  # noqa: F401 (imported from here too)
 from kipcheck.rundir.writer import History, Operation
@@ -323,6 +324,11 @@ class ConsumerWorker(Worker):
         self.protocol = options.group_protocol if self.mode == "subscribe" and not self.from_committed else "classic"
         if self.protocol != "classic":
             self.config["group.protocol"] = self.protocol
+        # a subscriber commits its position after its polls and resumes from the group's commits
+        self.committer = Committer(history, self.group, self.protocol, seq) \
+            if self.mode == "subscribe" and not self.from_committed else None
+        if self.committer:
+            self.config["on_commit"] = self.committer.answered
         self.consumer = Consumer(self.config)
         self.read = 0
         self.fetch_sources: dict[int, dict] = {}
@@ -403,15 +409,15 @@ class ConsumerWorker(Worker):
         return {"group": self.group, "member": consumer.memberid(), "protocol": self.protocol}
 
     def _assigned(self, consumer, partitions) -> None:
-        """Rebalance callback (runs inside a poll): new partitions read from the start (a
-        copier's: from its group's committed offsets). Under the consumer protocol the
-        partitions are added to those owned (incremental), under the classic one they replace them."""
-        if not self.from_committed:
-            for tp in partitions:
-                tp.offset = OFFSET_BEGINNING
+        """Rebalance callback (runs inside a poll): a subscriber's new partitions resume at the
+        group's committed offsets it asks first (`Committer.resume`; none: from the earliest), a
+        copier's at its group's committed offsets (librdkafka's own OffsetFetch). Under the consumer
+        protocol the partitions are added to those owned (incremental), under the classic one they
+        replace them."""
+        start = ({"committed": True} if self.from_committed
+                 else {"resume": self.committer.resume(self.process, consumer, partitions, self._member(consumer))})
         op = self.history.invoke(self.process, "assign", {
-            "partitions": [[tp.topic, tp.partition] for tp in partitions],
-            **({"committed": True} if self.from_committed else {"seek_to_beginning": True}), "rebalance": True,
+            "partitions": [[tp.topic, tp.partition] for tp in partitions], **start, "rebalance": True,
             **self._member(consumer)})
         self._complete(op, lambda: (consumer.incremental_assign if self.protocol == "consumer"
                                     else consumer.assign)(partitions))
@@ -450,7 +456,9 @@ class ConsumerWorker(Worker):
                     self.assign_all(process)
                 leave_at = self._leave_at()
                 while not self.stop_event.is_set() and time.monotonic() < leave_at:
-                    self.poll_once(process)
+                    records = self.poll_once(process)
+                    if self.committer:
+                        self.committer.commit(process, self.consumer, records, self._member(self.consumer))
                 if not self.stop_event.is_set():  # leaves the group (its close revokes) and joins anew
                     self._replace(0)
             except _Crashed as crash:
@@ -472,6 +480,8 @@ class ConsumerWorker(Worker):
             self.consumer.close()
         except Exception:
             log.info("%s: close failed", self.name, exc_info=True)
+        if self.committer:  # an async commit its close did not answer may still be applied
+            self.committer.unanswered("no commit answer before the client closed")
 
     def _replace(self, consecutive: int) -> None:
         self._close()

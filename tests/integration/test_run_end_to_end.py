@@ -53,6 +53,15 @@ def test_run_is_valid_and_leaves_report_and_nothing_running(tmp_path, kafka_vers
     given = [r for r in records if r["f"] == "assign" and r["type"] == "ok" and r["value"].get("rebalance")]
     assert given and all(r["value"]["protocol"] == protocol and r["value"]["member"] for r in given)
     assert verdict["coverage"]["kip848.handoff_allowed"]["observations"] == sum(len(r["value"]["partitions"]) for r in given)
+    # their offset commits (sync and async by a seeded choice) and the group's committed offsets each
+    # assignment resumed from, all judged (KIP-848 "Offset commit and fetch with the member epoch")
+    commits = [r for r in records if r["f"] == "commit" and r["type"] == "ok"]
+    fetched = [r for r in records if r["f"] == "committed" and r["type"] == "ok"]
+    assert commits and fetched and {r["value"]["mode"] for r in commits} == {"sync", "async"}
+    assert verdict["offset_commits"]["commits"]["applied"] == len(commits)
+    assert verdict["coverage"]["kip848.committed_offset_kept"]["observations"] == \
+        sum(len(r["value"]["offsets"]) for r in fetched)
+    assert all(set(r["value"]["resume"]) == {f"{t}/{p}" for t, p in r["value"]["partitions"]} for r in given)
 
     # KIP-392: the consumer sits in a follower's rack, so it reads some partition from a follower
     sources = json.loads((run_dir / "config.json").read_text())["consumer_fetch_sources"]
