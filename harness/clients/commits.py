@@ -16,6 +16,7 @@ import random
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_INVALID, TopicPartition
 
+from kipcheck.harness.clients.client_errors import error_text
 from kipcheck.reference_model.kip848 import REFUSING_ERRORS
 from kipcheck.rundir.writer import History, Operation
 
@@ -27,11 +28,6 @@ EARLIEST = "earliest"
 
 def _key(topic: str, partition: int) -> str:
     return f"{topic}/{partition}"
-
-
-def _error_text(error) -> str:
-    from kipcheck.harness.clients.workload import error_text  # workload imports this module
-    return error_text(error)
 
 
 class Committer:
@@ -99,7 +95,7 @@ class Committer:
         if err is None and not errors:
             op.ok()
             return
-        text = _error_text(err) if err is not None else "partition errors"
+        text = error_text(err) if err is not None else "partition errors"
         names = set(errors.values()) | ({text.split(":", 1)[0]} if err is not None else set())
         (op.fail if names <= REFUSING_ERRORS else op.info)(error=text, **({"partition_errors": errors} if errors else {}))
 
@@ -115,7 +111,7 @@ class Committer:
             answer = consumer.committed([TopicPartition(tp.topic, tp.partition) for tp in partitions],
                                         timeout=COMMITTED_TIMEOUT_S)
         except Exception as e:
-            op.fail(error=_error_text(e))
+            op.fail(error=error_text(e))
             answer = []
         else:
             offsets = {_key(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None)

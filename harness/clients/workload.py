@@ -27,6 +27,7 @@ from confluent_kafka import (OFFSET_BEGINNING, TIMESTAMP_LOG_APPEND_TIME, Consum
                              Producer, TopicPartition)
 
 from kipcheck.harness.clients import values
+from kipcheck.harness.clients.client_errors import error_text
 from kipcheck.harness.clients.commits import Committer
 from kipcheck.harness.clients.admin import quiet_logger
 from kipcheck.harness.clients.workload_options import PRODUCER_REQUEST_TIMEOUT_MS, WorkloadOptions  # noqa: F401 (imported from here too)
@@ -47,15 +48,6 @@ DEFINITE_SEND_ERRORS = {
 # After the stop: how long the sends still open may take to be acknowledged before they
 # are purged (`info`); well under the run's 30 s join, even while a fault is still on.
 STOP_WAIT = 5.0
-
-
-def error_text(error) -> str:
-    """"<Kafka error name or exception class>: <message>", the form fatal errors are recorded in."""
-    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
-        error = error.args[0]
-    if isinstance(error, KafkaError):
-        return f"{error.name()}: {error.str()}"
-    return f"{type(error).__name__}: {error}"
 
 
 def _is_fatal(error: BaseException) -> bool:
