@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 import uuid
@@ -150,3 +151,11 @@ def wait_partition(cluster, topic: str, pred, timeout: float, what: str, partiti
         p = partition_seen_by(cluster, topic, partition, exclude)
         return p if pred(p) else None
     return wait_for(seen, timeout, what)
+
+
+def history_records(history) -> list[dict]:
+    """The records of a history the workload is still writing: flushed, and only whole lines (a
+    worker thread may be half-way through the last one when the file is read)."""
+    history.flush()
+    text = history.path.read_text()
+    return [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines() if line]

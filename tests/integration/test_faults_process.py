@@ -5,7 +5,8 @@ import pytest
 
 from kipcheck.faults.base import FaultSpec
 from kipcheck.harness.clients.admin import wait_known_by_each
-from tests.integration.faults_support import full_isr, partition_seen_by, produce, wait_for, wait_partition
+from tests.integration.faults_support import (full_isr, history_records, partition_seen_by, produce, wait_for,
+                                               wait_partition)
 
 pytestmark = pytest.mark.cluster
 
@@ -47,12 +48,6 @@ def test_restarted_leader_hands_over_and_a_preferred_election_takes_it_back(clus
     recorded = [r for r in history_records(history) if r["f"] == "fault" and r["type"] == "ok"]
     assert [(r["value"]["fault"], r["value"]["phase"]) for r in recorded] == [
         ("restart", "start"), ("restart", "stop"), ("elect", "start")]
-
-
-def history_records(history):
-    import json
-    history.flush()
-    return [json.loads(line) for line in history.path.read_text().splitlines()]
 
 
 def test_unclean_election_on_a_led_partition_is_not_needed(cluster, topic, nemesis):

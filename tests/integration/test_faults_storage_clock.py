@@ -16,7 +16,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kipcheck.faults.base import FaultSpec
 from kipcheck.faults.disk import recovered_segments
 from kipcheck.harness.clients.admin import Admin, quiet_logger
-from tests.integration.faults_support import full_isr, native_cluster, new_topic, wait_for, wait_partition
+from tests.integration.faults_support import (full_isr, history_records, native_cluster, new_topic, wait_for,
+                                               wait_partition)
 
 pytestmark = pytest.mark.cluster
 
@@ -35,9 +36,7 @@ def topic(cluster):
 
 
 def _fault_records(history, kind: str) -> list[dict]:
-    import json
-    lines = [json.loads(l) for l in history.path.read_text().splitlines()]
-    return [r for r in lines if r["f"] == "fault" and r["value"]["fault"] == kind]
+    return [r for r in history_records(history) if r["f"] == "fault" and r["value"]["fault"] == kind]
 
 
 def _log_since(node, mark: int) -> str:
