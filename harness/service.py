@@ -6,15 +6,22 @@ starts and stops it around a test's own steps (harness.pytest_plugin), like a du
 """
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
 
 from kipcheck.harness.errors import HarnessError
 from kipcheck.rundir.writer import History
+from kipcheck.harness.clients.admin import wait_group_coordinator
 from kipcheck.harness.clients.observer import Observer
 from kipcheck.harness.clients.prober import Prober
 from kipcheck.harness.runlog import internal_error, one_line
 from kipcheck.harness.clients.workload import ConsumerWorker, ProducerWorker, WorkloadOptions
+
+log = logging.getLogger(__name__)
+
+#: how long the start waits for the subscribers' group coordinator (admin.wait_group_coordinator)
+COORDINATOR_WAIT_S = 60.0
 
 
 class WorkloadService:
@@ -35,7 +42,8 @@ class WorkloadService:
                               for i in range(options.producers)]
         # one group per run: a group that outlived an earlier run on the same cluster would hand its
         # committed offsets to this run's subscribers, offsets no commit of this history made
-        group = f"kipcheck-subscribers-{options.topic}-{secrets.token_hex(3)}"
+        self.group = group = f"kipcheck-subscribers-{options.topic}-{secrets.token_hex(3)}"
+        self.bootstrap, self.topic = bootstrap, options.topic
         self.consumers = [ConsumerWorker(bootstrap, options, history, self.stop_event, i, rack, group=group)
                           for i in range(options.consumers)]
         self.nemesis = faults.nemesis(ctx, history, self.stop_event)
@@ -50,6 +58,11 @@ class WorkloadService:
         self.started = self.stopped = False
 
     def start(self) -> "WorkloadService":
+        """Start every thread; a run with subscribers first waits for its group's coordinator."""
+        if any(c.mode == "subscribe" for c in self.consumers) and not wait_group_coordinator(
+                self.bootstrap, self.group, self.topic, COORDINATOR_WAIT_S):
+            log.warning("the coordinator of %s did not answer within %.0f s; starting anyway",
+                        self.group, COORDINATOR_WAIT_S)
         for t in self.threads:
             t.start()
         self.started = True

@@ -331,23 +331,31 @@ def test_error_names_are_kafkas(code, name):
     assert error_name(code) == name
 
 
-def test_a_subscriber_leaves_and_rejoins_within_its_window_an_assigning_consumer_stays(tmp_path):
+def test_a_subscriber_leaves_a_seeded_stay_after_its_first_assignment_an_assigning_consumer_stays(tmp_path):
     history = History(tmp_path / "history.jsonl")
     opts = WorkloadOptions(consumers=2, consumer_modes=("assign", "subscribe"), rejoin_after_s=(10.0, 20.0))
     assigning, subscriber = (ConsumerWorker("127.0.0.1:1", opts, history, threading.Event(), seq=s, rack=None)
                              for s in (0, 1))
+    still = ConsumerWorker("127.0.0.1:1", dataclasses.replace(opts, rejoin_after_s=None), history,
+                           threading.Event(), seq=1, rack=None)
     try:
-        now = time.monotonic()
-        stays = [subscriber._leave_at() - now for _ in range(20)]
+        assert subscriber.leave_at == float("inf")  # not before the coordinator gave it anything
+        stays = []
+        for _ in range(20):
+            subscriber.leave_at = float("inf")  # a new membership
+            now = time.monotonic()
+            subscriber._start_stay()
+            first = subscriber.leave_at
+            subscriber._start_stay()  # a later assignment of the same membership does not extend it
+            assert subscriber.leave_at == first
+            stays.append(first - now)
         assert all(10.0 <= s <= 20.5 for s in stays) and len(set(stays)) > 1
-        assert assigning._leave_at() == float("inf")
-        still = ConsumerWorker("127.0.0.1:1", dataclasses.replace(opts, rejoin_after_s=None), history,
-                               threading.Event(), seq=1, rack=None)
-        assert still._leave_at() == float("inf")
-        still._close()
+        for never in (assigning, still):
+            never._start_stay()
+            assert never.leave_at == float("inf")
     finally:
-        assigning._close()
-        subscriber._close()
+        for c in (assigning, subscriber, still):
+            c._close()
         history.close()
 
 

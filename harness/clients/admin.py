@@ -135,6 +135,31 @@ def wait_known_by_each(endpoints: list[str], topic: str, timeout: float) -> None
         raise HarnessError(f"{topic} not known with full ISR by every broker within {timeout:.0f} s ({last})")
 
 
+def wait_group_coordinator(bootstrap: str, group: str, topic: str, timeout: float) -> bool:
+    """Wait until `group`'s coordinator answers an OffsetFetch (True), at most `timeout` s (False).
+
+    The first group of a cluster makes it create __consumer_offsets and load the group's
+    partition: on a loaded machine that took 11 s of a 40 s run before any member could join.
+    Done before the workload's clock starts, so the run's churn begins on a ready coordinator.
+    A plain consumer asks (no subscription: it joins nothing)."""
+    from confluent_kafka import Consumer, TopicPartition
+    deadline = time.monotonic() + timeout
+    asker = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                      "logger": quiet_logger()})
+    try:
+        while time.monotonic() < deadline:
+            try:
+                answer = asker.committed([TopicPartition(topic, 0)], timeout=max(1.0, min(5.0, deadline - time.monotonic())))
+            except KafkaException:
+                answer = None
+            if answer is not None and all(tp.error is None for tp in answer):
+                return True
+            time.sleep(0.2)
+        return False
+    finally:
+        asker.close()
+
+
 def quiet_logger():
     """librdkafka logs every refused connection; faults make many. Keep them out of the terminal."""
     import logging

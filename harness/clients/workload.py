@@ -326,6 +326,7 @@ class ConsumerWorker(Worker):
         self.fetch_sources: dict[int, dict] = {}
         self._crash: str | None = None
         self._stays = random.Random(seq)  # how long each membership lasts (`rejoin_after_s`)
+        self.leave_at = float("inf")  # when the membership ends (monotonic s), `_start_stay`
 
     def _client_error(self, err: KafkaError) -> None:
         if err.fatal() and self._crash is None:
@@ -406,6 +407,7 @@ class ConsumerWorker(Worker):
         copier's at its group's committed offsets (librdkafka's own OffsetFetch). Under the consumer
         protocol the partitions are added to those owned (incremental), under the classic one they
         replace them."""
+        self._start_stay()
         start = ({"committed": True} if self.from_committed
                  else {"resume": self.committer.resume(self.process, consumer, partitions, self._member(consumer))})
         op = self.history.invoke(self.process, "assign", {
@@ -446,8 +448,8 @@ class ConsumerWorker(Worker):
                     self.subscribe(process)
                 else:
                     self.assign_all(process)
-                leave_at = self._leave_at()
-                while not self.stop_event.is_set() and time.monotonic() < leave_at:
+                self.leave_at = float("inf")  # set by the membership's first assignment (`_assigned`)
+                while not self.stop_event.is_set() and time.monotonic() < self.leave_at:
                     records = self.poll_once(process)
                     if self.committer:
                         self.committer.commit(process, self.consumer, records, self._member(self.consumer))
@@ -460,12 +462,13 @@ class ConsumerWorker(Worker):
                 self._replace(consecutive)
         self._close()
 
-    def _leave_at(self) -> float:
-        """When this subscriber's membership ends (monotonic s); never for an assigning consumer."""
+    def _start_stay(self) -> None:
+        """A subscriber's membership lasts a seeded stay from its first assignment: one that left
+        before the coordinator answered it would only add a member that never fetched (it stays
+        in the group until its session times out) and hold the group's assignment back."""
         stay = self.options.rejoin_after_s
-        if self.mode != "subscribe" or self.from_committed or not stay:
-            return float("inf")
-        return time.monotonic() + self._stays.uniform(*stay)
+        if self.mode == "subscribe" and not self.from_committed and stay and self.leave_at == float("inf"):
+            self.leave_at = time.monotonic() + self._stays.uniform(*stay)
 
     def _close(self) -> None:
         try:
