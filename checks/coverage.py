@@ -71,6 +71,7 @@ OBSERVED: dict[str, str] = {
     "kip734.max_timestamp_answer_allowed": "ListOffsets answers with an offset for the largest timestamp (-3)",
     "kip848.handoff_allowed": "partitions a rebalance gave a consumer group member (its assign callbacks)",
     "kip848.committed_offset_kept": "partitions of a group member's OffsetFetch answers (`committed`)",
+    "kip848.reowned_in_time": "partitions a group member gave up (its revoke callbacks), judged where a member stayed",
     "kip848.resume_within_commits": "partitions of a group member's OffsetFetch answers (`committed`)",
     "transactions.lso_within_hwm": "fetch answers that carried a last stable offset",
     "transactions.lso_may_follow": "fetch answers that carried a last stable offset for a known leader epoch",
@@ -111,6 +112,8 @@ REACHED_BY: dict[str, tuple[str, ...]] = {
     # every partition a rebalance gives a subscriber: it asks the group's committed offset first
     "kip848.committed_offset_kept": ("group_members",),
     "kip848.resume_within_commits": ("group_members",),
+    # every partition a subscriber revokes (it leaves 10-20 s after its first assignment)
+    "kip848.reowned_in_time": ("group_members",),
     # every poll of a LogAppendTime topic (workload topics on the backends that share this machine's clock)
     "kip32.append_time_allowed": ("stamped_polls", "workload.log_append_time"),
     # the prober asks every leader for a time a little before now; judged where the consumers read stamps
@@ -215,6 +218,8 @@ def opportunities(record: dict) -> tuple[str, ...]:
         return ("kip734.max_timestamp_answer_allowed",)
     if is_group_assign(record):
         return ("kip848.handoff_allowed",) * len(v.get("partitions") or ())
+    if f == "revoke" and isinstance(v.get("group"), str):
+        return ("kip848.reowned_in_time",) * len(v.get("partitions") or ())
     if is_offset_fetch_answer(record):
         return ("kip848.committed_offset_kept", "kip848.resume_within_commits") * len(v.get("offsets") or ())
     if f == "offsets_for_leader_epoch" and v.get("error", _NONE) == _NONE and as_int(v.get("replica_id"), -1) < 0:
@@ -376,6 +381,8 @@ NOT_DEMANDED = {
     "kip848.handoff_allowed": "the first assignment waits on the group coordinator's start, not on the set-up",
     "kip848.committed_offset_kept": "the first assignment waits on the group coordinator's start, not on the set-up",
     "kip848.resume_within_commits": "the first assignment waits on the group coordinator's start, not on the set-up",
+    # a revocation needs a membership to end (10-20 s after its first assignment) or a rebalance
+    "kip848.reowned_in_time": "a revocation waits on a member leaving or joining, not on the set-up",
     # only a fault that moves replicas (their `moves-replicas` effect) starts a reassignment
     "kip455.completion_allowed": "a reassignment is started by a fault that moves replicas, not by the set-up",
 }

@@ -26,8 +26,8 @@ ANOMALY_NAMES = (
     "fetch-session-violation", "tiered-offset-violation", "hwm-propagation-delay", "ineligible-leader",
     "premature-reassignment-completion",
     "append-time-violation", "time-offset-violation",
-    # consumer groups (checks/rules/group_rules.py, checks/rules/commit_rules.py)
-    "group-ownership-violation", "committed-offset-regression", "resume-skip",
+    # consumer groups (checks/rules/group_rules.py, group_liveness_rules.py, commit_rules.py)
+    "group-ownership-violation", "slow-rebalance", "committed-offset-regression", "resume-skip",
     # transactions (checks/rules/txn_rules.py)
     "aborted-read", "precommitted-read", "torn-transaction", "lso-violation",
     # liveness (checks/rules/liveness_rules.py)

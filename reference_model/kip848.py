@@ -185,3 +185,51 @@ def redelivered(answer: int | None, commits: Sequence[Commit], asked: int) -> in
     if floor is None:
         return 0
     return max(0, floor - (answer if answer is not None else 0))
+
+
+# --- liveness: a freed partition is owned again -----------------------------------------------
+#
+# KIP-848 "Membership rules" (Liveness): a member that stops heartbeating for the session timeout
+# is removed and the group epoch bumped; "Reconciliation": once an owner has revoked a partition
+# (its heartbeat no longer lists it), the member the target assignment gives it to receives it
+# on its next heartbeat. A partition freed by a revocation, a leave or a dead member is therefore
+# owned again within the session timeout plus one heartbeat interval, by any member that stayed
+# in the group that long. The harness sets neither timeout, so these are Kafka's defaults
+# (GroupCoordinatorConfig; the classic protocol's librdkafka defaults, session.timeout.ms 45000 and
+# heartbeat.interval.ms 3000, stay inside the same bound). While a fault or a rolling restart is in
+# force the coordinator may be unreachable or reloading (a member's leave lost with it is then
+# noticed only a session timeout after the new coordinator loaded the group): that time does not count.
+
+#: group.consumer.session.timeout.ms and group.consumer.heartbeat.interval.ms defaults (ms)
+SESSION_TIMEOUT_MS = 45000
+HEARTBEAT_INTERVAL_MS = 5000
+#: how long a freed partition may stay unowned, in ns of time no fault was in force
+REOWN_BOUND_NS = (SESSION_TIMEOUT_MS + HEARTBEAT_INTERVAL_MS) * 1_000_000
+
+
+def _not_paused_until(start: int, span: int, paused: Sequence[tuple[int, int]]) -> int:
+    """The time `span` ns of unpaused time after `start`; `paused`: sorted, disjoint (from, to) spans."""
+    t, left = start, span
+    for a, b in paused:
+        if b <= t:
+            continue
+        if a >= t + left:
+            break
+        left -= max(0, a - t)
+        t = max(t, b)
+    return t + left
+
+
+def reown_deadline(freed: int, member_since: int, paused: Sequence[tuple[int, int]] = (),
+                   bound: int = REOWN_BOUND_NS) -> int:
+    """The latest time a partition freed at `freed` may stay without an owner, judged by a member
+    in the group since `member_since` that stayed past it: `bound` of time without a fault in force
+    after both (KIP-848 "Membership rules", Liveness; see the note above)."""
+    return _not_paused_until(max(freed, member_since), bound, paused)
+
+
+def reowned_in_time(owned_again: int | None, deadline: int) -> bool:
+    """KIP-848 "Membership rules": a partition freed by its owner's revocation, leave or failure
+    is owned again (some member's assignment gives it) by `deadline` (`reown_deadline`), when a
+    member stayed in the group until then. False: the group left it unowned (`slow-rebalance`)."""
+    return owned_again is not None and owned_again <= deadline

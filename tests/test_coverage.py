@@ -104,8 +104,9 @@ def test_cli_exit_3_when_coverage_is_short_and_summary_names_unexercised_rules(t
 
 # --- kipcheck run's gate: a reachable rule that decided nothing ----------------------------
 MAIN_JOB = {"options": {"probes": True}, "skipped": []}
-#: the KIP-848 rules a subscriber reaches (its assignments, and the OffsetFetch each makes)
-GROUP_RULES = ("kip848.handoff_allowed", "kip848.committed_offset_kept", "kip848.resume_within_commits")
+#: the KIP-848 rules a subscriber reaches (its assignments, the OffsetFetch each makes, its revocations)
+GROUP_RULES = ("kip848.handoff_allowed", "kip848.committed_offset_kept", "kip848.resume_within_commits",
+               "kip848.reowned_in_time")
 
 
 def test_every_judged_rule_says_what_makes_it_reachable():

@@ -144,5 +144,5 @@ def test_model_rules_exported():
     assert produced == {"uncommitted-read", "hwm-regression", "wrong-fetch-error", "preferred-replica-violation",
                         "fetch-session-violation", "tiered-offset-violation", "hwm-propagation-delay",
                         "ineligible-leader", "premature-reassignment-completion", "append-time-violation",
-                        "time-offset-violation", "group-ownership-violation", "committed-offset-regression",
+                        "time-offset-violation", "group-ownership-violation", "slow-rebalance", "committed-offset-regression",
                         "resume-skip"}

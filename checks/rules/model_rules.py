@@ -2,6 +2,7 @@
 from kipcheck.checks.rules.commit_rules import CommitRule
 from kipcheck.checks.rules.election_rules import ElectionRule
 from kipcheck.checks.rules.fetch_rules import ConsumerFetchRule, HighWatermarkRule
+from kipcheck.checks.rules.group_liveness_rules import GroupLivenessRule
 from kipcheck.checks.rules.group_rules import GroupOwnershipRule
 from kipcheck.checks.rules.kip1023_rules import TieredOffsetRule
 from kipcheck.checks.rules.kip1166_rules import PropagationRule
@@ -21,5 +22,6 @@ MODEL_RULES = [
     ReassignmentRule(),
     AppendTimeRule(),
     GroupOwnershipRule(),
+    GroupLivenessRule(),
     CommitRule(),
 ]

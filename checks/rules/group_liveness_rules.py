@@ -1,0 +1,154 @@
+"""KIP-848 liveness of a consumer group, judged from its members' own records: `slow-rebalance`.
+
+A partition of a group is freed when its last owner revokes it (the `revoke` callback, lost or
+not, completed) or that owner's client fails (a `fatal` record). It must be owned again (some
+member's rebalance `assign` gives it) by `kip848.reown_deadline`: the session timeout plus a
+heartbeat interval, not counting time a fault or a rolling upgrade was in force, after both the
+freeing and the subscribe of a member of the group that was still there at that deadline (its
+process recorded something later, and no failure of its client came before). Only such a member
+proves the group could have taken the partition: with none, the freeing is not judged.
+
+The rule is one group for the run, judged once the history is whole; a freeing judged is one
+observation of `kip848.reowned_in_time` (coverage counts the partitions of every `revoke`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from kipcheck.reference_model import kip848
+
+from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
+from kipcheck.checks.rules.group_rules import ASSIGN, REVOKE, _ends_a_client, is_group_assign
+
+ANOMALY = "slow-rebalance"
+SUBSCRIBE, POLL = "subscribe", "poll"
+#: records that pause the clock: the nemesis's faults and a rolling upgrade's steps
+_PAUSING = frozenset(("fault", "upgrade"))
+
+
+@dataclass(frozen=True)
+class _Member:
+    process: object
+    group: str
+    topics: frozenset
+    since: int  # the subscribe's completion (ns)
+    until: int  # its process's last record (ns)
+    failed: bool  # its client failed (a fatal record): it may have left the group before `until`
+
+
+def _pauses(records: Sequence[dict]) -> list[tuple[int, int]]:
+    """Spans (ns) when a fault or an upgrade was in force, merged: a fault from its start's invoke
+    to the completion of the next stop of the same fault (or of a heal-all, or the history's end),
+    an upgrade from its first record to its last."""
+    spans, open_faults, upgrade = [], {}, []
+    end = records[-1]["time"] if records else 0
+    for r in records:
+        f, v, t = r.get("f"), r.get("value") or {}, r["time"]
+        if f == "upgrade":
+            upgrade.append(t)
+        elif f == "fault" and v.get("phase") == "start" and r.get("type") == "invoke":
+            open_faults.setdefault(v.get("fault"), []).append(t)
+        elif f == "fault" and v.get("phase") == "stop" and r.get("type") != "invoke":
+            names = list(open_faults) if v.get("fault") == "heal-all" else [v.get("fault")]
+            for name in names:
+                spans += [(s, t) for s in open_faults.pop(name, [])]
+    spans += [(s, end) for starts in open_faults.values() for s in starts]
+    if upgrade:
+        spans.append((upgrade[0], upgrade[-1]))
+    merged: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def _members(records: Sequence[dict]) -> list[_Member]:
+    """Every subscription of the history, with how long its process went on."""
+    last: dict[object, int] = {}
+    failed: set = set()
+    subscribed: dict[object, dict] = {}
+    for r in records:
+        last[r.get("process")] = r["time"]
+        if _ends_a_client(r):
+            failed.add(r.get("process"))
+        elif r.get("f") == SUBSCRIBE and r.get("type") == "ok" and isinstance((r.get("value") or {}).get("group"), str):
+            subscribed.setdefault(r.get("process"), r)
+    return [_Member(p, r["value"]["group"], frozenset(r["value"].get("topics") or ()), r["time"], last[p], p in failed)
+            for p, r in subscribed.items()]
+
+
+class GroupLivenessRule(BaseRule):
+    """One group: subscriptions, rebalance callbacks, client failures, polls (a member still there), faults."""
+
+    anomalies = (ANOMALY,)
+    key = "group-liveness"
+
+    def group_keys(self, record: dict) -> Iterable[str]:
+        f, type_ = record.get("f"), record.get("type")
+        if (f in (POLL, SUBSCRIBE) and type_ == "ok" or f == REVOKE and type_ != "invoke" or f in _PAUSING
+                or type_ == "invoke" and is_group_assign(record) or _ends_a_client(record)):
+            yield self.key
+
+    def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
+        records = sorted(records, key=lambda r: r["index"])
+        pauses, members = _pauses(records), _members(records)
+        owners: dict[tuple, set] = {}  # (group, topic, partition) -> owning processes
+        freed: dict[tuple, dict] = {}  # (group, topic, partition) -> the record that freed it
+        judged: list[tuple[tuple, dict, dict | None]] = []  # (key, freeing record, the assign that ended it)
+
+        def release(key, process, r) -> None:
+            held = owners.get(key)
+            if held and process in held:
+                held.discard(process)
+                if not held:
+                    freed[key] = r
+
+        for r in records:
+            v, process = r.get("value") or {}, r.get("process")
+            if r.get("type") == "invoke" and is_group_assign(r):
+                for topic, partition in v.get("partitions") or ():
+                    key = (v["group"], topic, partition)
+                    owners.setdefault(key, set()).add(process)
+                    if key in freed:
+                        judged.append((key, freed.pop(key), r))
+            elif r.get("f") == REVOKE and r.get("type") != "invoke":
+                for topic, partition in v.get("partitions") or ():
+                    release((v.get("group"), topic, partition), process, r)
+            elif _ends_a_client(r):
+                for key in [k for k, held in owners.items() if process in held]:
+                    release(key, process, r)
+        judged += [(key, r, None) for key, r in freed.items()]
+        return [a for key, r, given in judged for a in _judge(key, r, given, members, pauses)]
+
+
+def _judge(key: tuple, freed: dict, given: dict | None, members: list[_Member],
+           pauses: list[tuple[int, int]]) -> list[Anomaly]:
+    """The freeing judged by the earliest deadline a member that stayed sets (none: not judged)."""
+    group, topic, partition = key
+    deadlines = []
+    for m in members:
+        if m.group != group or topic not in m.topics:
+            continue
+        deadline = kip848.reown_deadline(freed["time"], m.since, pauses)
+        if m.until > deadline and not (m.failed and m.until <= deadline):
+            deadlines.append((deadline, m))
+    if not deadlines:
+        return []
+    deadline, witness = min(deadlines, key=lambda d: d[0])
+    if kip848.reowned_in_time(given["time"] if given else None, deadline):
+        return []
+    late = (f"given to a member again only at record {given['index']}, {(given['time'] - freed['time']) / 1e9:.1f} s "
+            f"after" if given else "never given to a member again")
+    return [Anomaly(
+        ANOMALY, (freed["index"],) + ((given["index"],) if given else ()),
+        f"partition {topic}/{partition} of group {group} was freed at record {freed['index']} (its owner "
+        f"{'revoked it' if freed.get('f') == REVOKE else 'failed'}) and {late}; member "
+        f"process {witness.process} was in the group from {witness.since / 1e9:.1f} s to {witness.until / 1e9:.1f} s, "
+        f"past the deadline at {deadline / 1e9:.1f} s (session timeout plus heartbeat interval, "
+        f"{kip848.REOWN_BOUND_NS / 1e9:.0f} s without a fault in force)",
+        details={"group": group, "topic": topic, "partition": partition, "freed_at_s": round(freed["time"] / 1e9, 3),
+                 "deadline_s": round(deadline / 1e9, 3), "witness_process": witness.process,
+                 "owned_again_s": round(given["time"] / 1e9, 3) if given else None, RULE: "kip848.reowned_in_time"})]

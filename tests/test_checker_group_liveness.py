@@ -1,0 +1,168 @@
+"""KIP-848 liveness (`slow-rebalance`, checks/rules/group_liveness_rules.py) on hand-made histories:
+a freed partition is owned again within the session timeout plus a heartbeat interval (50 s of time
+without a fault in force) when a member stayed in the group that long; tested on each side of the bound."""
+from __future__ import annotations
+
+import pytest
+
+from kipcheck.checks.engine_local import check_records
+from kipcheck.checks.rules.group_liveness_rules import ANOMALY, GroupLivenessRule
+from kipcheck.reference_model import kip848
+
+A, B, C = 11, 12, 13  # subscriber processes of one group
+BOUND_S = kip848.REOWN_BOUND_NS / 1e9
+
+
+class Timeline:
+    """Records at given times (seconds), in order."""
+
+    def __init__(self):
+        self.records: list[dict] = []
+
+    def at(self, s: float, process, f: str, value: dict, type_: str = "ok") -> int:
+        assert not self.records or s * 1e9 >= self.records[-1]["time"]
+        self.records.append({"index": len(self.records), "time": int(s * 1e9), "process": process,
+                             "type": type_, "f": f, "value": value})
+        return len(self.records) - 1
+
+    def subscribe(self, s, process, group="g"):
+        self.at(s, process, "subscribe", {"topics": ["t"], "group": group})
+
+    def assign(self, s, process, *partitions, group="g"):
+        return self.at(s, process, "assign", {"partitions": [["t", p] for p in partitions], "rebalance": True,
+                                              "group": group, "member": f"m{process}"}, "invoke")
+
+    def revoke(self, s, process, *partitions, group="g"):
+        return self.at(s, process, "revoke", {"partitions": [["t", p] for p in partitions], "group": group,
+                                              "member": f"m{process}", "lost": False})
+
+    def poll(self, s, process):
+        self.at(s, process, "poll", {"topic": "t", "records": []})
+
+    def fault(self, s, phase, name="partition"):
+        self.at(s, "nemesis", "fault", {"fault": name, "phase": phase}, "invoke" if phase == "start" else "ok")
+
+    def judged(self):
+        rule = GroupLivenessRule()
+        return rule.check([r for r in self.records if [*rule.group_keys(r)]], "kip")
+
+
+def _freed_by_a(t: Timeline) -> int:
+    """A owns partition 0 and revokes it at 10 s; B subscribed at 1 s and polls on."""
+    t.subscribe(0, A)
+    t.subscribe(1, B)
+    t.assign(2, A, 0)
+    return t.revoke(10, A, 0)
+
+
+def test_a_partition_given_again_inside_the_bound_is_live():
+    t = Timeline()
+    _freed_by_a(t)
+    t.assign(10 + BOUND_S - 0.1, B, 0)
+    t.poll(100, B)
+    assert t.judged() == []
+
+
+def test_given_just_past_the_bound_while_a_member_stayed_is_slow():
+    t = Timeline()
+    freed = _freed_by_a(t)
+    given = t.assign(10 + BOUND_S + 0.1, B, 0)
+    t.poll(100, B)
+    [anomaly] = t.judged()
+    assert anomaly.name == ANOMALY and anomaly.indices == (freed, given)
+    assert anomaly.details["witness_process"] == B and anomaly.details["deadline_s"] == pytest.approx(10 + BOUND_S)
+
+
+def test_never_given_again_while_a_member_stayed_past_the_bound_is_slow():
+    t = Timeline()
+    freed = _freed_by_a(t)
+    t.poll(10 + BOUND_S + 0.1, B)
+    [anomaly] = t.judged()
+    assert anomaly.indices == (freed,) and anomaly.details["owned_again_s"] is None
+
+
+def test_never_given_again_but_no_member_stayed_that_long_is_not_judged():
+    t = Timeline()
+    _freed_by_a(t)
+    t.poll(10 + BOUND_S - 0.1, B)  # B's last record: it may have left before the deadline
+    assert t.judged() == []
+
+
+def test_a_member_that_joined_later_counts_from_its_subscribe():
+    """C joins 20 s after the freeing: its deadline is 50 s after its own subscribe."""
+    t = Timeline()
+    t.subscribe(0, A)
+    t.assign(2, A, 0)
+    t.revoke(10, A, 0)
+    t.subscribe(30, C)
+    t.assign(30 + BOUND_S - 0.1, C, 0)
+    t.poll(200, C)
+    assert t.judged() == []
+    late = Timeline()
+    late.subscribe(0, A)
+    late.assign(2, A, 0)
+    late.revoke(10, A, 0)
+    late.subscribe(30, C)
+    late.assign(30 + BOUND_S + 0.1, C, 0)
+    late.poll(200, C)
+    assert [a.name for a in late.judged()] == [ANOMALY]
+
+
+@pytest.mark.parametrize("fault_s,expect", [(20.0, []), (0.5, [ANOMALY])])
+def test_time_under_a_fault_does_not_count(fault_s, expect):
+    """A 20 s fault inside the wait moves the deadline 20 s on; a 0.5 s one only 0.5 s (still late)."""
+    t = Timeline()
+    _freed_by_a(t)
+    t.fault(15, "start")
+    t.fault(15 + fault_s, "stop")
+    t.assign(10 + BOUND_S + 10, B, 0)
+    t.poll(200, B)
+    assert [a.name for a in t.judged()] == expect
+
+
+def test_a_failed_owner_frees_its_partitions():
+    t = Timeline()
+    t.subscribe(0, A)
+    t.subscribe(1, B)
+    t.assign(2, A, 0, 1)
+    freed = t.at(5, A, "poll", {"topic": "t", "error": "boom", "fatal": True}, "fail")
+    t.assign(5 + BOUND_S + 1, B, 0)
+    t.poll(200, B)
+    anomalies = t.judged()
+    assert sorted(a.details["partition"] for a in anomalies) == [0, 1] and {a.indices[0] for a in anomalies} == {freed}
+
+
+def test_a_partition_still_owned_by_another_member_is_not_freed():
+    t = Timeline()
+    t.subscribe(0, A)
+    t.subscribe(1, B)
+    t.assign(2, A, 0)
+    t.assign(3, B, 0)  # two owners (group-ownership-violation judges that); A's revoke leaves B owning it
+    t.revoke(10, A, 0)
+    t.poll(200, B)
+    assert t.judged() == []
+
+
+def test_another_group_does_not_witness():
+    t = Timeline()
+    t.subscribe(0, A)
+    t.subscribe(1, C, group="other")
+    t.assign(2, A, 0)
+    t.revoke(10, A, 0)
+    t.poll(200, C)
+    assert t.judged() == []
+
+
+def test_the_checker_runs_the_rule_on_a_whole_history():
+    t = Timeline()
+    _freed_by_a(t)
+    t.poll(10 + BOUND_S + 0.1, B)
+    verdict = check_records(t.records)
+    assert verdict["valid"] is False and len(verdict["anomalies"][ANOMALY]) == 1
+
+
+def test_the_deadline_skips_paused_time():
+    assert kip848.reown_deadline(0, 0, [(10, 20)], bound=100) == 110
+    assert kip848.reown_deadline(0, 5, [(10, 20), (50, 60)], bound=100) == 125
+    assert kip848.reown_deadline(30, 0, [(10, 20)], bound=100) == 130  # a pause before the start: nothing
+    assert kip848.reown_deadline(0, 0, [(200, 300)], bound=100) == 100  # a pause after the deadline: nothing
