@@ -166,3 +166,20 @@ def test_the_deadline_skips_paused_time():
     assert kip848.reown_deadline(0, 5, [(10, 20), (50, 60)], bound=100) == 125
     assert kip848.reown_deadline(30, 0, [(10, 20)], bound=100) == 130  # a pause before the start: nothing
     assert kip848.reown_deadline(0, 0, [(200, 300)], bound=100) == 100  # a pause after the deadline: nothing
+
+
+@pytest.mark.parametrize("ends_after_s,expect", [(5.0, []), (BOUND_S + 1, [ANOMALY])])
+def test_a_member_that_closed_before_any_assignment_may_linger_a_session(ends_after_s, expect):
+    """C subscribed and closed without ever being given a partition: its join may have been in flight,
+    so the coordinator may hold the freed partition for it until its session times out. Its end 5 s
+    after the freeing moves the clock there; an end past the deadline cannot have delayed anything."""
+    t = Timeline()
+    t.subscribe(0, A)
+    t.subscribe(1, B)
+    t.subscribe(2, C)
+    t.assign(3, A, 0)
+    t.revoke(10, A, 0)
+    t.poll(10 + ends_after_s, C)  # C's last record
+    t.assign(10 + BOUND_S + 3, B, 0)
+    t.poll(200, B)
+    assert [a.name for a in t.judged()] == expect

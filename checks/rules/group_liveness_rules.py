@@ -35,6 +35,7 @@ class _Member:
     since: int  # the subscribe's completion (ns)
     until: int  # its process's last record (ns)
     failed: bool  # its client failed (a fatal record): it may have left the group before `until`
+    assigned: bool  # some rebalance gave it partitions (so the coordinator knew it by its member id)
 
 
 def _pauses(records: Sequence[dict]) -> list[tuple[int, int]]:
@@ -68,16 +69,18 @@ def _pauses(records: Sequence[dict]) -> list[tuple[int, int]]:
 def _members(records: Sequence[dict]) -> list[_Member]:
     """Every subscription of the history, with how long its process went on."""
     last: dict[object, int] = {}
-    failed: set = set()
+    failed, assigned = set(), set()
     subscribed: dict[object, dict] = {}
     for r in records:
         last[r.get("process")] = r["time"]
         if _ends_a_client(r):
             failed.add(r.get("process"))
+        elif is_group_assign(r):
+            assigned.add(r.get("process"))
         elif r.get("f") == SUBSCRIBE and r.get("type") == "ok" and isinstance((r.get("value") or {}).get("group"), str):
             subscribed.setdefault(r.get("process"), r)
-    return [_Member(p, r["value"]["group"], frozenset(r["value"].get("topics") or ()), r["time"], last[p], p in failed)
-            for p, r in subscribed.items()]
+    return [_Member(p, r["value"]["group"], frozenset(r["value"].get("topics") or ()), r["time"], last[p], p in failed,
+                    p in assigned) for p, r in subscribed.items()]
 
 
 class GroupLivenessRule(BaseRule):
@@ -124,15 +127,30 @@ class GroupLivenessRule(BaseRule):
         return [a for key, r, given in judged for a in _judge(key, r, given, members, pauses)]
 
 
+def _lingering_until(freed: int, group: str, members: list[_Member], pauses: list[tuple[int, int]]) -> int:
+    """When the freeing's clock starts: at `freed`, or later while a member may linger. A client
+    that closed before any rebalance gave it partitions may have closed with its join in flight,
+    so without a member id to leave with: the coordinator keeps it, and may give it partitions,
+    until its session times out (seen on 4.3.1: a member joined 0.1 s before its client closed, and
+    was never heard of again). Such a member's end counts as a freeing of whatever it was given."""
+    ends = [m.until for m in members if m.group == group and not m.assigned and m.until > freed]
+    start = freed
+    for end in sorted(ends):
+        if end <= kip848.reown_deadline(start, start, pauses):  # it may have taken the partition before the deadline
+            start = max(start, end)
+    return start
+
+
 def _judge(key: tuple, freed: dict, given: dict | None, members: list[_Member],
            pauses: list[tuple[int, int]]) -> list[Anomaly]:
     """The freeing judged by the earliest deadline a member that stayed sets (none: not judged)."""
     group, topic, partition = key
+    start = _lingering_until(freed["time"], group, members, pauses)
     deadlines = []
     for m in members:
         if m.group != group or topic not in m.topics:
             continue
-        deadline = kip848.reown_deadline(freed["time"], m.since, pauses)
+        deadline = kip848.reown_deadline(start, m.since, pauses)
         if m.until > deadline and not (m.failed and m.until <= deadline):
             deadlines.append((deadline, m))
     if not deadlines:
