@@ -103,15 +103,33 @@ class Commit:
         return self.answered if self.outcome == APPLIED and self.answered is not None else float("inf")
 
 
-def commit_outcome(error: str | None, answered: bool) -> str:
+#: offsets.commit.timeout.ms (Kafka's default): an appended commit not replicated by then is
+#: answered REQUEST_TIMED_OUT, the one answer after which a client retries a write that may stand
+OFFSETS_COMMIT_TIMEOUT_NS = 5_000_000_000
+
+
+def may_have_been_retried(span_ns: int, under_fault: bool) -> bool:
+    """Whether the client may have sent a commit more than once before the answer it reports.
+    librdkafka retries an OffsetCommit whose attempt was answered REQUEST_TIMED_OUT, NOT_COORDINATOR,
+    COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS, or lost with its connection
+    (`rd_kafka_handle_OffsetCommit`), and reports only the last attempt's answer. The first two may
+    follow an append that stands (see the note on `CoordinatorRuntime`), so a refusal answering a
+    retry proves only that the retry wrote nothing. A retry needs the coordinator to move or its
+    connection to drop (a fault or a rolling restart: `under_fault`), or an attempt that waited out
+    offsets.commit.timeout.ms (a span at least that long)."""
+    return under_fault or span_ns >= OFFSETS_COMMIT_TIMEOUT_NS
+
+
+def commit_outcome(error: str | None, answered: bool, retried: bool = False) -> str:
     """What a commit's answer says about it: no error applied it; an error validation raises
-    refused it; any other error or no answer leaves it open (see the module's note on
-    `CoordinatorRuntime`)."""
+    refused it, unless the client may have sent it before (`retried`: `may_have_been_retried`),
+    when an earlier attempt may have been applied; any other error or no answer leaves it open
+    (see the module's note on `CoordinatorRuntime`)."""
     if not answered:
         return MAYBE
     if not error:
         return APPLIED
-    return REFUSED if error.split(":", 1)[0] in REFUSING_ERRORS else MAYBE
+    return REFUSED if error.split(":", 1)[0] in REFUSING_ERRORS and not retried else MAYBE
 
 
 def _replaced_before(commits: Sequence[Commit], t: int) -> float:

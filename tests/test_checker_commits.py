@@ -150,6 +150,33 @@ def test_an_error_answer_may_still_have_applied_a_commit_unless_validation_refus
         assert found[0].name == SKIP
 
 
+S = 1_000_000_000  # ns
+
+
+@pytest.mark.parametrize("span_s, fault, allowed", [
+    (4.9, None, False),  # just outside: one attempt, refused by validation: nothing written
+    (5.0, None, True),  # an attempt may have waited out offsets.commit.timeout.ms and been retried
+    (1.0, (0.5, 1.5), True),  # a fault in force: the coordinator may have moved, the answer may be a retry's
+    (1.0, (2.5, 3.0), True),  # a fault stopped 0.5 s after the answer: still settling (fault_windows)
+    (1.0, (9.0, 10.0), False),  # a fault long after the answer: nothing to retry
+])
+def test_a_refusal_proves_nothing_was_written_only_when_the_commit_cannot_have_been_retried(span_s, fault, allowed):
+    """librdkafka retries an OffsetCommit after REQUEST_TIMED_OUT or NOT_COORDINATOR (whose write
+    may stand) and reports the retry's answer: ILLEGAL_GENERATION then refuses only the retry."""
+    h = CommitHistory()
+    h.commit(A, 10, 1 * S, 2 * S)
+    h.commit(A, 15, 2 * S, int((2 + span_s) * S), type_="fail", error="ILLEGAL_GENERATION: old")
+    if fault:
+        h._add(int(fault[0] * S), "nemesis", "invoke", "fault", {"fault": "kill", "phase": "start"})
+        h._add(int(fault[1] * S), "nemesis", "ok", "fault", {"fault": "kill", "phase": "stop"})
+    h.fetch(B, 15, 20 * S, 21 * S)
+    found, figures = h.judged()
+    assert (found == []) is allowed
+    assert figures["commits"][kip848.REFUSED] == (0 if allowed else 1)
+    if not allowed:
+        assert found[0].name == SKIP
+
+
 def test_a_first_answer_without_commits_is_allowed_only_as_none():
     h = CommitHistory()
     h.fetch(A, None, 1, 2)
@@ -192,6 +219,7 @@ def test_a_history_without_commits_has_an_empty_block():
     ("REQUEST_TIMED_OUT: x", True, kip848.MAYBE), (None, False, kip848.MAYBE)])
 def test_the_model_reads_a_commit_outcome_from_its_answer(error, answered, outcome):
     assert kip848.commit_outcome(error, answered) == outcome
+    assert kip848.commit_outcome(error, answered, retried=True) == (kip848.MAYBE if error else outcome)
 
 
 # --- where a subscriber's first read after its resume starts (poll-skip) -------------------------

@@ -28,8 +28,11 @@ from typing import Iterable
 from kipcheck.reference_model import kip848
 
 from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
+from kipcheck.checks.rules.kip1166_rules import fault_windows, touched
 
 COMMIT, COMMITTED = "commit", "committed"
+#: records of what may make a client resend a commit (a fault, a rolling upgrade's restarts)
+_RETRY_CAUSES = ("fault", "upgrade")
 REGRESSION, SKIP = "committed-offset-regression", "resume-skip"
 COMMIT_ANOMALIES = (REGRESSION, SKIP)
 #: the verdict block the rule's summary row fills
@@ -74,7 +77,8 @@ class CommitRule(BaseRule):
     streams = True
 
     def group_keys(self, record: dict) -> Iterable[str]:
-        if record.get("f") in (COMMIT, COMMITTED) and isinstance((record.get("value") or {}).get("group"), str):
+        if record.get("f") in (COMMIT, COMMITTED) and isinstance((record.get("value") or {}).get("group"), str) \
+                or record.get("f") in _RETRY_CAUSES:
             yield GROUP
 
     def start(self, key: str, profile: str) -> "_Judge":
@@ -86,12 +90,17 @@ class _Judge:
         self.open: dict[tuple, dict] = {}  # (process, f) -> invoke record
         self.partitions: dict[tuple, _Partition] = {}  # (group, topic, partition)
         self.outcomes = {o: 0 for o in kip848.COMMIT_OUTCOMES}
+        self.answered: list[tuple] = []  # (invoke, completion) of each answered commit, judged at the end
+        self.faults: list[dict] = []  # fault and upgrade records: when a commit may have been retried
 
     def _partition(self, group: str, key: str) -> _Partition:
         return self.partitions.setdefault((group, *_split_key(key)), _Partition())
 
     def add(self, r: dict) -> None:
         f, t, v = r.get("f"), r.get("type"), r.get("value") or {}
+        if f in _RETRY_CAUSES:
+            self.faults.append(r)
+            return
         k = (r.get("process"), f)
         if t == "invoke":
             self.open[k] = r
@@ -99,9 +108,7 @@ class _Judge:
         inv = self.open.pop(k, None) or r
         group = v.get("group")
         if f == COMMIT:
-            # the error decides, not the completion's type: an error answer may still have been applied
-            outcome = kip848.commit_outcome(v.get("error"), answered=t != "info")
-            self._commit(group, inv, r, outcome)
+            self.answered.append((inv, r))
         elif f == COMMITTED and t == "ok":
             for key, answer in (v.get("offsets") or {}).items():
                 self._partition(group, key).fetches.append(_Fetch(
@@ -117,7 +124,23 @@ class _Judge:
                     (kip848.Commit(offset, inv.get("time", 0), answered, outcome), inv["index"],
                      done["index"] if done is not None else None))
 
+    def _outcomes(self) -> None:
+        """Each answered commit's outcome: the error decides, not the completion's type (an error
+        answer may still have been applied), and a refusal only when the client cannot have sent
+        the commit before (`kip848.may_have_been_retried`: a fault, or an upgrade, touched it)."""
+        windows = fault_windows(self.faults)
+        upgrades = [r.get("time", 0) for r in self.faults if r.get("f") == "upgrade"]
+        if upgrades:
+            windows.append((min(upgrades), max(upgrades), None))
+        for inv, done in self.answered:
+            begin, end = inv.get("time", 0), done.get("time", 0)
+            retried = kip848.may_have_been_retried(end - begin, touched(windows, begin, end, None))
+            v = done.get("value") or {}
+            outcome = kip848.commit_outcome(v.get("error"), answered=done.get("type") != "info", retried=retried)
+            self._commit(v.get("group"), inv, done, outcome)
+
     def finish(self) -> list[Anomaly]:
+        self._outcomes()
         for (process, f), inv in self.open.items():  # the history ended before these were answered
             if f == COMMIT:
                 self._commit((inv.get("value") or {}).get("group"), inv, None, kip848.MAYBE)

@@ -19,7 +19,8 @@ from typing import Iterable, Sequence
 from kipcheck.reference_model import kip848
 
 from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
-from kipcheck.checks.rules.group_rules import ASSIGN, REVOKE, _ends_a_client, is_group_assign
+from kipcheck.checks.rules.group_rules import REVOKE, _ends_a_client, is_group_assign
+from kipcheck.checks.rules.kip1166_rules import fault_windows
 
 ANOMALY = "slow-rebalance"
 SUBSCRIBE, POLL = "subscribe", "poll"
@@ -39,22 +40,10 @@ class _Member:
 
 
 def _pauses(records: Sequence[dict]) -> list[tuple[int, int]]:
-    """Spans (ns) when a fault or an upgrade was in force, merged: a fault from its start's invoke
-    to the completion of the next stop of the same fault (or of a heal-all, or the history's end),
-    an upgrade from its first record to its last."""
-    spans, open_faults, upgrade = [], {}, []
-    end = records[-1]["time"] if records else 0
-    for r in records:
-        f, v, t = r.get("f"), r.get("value") or {}, r["time"]
-        if f == "upgrade":
-            upgrade.append(t)
-        elif f == "fault" and v.get("phase") == "start" and r.get("type") == "invoke":
-            open_faults.setdefault(v.get("fault"), []).append(t)
-        elif f == "fault" and v.get("phase") == "stop" and r.get("type") != "invoke":
-            names = list(open_faults) if v.get("fault") == "heal-all" else [v.get("fault")]
-            for name in names:
-                spans += [(s, t) for s in open_faults.pop(name, [])]
-    spans += [(s, end) for starts in open_faults.values() for s in starts]
+    """Spans (ns) when a fault was in force (`kip1166_rules.fault_windows`: from its start to its
+    stop's completion and a settling time) or a rolling upgrade ran (its first record to its last), merged."""
+    spans = [(int(s), e) for s, e, _ in fault_windows([r for r in records if r.get("f") == "fault"])]
+    upgrade = [r["time"] for r in records if r.get("f") == "upgrade"]
     if upgrade:
         spans.append((upgrade[0], upgrade[-1]))
     merged: list[tuple[int, int]] = []
