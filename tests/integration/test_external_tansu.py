@@ -27,9 +27,19 @@ def tansu_bootstrap(tmp_path):
         yield bootstrap
 
 
-def test_external_run_against_tansu_skips_what_it_lacks(tansu_bootstrap, tmp_path):
-    run = run_to_verdict(tmp_path / "runs", "--backend", "external", "--bootstrap", tansu_bootstrap,
-                         "--duration", "20", "--faults", "none", timeout=240)
+@pytest.fixture(scope="module")
+def tansu_run(tmp_path_factory):
+    """One `kipcheck run --backend external` of 20 s against a Tansu of its own, read by the two
+    tests below (what it skipped; its conformance table): both read the same kind of run, so one
+    run serves them (issue 32: they were two runs, of 20 s and 15 s)."""
+    root = tmp_path_factory.mktemp("tansu-run")
+    with tansu(root) as bootstrap:
+        yield run_to_verdict(root / "runs", "--backend", "external", "--bootstrap", bootstrap,
+                             "--duration", "20", "--faults", "none", timeout=240)
+
+
+def test_external_run_against_tansu_skips_what_it_lacks(tansu_run):
+    run = tansu_run
     terminal, run_dir = run.terminal, run.run_dir
     skipped = {s["key"]: s["reason"] for s in run.config["skipped"]}
     # Tansu: one node (RF 1), no OffsetForLeaderEpoch (API key 23), ListOffsets up to v9 only
@@ -44,14 +54,13 @@ def test_external_run_against_tansu_skips_what_it_lacks(tansu_bootstrap, tmp_pat
     assert [r for r in records if r["f"] == "send" and r["type"] == "ok"]
 
 
-def test_tansu_gets_a_per_kip_conformance_table_with_no_false_claim(tansu_bootstrap, tmp_path):
+def test_tansu_gets_a_per_kip_conformance_table_with_no_false_claim(tansu_run):
     """The run ends by its verdict with the conformance table (verdict.json, terminal, report).
     No row holds without observations; what Tansu cannot be asked is "not asked" with why:
     KIP-1166 (no KRaft quorum: no DescribeQuorum), KIP-1023 (no tiered-offset answer) and
     OffsetsForLeaderEpoch. A requested partition Tansu leaves out of a full fetch answer is a
     KIP-227 full-response violation, never a KIP-392 `wrong-fetch-error` with "HWM -1"."""
-    run = run_to_verdict(tmp_path / "runs", "--backend", "external", "--bootstrap", tansu_bootstrap,
-                         "--duration", "15", "--faults", "none", timeout=240)
+    run = tansu_run
     table = run.verdict["conformance"]
     assert list(table) == ["KIP-392", "KIP-227", "KIP-1023", "KIP-1166", "KIP-966", "KIP-455", "KIP-32", "KIP-734", "KIP-848", "KIP-98"]
     rows = {rule: row for kip in table.values() for rule, row in kip.items()}
