@@ -3,7 +3,9 @@
 One cluster whose brokers carry every seeded bug (harness.backends.seeded), all off. Then one window
 per bug, after a control window with none: a fresh topic, the bug switched on, the usual
 workload (one idempotent and one non-idempotent acks=all producer, a rack-aware consumer;
-none for a bug whose slip no client reaches, `SeededBug.clients`), the raw-protocol prober
+none for a bug whose slip no client reaches, `SeededBug.clients`; subscribers that rejoin within
+seconds for a slip seen only at an assignment, `SeededBug.rejoin_after_s`, and then in the control
+too), the raw-protocol prober
 and the metadata observer for `window` seconds, the bug switched off,
 final reads from the beginning, and the window's own history checked under `kip` and the
 version's profile. A bug that never fired is "not exercised", never "caught"; one whose
@@ -73,7 +75,8 @@ def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, 
                 tiered = cluster.options.tiered if name == CONTROL else seeded.bug(name).tiered
                 seconds = window if name == CONTROL else max(window, seeded.bug(name).min_window)
                 row = _window(cluster, control, root / name, None if name == CONTROL else name, seconds, profiles,
-                              dist.version, tiered, ui, propagation_sample=name in kip1166_judged)
+                              dist.version, tiered, ui, propagation_sample=name in kip1166_judged,
+                              rejoin=window_rejoin(name, names))
             row["status"] = status(row, profiles, _control(matrix))
             matrix["rows"].append(row)
             (root / "matrix.json").write_text(json.dumps(matrix, indent=2))
@@ -87,8 +90,17 @@ def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, 
     return matrix
 
 
+def window_rejoin(name: str, names) -> tuple[float, float] | None:
+    """A window's subscriber stays (`WorkloadOptions.rejoin_after_s`; None: the workload's own): the
+    bug's, and for the control the shortest of the matrix's bugs', so that a commit anomaly in
+    their windows cannot come from the short stays alone (as the control's topic is tiered)."""
+    if name != CONTROL:
+        return seeded.bug(name).rejoin_after_s
+    return min((seeded.bug(n).rejoin_after_s for n in names if seeded.bug(n).rejoin_after_s), default=None)
+
+
 def _window(cluster, control: Path, wdir: Path, name: str | None, window: float, profiles, version, tiered: bool,
-            ui, propagation_sample: bool) -> dict:
+            ui, propagation_sample: bool, rejoin: tuple[float, float] | None = None) -> dict:
     from kipcheck.checks.api import check, write_verdict
     from kipcheck.harness.run import RunOptions
     wdir.mkdir(parents=True)
@@ -96,6 +108,7 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
     no_clients = name is not None and not seeded.bug(name).clients
     w = WorkloadOptions(topic=topic, producer_modes=PRODUCER_MODES,
                         **({"producers": 0, "consumers": 0} if no_clients else {}),
+                        **({"rejoin_after_s": rejoin} if rejoin else {}),
                         workload=seeded.bug(name).workload if name else "default")
     ctx = RunContext(cluster, topic)
     parts = create_topic(ctx, topic, w.partitions, 3, tiered)
@@ -130,7 +143,8 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
     time.sleep(0.6)  # one more agent report after the window
     report = seeded.read_reports(node_dirs)
     row = {"bug": name or CONTROL, "window_dir": str(wdir), "window": window, "driven": round(driven, 1), "fires": 0,
-           "flagged": {}, "valid": {}, "seconds_to_detection": {}, **({"provoked": provoked} if provoked else {})}
+           "flagged": {}, "valid": {}, "seconds_to_detection": {}, **({"provoked": provoked} if provoked else {}),
+           **({"rejoin_after_s": list(rejoin)} if rejoin else {})}
     if name:
         b = seeded.bug(name)
         row.update(kafka_method=b.kafka_method, rule=b.rule, slip=b.slip, anomaly=b.anomaly,

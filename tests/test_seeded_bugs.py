@@ -8,7 +8,8 @@ from pathlib import Path
 
 from kipcheck.checks.verdict import ANOMALY_NAMES
 from kipcheck.harness.backends import seeded
-from kipcheck.harness.selftest import CONTROL, format_markdown, kip_evidence, matrix_passes, restatus, status
+from kipcheck.harness.selftest import (CONTROL, format_markdown, kip_evidence, matrix_passes, restatus, status,
+                                       window_rejoin)
 
 AGENT = seeded.SOURCES / "src" / "main" / "java" / "kipcheck" / "seeded" / "Agent.java"
 PROFILES = ["kip", "kafka-4.3"]
@@ -109,6 +110,19 @@ def test_a_second_slip_of_a_family_expects_the_familys_anomaly():
     assert seeded.bug("wrong-fetch-error-case1").anomaly == "wrong-fetch-error"
     assert seeded.bug("hwm-propagation-delay-hwm-check").anomaly == "hwm-propagation-delay"
     assert seeded.bug("wrong-fetch-error").anomaly == "wrong-fetch-error"
+
+
+def test_the_commit_slips_expect_their_own_anomalies_and_short_stays():
+    """Each commit slip is flagged by its own name; its OffsetFetch comes at an assignment, so its
+    window's subscribers rejoin within seconds, and the control's do too when one is in the matrix."""
+    assert {b.name: b.anomaly for b in seeded.BUGS if b.rejoin_after_s} == {
+        "committed-offset-regression": "committed-offset-regression", "resume-skip": "resume-skip"}
+    short = seeded.bug("resume-skip").rejoin_after_s
+    assert max(short) < 6.0 / 2  # two stays fit in the suite's short window
+    assert window_rejoin("resume-skip", ["poll-skip", "resume-skip"]) == short
+    assert window_rejoin("poll-skip", ["poll-skip", "resume-skip"]) is None
+    assert window_rejoin(CONTROL, ["poll-skip", "resume-skip"]) == short
+    assert window_rejoin(CONTROL, ["poll-skip"]) is None
 
 
 def test_switch_writes_the_bug_name_and_refuses_unknown_ones(tmp_path):

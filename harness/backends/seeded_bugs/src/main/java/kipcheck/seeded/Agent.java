@@ -60,7 +60,11 @@ public final class Agent {
             new Target("hwm-propagation-delay", "org.apache.kafka.raft.internals.ThresholdPurgatory", "completeAll",
                     SLIPS + "RaftParkedFetchRelease"),
             new Target("ineligible-leader", "org.apache.kafka.controller.PartitionChangeBuilder", "isValidNewLeader",
-                    SLIPS + "ElectionCandidate"));
+                    SLIPS + "ElectionCandidate"),
+            new Target("committed-offset-regression", "org.apache.kafka.coordinator.group.OffsetMetadataManager",
+                    "fetchOffsets", SLIPS + "OffsetFetchAnswer"),
+            new Target("resume-skip", "org.apache.kafka.coordinator.group.OffsetMetadataManager", "fetchOffsets",
+                    SLIPS + "OffsetFetchAnswer"));
 
     /** Matchers narrowing a method name to the one overload each slip is written for. */
     static ElementMatcher<MethodDescription> methodMatcher(Target t) {
@@ -79,6 +83,7 @@ public final class Agent {
             case "isHighWatermarkUpdated": return m.and(ElementMatchers.takesArguments(2));
             case "completeAll": return m.and(ElementMatchers.takesArguments(long.class));
             case "isValidNewLeader": return m.and(ElementMatchers.takesArguments(int.class));
+            case "fetchOffsets": return m.and(ElementMatchers.takesArguments(2)).and(ElementMatchers.takesArgument(1, long.class));
             default: return m;
         }
     }

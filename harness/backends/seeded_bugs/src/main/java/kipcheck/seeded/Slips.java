@@ -6,6 +6,7 @@ import net.bytebuddy.asm.Advice;
 
 import org.apache.kafka.common.errors.OffsetNotAvailableException;
 import org.apache.kafka.common.errors.OffsetOutOfRangeException;
+import org.apache.kafka.common.message.OffsetFetchResponseData;
 import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.replica.ClientMetadata;
 import org.apache.kafka.common.replica.PartitionView;
@@ -301,6 +302,41 @@ public final class Slips {
             if (!valid && Bugs.on("ineligible-leader") && replica >= 0 && acceptable.test(replica)) {
                 Bugs.fired("ineligible-leader");
                 valid = true;
+            }
+        }
+    }
+
+    /**
+     * org.apache.kafka.coordinator.group.OffsetMetadataManager.fetchOffsets(OffsetFetchRequestGroup, long):
+     * the group coordinator's OffsetFetch answer for named partitions (classic and consumer groups alike;
+     * GroupCoordinatorShard.fetchOffsets calls it). A committed offset is the next offset to consume;
+     * each slip moves a stored offset by one on its way out, the store itself untouched.
+     * <ul>
+     * <li>committed-offset-regression: the offset is answered as the last one consumed (stored - 1), so
+     *     the group's committed offset seen by a member that takes a partition over is below its last
+     *     acknowledged commit. Breaks KIP-848 "Offset commit and fetch with the member epoch": the
+     *     committed offset is the last one committed (reference_model.kip848.committed_offset_kept).</li>
+     * <li>resume-skip: the offset is taken for the last one consumed and advanced (stored + 1), so a
+     *     member resumes one record past anything the group committed. Breaks the same section: a member
+     *     resumes at the group's committed offset (kip848.resume_within_commits).</li>
+     * </ul>
+     * Only answers carrying a committed offset without error are changed (none stays none).
+     */
+    public static final class OffsetFetchAnswer {
+        @Advice.OnMethodExit
+        public static void exit(@Advice.Return OffsetFetchResponseData.OffsetFetchResponseGroup group) {
+            String bug = Bugs.active;
+            long shift = bug.equals("committed-offset-regression") ? -1 : bug.equals("resume-skip") ? 1 : 0;
+            if (shift == 0 || group == null || group.errorCode() != 0) {
+                return;
+            }
+            for (OffsetFetchResponseData.OffsetFetchResponseTopics t : group.topics()) {
+                for (OffsetFetchResponseData.OffsetFetchResponsePartitions p : t.partitions()) {
+                    if (p.errorCode() == 0 && p.committedOffset() + shift >= 0 && p.committedOffset() >= 0) {
+                        p.setCommittedOffset(p.committedOffset() + shift);
+                        Bugs.fired(bug);
+                    }
+                }
             }
         }
     }
