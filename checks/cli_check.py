@@ -88,6 +88,18 @@ def commits_line(verdict: dict) -> str | None:
             f"of {block.get('redelivered_offsets', 0)} offsets)")
 
 
+def share_line(verdict: dict) -> str | None:
+    """One line on the share group (KIP-932): polls, records acquired, acks by type, redeliveries."""
+    block = verdict.get("share_groups")
+    if not block or not block.get("polls"):
+        return None
+    acks = ", ".join(f"{k} {n}" for k, n in sorted((block.get("acks") or {}).items())) or "none"
+    return (f"  share group: {block['polls']} polls, {block.get('records_acquired', 0)} records acquired "
+            f"({block.get('records', 0)} distinct, {block.get('redeliveries', 0)} redeliveries); acks: {acks}; "
+            f"pairs across consumers judged {block.get('pairs_judged', 0)}, not (fault) {block.get('pairs_not_judged_fault', 0)}; "
+            f"lock {block.get('lock_duration_ms')} ms, delivery limit {block.get('delivery_count_limit')}")
+
+
 def deviation_lines(verdict: dict) -> list[str]:
     """Which of the profile's deviations accepted the known anomalies, and how many each."""
     by_deviation = verdict.get("counts", {}).get("by_deviation") or {}
@@ -115,7 +127,7 @@ def summary(verdict: dict) -> str:
                 lines.append(f"  {'known ' if section == 'known' else ''}{name}: {total}"
                              f"  e.g. indices {first['indices']}: {first['message']}")
     lines += deviation_lines(verdict) + unknown_lines(verdict)
-    for line in (liveness_line(verdict), commits_line(verdict)):
+    for line in (liveness_line(verdict), commits_line(verdict), share_line(verdict)):
         if line:
             lines.append(line)
     judged = {rid: row for rid, row in (verdict.get("coverage") or {}).items() if row["observations"] is not None}

@@ -21,8 +21,8 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from kipcheck.reference_model import (kip32, kip227, kip392, kip455, kip734, kip848, kip966, kip1023, kip1166,
-                                      transactions)
+from kipcheck.reference_model import (kip32, kip227, kip392, kip455, kip734, kip848, kip932, kip966, kip1023,
+                                      kip1166, transactions)
 
 from kipcheck.checks.rules.base import Anomaly, BaseRule
 from kipcheck.checks.rules.election_rules import decides as election_decided
@@ -30,6 +30,7 @@ from kipcheck.checks.rules.commit_rules import is_offset_fetch_answer
 from kipcheck.checks.rules.group_rules import is_group_assign
 from kipcheck.checks.rules.kip1166_rules import counted_probes
 from kipcheck.checks.rules.reassignment_rules import ends_a_move
+from kipcheck.checks.rules.share_rules import is_share_delivery
 from kipcheck.checks.rules.observe import as_int
 
 #: the verdict key of the coverage table (the summary row's name)
@@ -73,6 +74,9 @@ OBSERVED: dict[str, str] = {
     "kip848.committed_offset_kept": "partitions of a group member's OffsetFetch answers (`committed`)",
     "kip848.reowned_in_time": "partitions a group member gave up (its revoke callbacks), judged where a member stayed",
     "kip848.resume_within_commits": "partitions of a group member's OffsetFetch answers (`committed`)",
+    "kip932.exclusive_acquisition": "records a share consumer's poll acquired (each against the record's other deliveries)",
+    "kip932.accepted_not_redelivered": "records a share consumer's poll acquired (each against the record's accepts)",
+    "kip932.delivery_count_allowed": "records a share consumer's poll acquired (the delivery count it was told)",
     "transactions.lso_within_hwm": "fetch answers that carried a last stable offset",
     "transactions.lso_may_follow": "fetch answers that carried a last stable offset for a known leader epoch",
     "transactions.read_committed_offsets_allowed": "read_committed fetch answers that returned records",
@@ -121,6 +125,10 @@ REACHED_BY: dict[str, tuple[str, ...]] = {
     # the prober asks every leader for the largest timestamp (ListOffsets v7, Kafka 3.0+)
     "kip734.max_timestamp_answer_allowed": ("probes", "prober.list_offsets@-3", "stamped_polls",
                                             "workload.log_append_time"),
+    # KIP-932: every record a share consumer acquires (the share workload's consumers, Kafka 4.2+)
+    "kip932.exclusive_acquisition": ("share_consumers",),
+    "kip932.accepted_not_redelivered": ("share_consumers",),
+    "kip932.delivery_count_allowed": ("share_consumers",),
     # KIP-98: every fetch answer carries an LSO; the prober's read_committed round returns records;
     # read_committed consumers poll (the default consumers cycle read_committed in)
     "transactions.lso_within_hwm": ("probes", "prober.kip392_cases"),
@@ -136,7 +144,7 @@ REACHED_BY: dict[str, tuple[str, ...]] = {
 def model_rules() -> dict[str, dict]:
     """Every KIP rule of the model: `module.function` -> {"kip", "section"}, in source order."""
     rules = {}
-    for module in (kip392, kip227, kip1023, kip1166, kip966, kip455, kip32, kip734, kip848, transactions):
+    for module in (kip392, kip227, kip1023, kip1166, kip966, kip455, kip32, kip734, kip848, kip932, transactions):
         short = module.__name__.rsplit(".", 1)[1]
         functions = [f for name, f in vars(module).items()
                      if inspect.isfunction(f) and not name.startswith("_") and f.__module__ == module.__name__]
@@ -222,6 +230,9 @@ def opportunities(record: dict) -> tuple[str, ...]:
         return ("kip848.reowned_in_time",) * len(v.get("partitions") or ())
     if is_offset_fetch_answer(record):
         return ("kip848.committed_offset_kept", "kip848.resume_within_commits") * len(v.get("offsets") or ())
+    if is_share_delivery(record):
+        return ("kip932.exclusive_acquisition", "kip932.accepted_not_redelivered",
+                "kip932.delivery_count_allowed") * len(v.get("records") or ())
     if f == "offsets_for_leader_epoch" and v.get("error", _NONE) == _NONE and as_int(v.get("replica_id"), -1) < 0:
         return ("kip392.epoch_end_offset_possible",)
     if f == "metadata_propagation" and v.get("seen_by"):
@@ -360,7 +371,8 @@ def reachable(config: dict) -> list[str]:
             "read_committed_polls": workload.get("consumers", 1) > 0
             and "read_committed" in (workload.get("consumer_isolation") or ("read_committed",)),
             "stamped_polls": workload.get("consumers", 1) > 0,
-            "group_members": _subscribes(workload)}
+            "group_members": _subscribes(workload),
+            "share_consumers": workload.get("workload") == "share" and workload.get("share_consumers", 0) > 0}
     skipped = {s.get("key") for s in config.get("skipped") or []}
     return [rid for rid, needs in REACHED_BY.items()
             if all(have.get(n, n not in skipped) for n in needs)]

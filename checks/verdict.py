@@ -28,6 +28,8 @@ ANOMALY_NAMES = (
     "append-time-violation", "time-offset-violation",
     # consumer groups (checks/rules/group_rules.py, group_liveness_rules.py, commit_rules.py)
     "group-ownership-violation", "slow-rebalance", "committed-offset-regression", "resume-skip",
+    # share groups (checks/rules/share_rules.py)
+    "share-double-acquire", "share-accepted-redelivered", "share-delivery-limit-exceeded",
     # transactions (checks/rules/txn_rules.py)
     "aborted-read", "precommitted-read", "torn-transaction", "lso-violation",
     # liveness (checks/rules/liveness_rules.py)

@@ -80,7 +80,8 @@ def cmd_run(args) -> int:
                       broker_jvm_args=tuple(args.broker_jvm_args),
                       upgrade_from=args.upgrade_from, upgrade_to=args.upgrade_to,
                       workload=WorkloadOptions(producers=args.producers, in_flight=args.in_flight, rate=args.rate,
-                                               consumers=args.consumers, workload=args.workload))
+                                               consumers=args.consumers, workload=args.workload,
+                                               share_consumers=args.share_consumers))
     ui = ProgressUI(quiet=args.quiet)
     run_dir, verdict = run(opts, ui)
     if verdict is not None:
@@ -89,10 +90,11 @@ def cmd_run(args) -> int:
         print(f"valid: {verdict['valid']}" + (f"  anomalies: {flagged}" if flagged else "")
               + (f"  known: {known}" if known else ""))
         print(f"profile: {verdict['profile']}" + (f" ({verdict['profile_note']})" if verdict.get("profile_note") else ""))
-        from kipcheck.checks.cli_check import commits_line, conformance_lines, deviation_lines, unknown_lines
-        commits = commits_line(verdict)
+        from kipcheck.checks.cli_check import (commits_line, conformance_lines, deviation_lines, share_line,
+                                               unknown_lines)
+        commits, share = commits_line(verdict), share_line(verdict)
         print("\n".join(deviation_lines(verdict) + unknown_lines(verdict) + ([commits] if commits else [])
-                        + conformance_lines(verdict)))
+                        + ([share] if share else []) + conformance_lines(verdict)))
     print(f"report: {run_dir / 'report' / 'index.html'}")
     return exit_code(verdict)
 
@@ -243,9 +245,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="cluster up, workload + faults, check, report")
     r.add_argument("--duration", type=_positive(float), default=60.0, help="seconds of workload (default 60)")
-    r.add_argument("--workload", choices=("default", "txn"), default="default",
+    r.add_argument("--workload", choices=("default", "txn", "share"), default="default",
                    help="default: idempotent producers; txn: transactional producers, a consume-transform-produce "
-                        "copier and read_committed beside read_uncommitted consumers (docs/history.md, 'Transactions')")
+                        "copier and read_committed beside read_uncommitted consumers (docs/history.md, 'Transactions'); "
+                        "share: share consumers in one share group beside the default clients (KIP-932, Kafka 4.2+; "
+                        "docs/history.md, 'Share groups')")
     r.add_argument("--seed", type=int, default=0, help="seed of the fault schedule")
     r.add_argument("--faults", default=None,
                    help="comma-separated fault kinds for a seeded schedule, or 'none' "
@@ -282,6 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--consumers", type=_positive(int, zero=True), default=w.consumers,
                    help=f"consumers, cycling assign/subscribe, rack-aware but the last, some read_uncommitted "
                         f"(default {w.consumers})")
+    r.add_argument("--share-consumers", type=_positive(int), default=w.share_consumers,
+                   help=f"share consumers of --workload share (default {w.share_consumers})")
     r.add_argument("--backend", choices=registry.names(), default=registry.DEFAULT,
                    help="native: start an embedded cluster (default); external: use --bootstrap; testcontainers: "
                         "a cluster of Docker containers (DOCKER_HOST), node and election faults only; ssh: a cluster "

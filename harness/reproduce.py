@@ -16,7 +16,7 @@ _FLAGS = {"duration": "--duration", "backend": "--backend", "bootstrap": "--boot
           "upgrade_from": "--upgrade-from", "upgrade_to": "--upgrade-to", "elr": "--elr"}
 #: WorkloadOptions field -> its flag (the workload options `kipcheck run` takes)
 _WORKLOAD_FLAGS = {"producers": "--producers", "in_flight": "--in-flight", "rate": "--rate",
-                   "consumers": "--consumers", "workload": "--workload",
+                   "consumers": "--consumers", "workload": "--workload", "share_consumers": "--share-consumers",
                    "group_protocol": "--group-protocol"}  # as resolved: the release's default is pinned too
 
 

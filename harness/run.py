@@ -162,12 +162,14 @@ def _distribution(backend: Backend, options: RunOptions, ui) -> KafkaDistributio
     if options.elr and releases.parse(options.kafka_version):
         _refuse_without_elr(options.kafka_version)  # the release asked for, before anything shows
     group_protocol(options.group_protocol, options.kafka_version)  # likewise
+    _refuse_without_share(options)
     with ui.step("resolving Kafka"):
         dist = resolve(options.kafka_version, options.kafka_home)
     if options.kafka_version == LATEST:
         ui.note(f"--kafka-version latest: Kafka {dist.version}, the newest release Maven Central serves whole")
     if options.elr:
         _refuse_without_elr(dist.version)  # a --kafka-home distribution's own release
+    _refuse_without_share(options, dist.version)
     if options.tiered:
         if not releases.has(dist.version, "tiered-storage"):
             raise HarnessError(f"Kafka {dist.version} has no tiered storage (KIP-405 ships from 3.6): drop --tiered")
@@ -189,6 +191,7 @@ def _resolve_upgrade(options: RunOptions, ui):
     if options.tiered:
         raise HarnessError("--tiered is not supported with a rolling upgrade (the tiered configuration is per release)")
     upgrade.direction(options.upgrade_from, options.upgrade_to)
+    _refuse_without_share(options, upgrade.older(options.upgrade_from, options.upgrade_to))
     with ui.step(f"resolving Kafka {options.upgrade_from} and {options.upgrade_to}"):
         start = resolve(options.upgrade_from)
         options.upgrade_target = resolve(options.upgrade_to)
@@ -209,6 +212,14 @@ ELR_FEATURE = "eligible.leader.replicas.version"
 def _refuse_without_elr(version: str) -> None:
     if not releases.has(version, "eligible-leader-replicas"):
         raise HarnessError(f"Kafka {version} has no eligible leader replicas (KIP-966 ships from 4.0): drop --elr")
+
+
+def _refuse_without_share(options: RunOptions, version: str | None = None) -> None:
+    """`--workload share` needs share groups (KIP-932, GA in 4.2); an unknown release is let through."""
+    version = version or options.kafka_version
+    if options.workload.workload == "share" and releases.parse(version) and not releases.has(version, "share-groups"):
+        raise HarnessError(f"Kafka {version} has no share groups (KIP-932 is GA from 4.2): "
+                           f"use --kafka-version 4.2 or later, or another --workload")
 
 
 def group_protocol(asked: str | None, version: str | None) -> str:
@@ -251,6 +262,7 @@ def _run_in(run_dir: Path, backend: Backend, options: RunOptions, version: str, 
     save_config()
 
     cluster_options = ClusterOptions(options.brokers, options.controllers, **faults.cluster_options,
+                                     extra_config=w.share_broker_config(),  # the share workload's lock and limit
                                      tiered=options.tiered, broker_jvm_args=tuple(options.broker_jvm_args),
                                      release_version=config.get("upgrade", {}).get("format_release"),
                                      features=elr_feature(options.elr))

@@ -27,6 +27,7 @@ COORDINATOR_WAIT_S = 60.0
 class WorkloadService:
     def __init__(self, cluster, ctx, options: WorkloadOptions, history: History, rack: str | None,
                  faults, seed: int = 0, probes: bool = True, skip: frozenset = frozenset()):
+        self.options = options
         """`faults`: a faults.plan.FaultPlan, whose nemesis runs here; `skip`: Skipped keys
         (harness.clients.capabilities) of probes the cluster cannot answer."""
         self.stop_event = threading.Event()
@@ -46,6 +47,12 @@ class WorkloadService:
         self.bootstrap, self.topic = bootstrap, options.topic
         self.consumers = [ConsumerWorker(bootstrap, options, history, self.stop_event, i, rack, group=group)
                           for i in range(options.consumers)]
+        self.share_group, self.share_consumers = None, []
+        if options.workload == "share":  # KIP-932 share consumers in one share group (harness.clients.share_workload)
+            from kipcheck.harness.clients.share_workload import ShareConsumerWorker, share_group
+            self.share_group = share_group(options.topic, secrets.token_hex(3))
+            self.share_consumers = [ShareConsumerWorker(bootstrap, options, history, self.stop_event, i, self.share_group)
+                                    for i in range(options.share_consumers)]
         self.nemesis = faults.nemesis(ctx, history, self.stop_event)
         prober_skip = frozenset(k.removeprefix("prober.") for k in skip if k.startswith("prober."))
         if "workload.log_append_time" in skip:  # CreateTime topics: no stamps to judge an answer by time against
@@ -54,7 +61,7 @@ class WorkloadService:
         self.probes = [Prober(bootstrap, list(options.topics), history, self.stop_event, seed=seed, skip=prober_skip),
                        Observer(bootstrap, [options.topic], history, self.stop_event, kraft=cluster.kraft_settings(),
                                 seed=seed, **no_propagation)] if probes else []
-        self.threads = [*self.producers, *self.consumers, *self.probes, self.nemesis]
+        self.threads = [*self.producers, *self.consumers, *self.share_consumers, *self.probes, self.nemesis]
         self.started = self.stopped = False
 
     def start(self) -> "WorkloadService":
@@ -63,6 +70,18 @@ class WorkloadService:
                 self.bootstrap, self.group, self.topic, COORDINATOR_WAIT_S):
             log.warning("the coordinator of %s did not answer within %.0f s; starting anyway",
                         self.group, COORDINATOR_WAIT_S)
+        if self.share_group:
+            from kipcheck.harness.clients.share_workload import broker_settings, start_from_earliest, warm_up
+            if not warm_up(self.bootstrap, self.topic, COORDINATOR_WAIT_S):
+                log.warning("the share coordinators did not serve a share group within %.0f s; starting anyway",
+                            COORDINATOR_WAIT_S)
+            o = self.options
+            settings = broker_settings(self.bootstrap, o.share_lock_ms, o.share_delivery_limit)
+            for c in self.share_consumers:
+                c.lock_ms, c.limit = settings
+            if (why := start_from_earliest(self.bootstrap, self.share_group)) is not None:
+                log.warning("share.auto.offset.reset of %s not set (%s): it starts at the latest offset",
+                            self.share_group, why)
         for t in self.threads:
             t.start()
         self.started = True
@@ -77,9 +96,10 @@ class WorkloadService:
                 raise HarnessError(f"{t.name} failed: {one_line(t.error)}")
 
     def progress(self) -> dict:
-        crashes = sum(w.crashes for w in [*self.producers, *self.consumers])
+        crashes = sum(w.crashes for w in [*self.producers, *self.consumers, *self.share_consumers])
         txns = self.transactions()
         return {"sent": sum(p.sent for p in self.producers), "read": sum(c.read for c in self.consumers),
+                **({"share read": sum(c.read for c in self.share_consumers)} if self.share_consumers else {}),
                 **({"txns": "/".join(str(txns[k]) for k in ("committed", "aborted", "unknown"))} if txns else {}),
                 "faults": len(self.nemesis.windows), **({"client crashes": crashes} if crashes else {})}
 

@@ -56,6 +56,12 @@ def test_consumer_group_protocol_on_a_release_without_it_is_one_line_and_starts_
     assert not any(tmp_path.iterdir())
 
 
+def test_share_workload_on_a_release_without_share_groups_is_one_line_and_starts_nothing(tmp_path):
+    code, _, err = kipcheck("run", "--kafka-version", "4.1.2", "--workload", "share", "--runs-dir", str(tmp_path))
+    assert_one_line_error(code, err, "4.1.2", "KIP-932", "--workload")
+    assert not any(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("asked, version, resolved", [
     (None, "4.0.2", "consumer"), (None, "3.9.2", "classic"), (None, "unknown", "classic"),
     ("classic", "4.3.1", "classic"), ("consumer", "4.0.2", "consumer"), ("consumer", "unknown", "consumer")])

@@ -107,6 +107,8 @@ MAIN_JOB = {"options": {"probes": True}, "skipped": []}
 #: the KIP-848 rules a subscriber reaches (its assignments, the OffsetFetch each makes, its revocations)
 GROUP_RULES = ("kip848.handoff_allowed", "kip848.committed_offset_kept", "kip848.resume_within_commits",
                "kip848.reowned_in_time")
+#: the KIP-932 rules a share consumer reaches (only `--workload share` has them)
+SHARE_RULES = ("kip932.exclusive_acquisition", "kip932.accepted_not_redelivered", "kip932.delivery_count_allowed")
 
 
 def test_every_judged_rule_says_what_makes_it_reachable():
@@ -114,7 +116,9 @@ def test_every_judged_rule_says_what_makes_it_reachable():
 
 
 @pytest.mark.parametrize("config, absent, present", [
-    (MAIN_JOB, set(), set(coverage.OBSERVED)),
+    (MAIN_JOB, set(SHARE_RULES), set(coverage.OBSERVED) - set(SHARE_RULES)),
+    ({**MAIN_JOB, "workload": {"workload": "share", "share_consumers": 3}}, set(), set(coverage.OBSERVED)),
+    ({**MAIN_JOB, "workload": {"workload": "share", "share_consumers": 0}}, set(SHARE_RULES), {"kip227.may_omit"}),
     ({**MAIN_JOB, "skipped": [{"key": "prober.list_offsets@-4"}]}, {"kip1023.offset_order"}, {"kip227.may_omit"}),
     # the metadata log is read after every run, probes or not; the consumers' polls carry the stamps
     ({"options": {"probes": False}}, set(coverage.OBSERVED) - {"kip966.may_lead", "kip32.append_time_allowed",

@@ -145,4 +145,5 @@ def test_model_rules_exported():
                         "fetch-session-violation", "tiered-offset-violation", "hwm-propagation-delay",
                         "ineligible-leader", "premature-reassignment-completion", "append-time-violation",
                         "time-offset-violation", "group-ownership-violation", "slow-rebalance", "committed-offset-regression",
-                        "resume-skip"}
+                        "resume-skip", "share-double-acquire", "share-accepted-redelivered",
+                        "share-delivery-limit-exceeded"}

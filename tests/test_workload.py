@@ -380,3 +380,14 @@ def test_an_empty_assignment_asks_no_committed_offsets(tmp_path):
     assert Committer(history, "g", "consumer", seq=0).resume(1, None, [], {"group": "g"}) == {}
     history.close()
     assert read_history(tmp_path / "history.jsonl") == []
+
+
+def test_share_workload_sets_the_brokers_lock_and_limit_only_for_itself():
+    """The brokers' share settings (docs/history.md, "Share groups"): the lock and its floor, the limit
+    and its floor, only for --workload share; share groups are GA from 4.2."""
+    from kipcheck.harness.backends import releases
+    assert WorkloadOptions().share_broker_config() == ()
+    assert dict(WorkloadOptions(workload="share").share_broker_config()) == {
+        "group.share.record.lock.duration.ms": "5000", "group.share.min.record.lock.duration.ms": "5000",
+        "group.share.delivery.count.limit": "3", "group.share.min.delivery.count.limit": "2"}
+    assert not releases.has("4.1.2", "share-groups") and releases.has("4.2.0", "share-groups")

@@ -9,6 +9,7 @@ from kipcheck.checks.rules.kip1166_rules import PropagationRule
 from kipcheck.checks.rules.reassignment_rules import ReassignmentRule
 from kipcheck.checks.rules.replica_rules import PreferredReplicaRule
 from kipcheck.checks.rules.session_rules import FetchSessionRule
+from kipcheck.checks.rules.share_rules import ShareGroupRule
 from kipcheck.checks.rules.timestamp_rules import AppendTimeRule
 
 MODEL_RULES = [
@@ -24,4 +25,5 @@ MODEL_RULES = [
     GroupOwnershipRule(),
     GroupLivenessRule(),
     CommitRule(),
+    ShareGroupRule(),
 ]

@@ -68,6 +68,11 @@ FEATURES: dict[str, tuple[tuple[int, int], str]] = {
     # controller.quorum.bootstrap.servers and Admin.addRaftVoter/removeRaftVoter ship in 3.9 (4.3.1's
     # StorageTool and kafka-clients have them: tests/integration/test_quorum.py)
     "dynamic-quorum": ((3, 9), "dynamic controller quorum (KIP-853): voters added and removed at run time"),
+    # KIP-932 share groups, GA in 4.2: org.apache.kafka.server.common.ShareVersion's LATEST_PRODUCTION
+    # is SV_1 (bootstrapped at IBP_4_2_IV0) in 4.3.1's kafka-server-common, so a cluster formatted at
+    # the release's newest metadata.version has share.version 1 (4.0 had them early access behind
+    # group.share.enable, 4.1 as a preview behind share.version, not production)
+    "share-groups": ((4, 2), "share groups (KIP-932, GA in 4.2: share.version 1 by default)"),
     # kipcheck's own choice, not a Kafka feature: Kafka's poms declare slf4j-api 1.7.36 up to
     # 4.0 (and a log4j 1 binding, slf4j-log4j12 / reload4j, which kipcheck leaves out); kipcheck
     # binds SLF4J to log4j2 for every release, with the SLF4J 2 binding from 3.7 (as before
@@ -77,7 +82,7 @@ FEATURES: dict[str, tuple[tuple[int, int], str]] = {
 
 #: features a user of the checker cares about (KIP behaviour), reported in config.json
 REPORTED = ("tiered-storage", "list-offsets-latest-tiered", "list-offsets-pending-upload", "kip-1166", "kip-1023",
-            "consumer-group-protocol")
+            "consumer-group-protocol", "share-groups")
 NOT_IN_RELEASE = "not in this release"
 
 

@@ -60,6 +60,15 @@ class WorkloadOptions:
     transaction_timeout_ms: int = 10000  # the txn producers' transaction.timeout.ms
     txn_sends: tuple[int, int] = (2, 6)  # sends per transaction, least and most
     copiers: int = 1  # consume-transform-produce copiers (txn workload)
+    # "share" (KIP-932): share consumers in one share group beside the same producers and consumers
+    # (harness.clients.share_workload), explicit acknowledgements of a seeded type per record
+    share_consumers: int = 5  # more than the partitions: librdkafka's SimpleAssignor shares some among members
+    share_ack_weights: tuple[float, float, float] = (0.85, 0.10, 0.05)  # accept, release, reject
+    share_stall: float = 0.03  # polls whose consumer holds its records past the lock before acknowledging
+    # the brokers' share group settings (share_broker_config): locks short enough to expire within a
+    # run (the release's floor is 1000 ms) and a delivery limit a few releases reach (its floor is 2)
+    share_lock_ms: int = 5000
+    share_delivery_limit: int = 3
 
     @property
     def transactional_ids(self) -> tuple[str, ...]:
@@ -74,6 +83,18 @@ class WorkloadOptions:
         if self.workload == "txn":
             return (self.topic, f"{self.topic}-b", f"{self.topic}-copy")
         return (self.topic,)
+
+    def share_broker_config(self) -> tuple[tuple[str, str], ...]:
+        """The brokers' server.properties for the share workload (none for the others). Kafka 4.3's
+        ShareGroupConfig requires group.share.record.lock.duration.ms >= its min.record.lock.duration.ms
+        (default 15000), so the floor goes down with it; the delivery limit stays within [min, max]
+        of its own (2 and 10 by default)."""
+        if self.workload != "share":
+            return ()
+        return (("group.share.record.lock.duration.ms", str(self.share_lock_ms)),
+                ("group.share.min.record.lock.duration.ms", str(min(self.share_lock_ms, 15000))),
+                ("group.share.delivery.count.limit", str(self.share_delivery_limit)),
+                ("group.share.min.delivery.count.limit", str(min(self.share_delivery_limit, 2))))
 
     def producer_mode(self, seq: int) -> tuple[str, bool]:
         modes = self.producer_modes or ((self.acks, self.idempotence),)

@@ -1,0 +1,270 @@
+"""KIP-932 share groups, judged from the share consumers' own records: `share-double-acquire`,
+`share-accepted-redelivered`, `share-delivery-limit-exceeded`.
+
+Each share consumer records its polls (`share_poll`: the records it acquired, each with its
+delivery count and LogAppendTime stamp, and the group's lock duration and delivery-count limit
+on the invoke) and its acknowledgements (`share_ack`: `acks` [[topic, partition, offset, type]],
+`ok` when answered, with `partition_errors` for the partitions the answer refused; `info` when no
+answer came) (docs/history.md, "Share groups"). One group for the run: every delivery of a record
+is judged against every other delivery of it, once the history is whole (a record's later
+delivery says something about an earlier acknowledgement).
+
+The lock rule and the count of deliveries are not judged across a fault or a leader change of
+the record's partition (the observer's `metadata` records): a new share-partition leader starts
+from the persisted state, without the old leader's locks (reference_model.kip932).
+
+The rule also fills the verdict's `"share_groups"` block: polls, records acquired, acks by type
+and outcome, redeliveries (deliveries with a count above 1), and pairs of deliveries to two
+consumers judged by the lock rule and not judged for a fault or leader change.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from kipcheck.reference_model import kip932
+
+from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
+from kipcheck.checks.rules.kip1166_rules import fault_windows, touched
+
+POLL, ACK, SUBSCRIBE = "share_poll", "share_ack", "share_subscribe"
+DOUBLE, REDELIVERED, LIMIT = "share-double-acquire", "share-accepted-redelivered", "share-delivery-limit-exceeded"
+SHARE_ANOMALIES = (DOUBLE, REDELIVERED, LIMIT)
+#: the verdict block the rule's summary row fills
+SHARE_GROUPS = "share_groups"
+GROUP = "share"
+#: a leader change seen this close to a pair's span counts as inside it (the observer asks every second)
+LEADER_SLACK_NS = 2_000_000_000
+_FS = (POLL, ACK, SUBSCRIBE)
+
+
+def is_share_delivery(record: dict) -> bool:
+    """An answered `share_poll` that returned records: what the KIP-932 rules judge."""
+    return record.get("f") == POLL and record.get("type") == "ok" and bool((record.get("value") or {}).get("records"))
+
+
+@dataclass
+class _Delivery:
+    process: object
+    poll_invoke: int  # indices
+    poll_index: int
+    asked: int
+    answered: int
+    acquired_after: int
+    count: int | None
+    ack_invoke: int | None = None  # index
+    ack_invoked: int | None = None  # time
+    ack_type: str | None = None
+    ack_index: int | None = None
+    ack_answered: int | None = None  # time, when answered without error for this partition
+    process_end: int | None = None
+
+    def model(self) -> kip932.Delivery:
+        ends = [t for t in (self.ack_invoked, self.process_end) if t is not None]
+        return kip932.Delivery(self.process, self.asked, self.answered, self.acquired_after, self.count,
+                               min(ends) if ends else None)
+
+
+@dataclass
+class _Judge:
+    open: dict = field(default_factory=dict)  # (process, f) -> invoke record
+    started: dict = field(default_factory=dict)  # process -> first record time
+    last: dict = field(default_factory=dict)  # process -> last record time
+    deliveries: dict = field(default_factory=dict)  # (topic, partition, offset) -> [_Delivery]
+    unacked: dict = field(default_factory=dict)  # (process, topic, partition, offset) -> _Delivery
+    faults: list = field(default_factory=list)
+    epochs: dict = field(default_factory=dict)  # (topic, partition) -> [(time, leader epoch)]
+    lock_ms: int | None = None
+    limit: int | None = None
+    figures: dict = field(default_factory=lambda: {"polls": 0, "records_acquired": 0, "acks": Counter(),
+                                                   "ack_outcomes": Counter(), "redeliveries": 0,
+                                                   "not_judged_fault": 0, "judged": 0})
+
+    def add(self, r: dict) -> None:
+        f, t, v, p = r.get("f"), r.get("type"), r.get("value") or {}, r.get("process")
+        now = r.get("time", 0)
+        if f == "fault":
+            self.faults.append(r)
+            return
+        if f == "metadata":
+            if t == "ok" and isinstance(v.get("leader_epoch"), int):
+                self.epochs.setdefault((v.get("topic"), v.get("partition")), []).append((now, v["leader_epoch"]))
+            return
+        self.started.setdefault(p, now)
+        self.last[p] = now
+        if t == "invoke":
+            self.open[(p, f)] = r
+            if f == POLL:
+                self.lock_ms = v.get("lock_duration_ms", self.lock_ms)
+                self.limit = v.get("delivery_count_limit", self.limit)
+            elif f == ACK:
+                self._ack_invoked(p, r, v)
+            return
+        inv = self.open.pop((p, f), None) or r
+        if f == POLL and t == "ok":
+            self._poll(p, inv, r, v)
+        elif f == ACK:
+            self._ack_answered(p, inv, r, v, t)
+
+    def _poll(self, p, inv: dict, r: dict, v: dict) -> None:
+        self.figures["polls"] += 1
+        counts, stamps = v.get("delivery_counts") or [], v.get("append_ms") or []
+        start = self.started.get(p, inv.get("time", 0))
+        for i, rec in enumerate(v.get("records") or ()):
+            topic, partition, offset = rec[0], rec[1], rec[2]
+            count = counts[i] if i < len(counts) and isinstance(counts[i], int) else None
+            stamp = stamps[i] if i < len(stamps) and isinstance(stamps[i], (int, float)) else None
+            after = start if stamp is None else max(start, int((stamp - kip932.STAMP_SLACK_MS) * 1_000_000))
+            d = _Delivery(p, inv["index"], r["index"], inv.get("time", 0), r.get("time", 0), after, count)
+            self.deliveries.setdefault((topic, partition, offset), []).append(d)
+            self.unacked[(p, topic, partition, offset)] = d
+            self.figures["records_acquired"] += 1
+            if count is not None and count > 1:
+                self.figures["redeliveries"] += 1
+
+    def _ack_invoked(self, p, r: dict, v: dict) -> None:
+        for topic, partition, offset, kind in v.get("acks") or ():
+            d = self.unacked.pop((p, topic, partition, offset), None)
+            self.figures["acks"][kind] += 1
+            if d is not None:
+                d.ack_invoke, d.ack_invoked, d.ack_type = r["index"], r.get("time", 0), kind
+
+    def _ack_answered(self, p, inv: dict, r: dict, v: dict, t: str) -> None:
+        refused = v.get("partition_errors") or {}
+        for topic, partition, offset, kind in (inv.get("value") or {}).get("acks") or ():
+            good = t == "ok" and f"{topic}/{partition}" not in refused
+            self.figures["ack_outcomes"][f"{kind}:{'ok' if good else 'error' if t == 'ok' else 'unknown'}"] += 1
+            if not good:
+                continue
+            for d in reversed(self.deliveries.get((topic, partition, offset), ())):
+                if d.process == p and d.ack_invoke == inv["index"]:
+                    d.ack_index, d.ack_answered = r["index"], r.get("time", 0)
+                    break
+
+    # --- judging --------------------------------------------------------------------------
+
+    def _changed(self, topic, partition, begin: int, end: int, windows) -> bool:
+        """A fault in force, or a leader change seen, within [begin, end] (around it, for the observer)."""
+        if touched(windows, begin, end, None):
+            return True
+        seen = {e for tm, e in self.epochs.get((topic, partition), ())
+                if begin - LEADER_SLACK_NS <= tm <= end + LEADER_SLACK_NS}
+        return len(seen) > 1
+
+    def finish(self) -> list[Anomaly]:
+        out: list[Anomaly] = []
+        if not self.deliveries:
+            return [Anomaly(SHARE_GROUPS, (), "share groups", details=self._summary())]
+        for d in (d for ds in self.deliveries.values() for d in ds):
+            d.process_end = self.last.get(d.process)
+        windows = fault_windows(self.faults)
+        lock, limit = self.lock_ms, self.limit
+        for (topic, partition, offset), ds in sorted(self.deliveries.items(), key=lambda kv: str(kv[0])):
+            where = f"{topic}/{partition} offset {offset}"
+            span = (min(d.acquired_after for d in ds), max(d.answered for d in ds))
+            quiet = not self._changed(topic, partition, *span, windows)
+            if limit is not None:
+                out += self._limit(ds, limit, quiet, where, topic, partition, offset)
+            for i, a in enumerate(ds):
+                for b in ds[i + 1:]:
+                    if a.process == b.process:
+                        continue
+                    if lock is not None:
+                        pair = (min(a.acquired_after, b.acquired_after), max(a.answered, b.answered))
+                        if self._changed(topic, partition, *pair, windows):
+                            self.figures["not_judged_fault"] += 1
+                        else:
+                            self.figures["judged"] += 1
+                            if not kip932.exclusive_acquisition(a.model(), b.model(), lock):
+                                out.append(self._double(a, b, lock, where, topic, partition, offset))
+                    for acc, other in ((a, b), (b, a)):
+                        if acc.ack_type == kip932.ACCEPT and acc.ack_answered is not None and \
+                                not kip932.accepted_not_redelivered(self._latest(acc, ds), acc.ack_answered,
+                                                                    other.model()):
+                            out.append(Anomaly(REDELIVERED, tuple(sorted({acc.poll_index, acc.ack_invoke, acc.ack_index,
+                                                                          other.poll_invoke, other.poll_index})),
+                                               f"{where}: accepted by process {acc.process} (acknowledgement answered "
+                                               f"without error at record {acc.ack_index}) and delivered again to "
+                                               f"process {other.process} with delivery count {other.count} (record "
+                                               f"{other.poll_index})",
+                                               details={"topic": topic, "partition": partition, "offset": offset,
+                                                        RULE: "kip932.accepted_not_redelivered"}))
+        out.append(Anomaly(SHARE_GROUPS, (), "share groups", details=self._summary()))
+        return out
+
+    @staticmethod
+    def _latest(acc: _Delivery, ds: list) -> kip932.Delivery:
+        """The accepted delivery, with the highest count its consumer ever saw of the record: librdkafka
+        fetches ahead, so the consumer may have acquired the record again (after its lock expired)
+        before its acknowledgement, which then applied to that later acquisition."""
+        counts = [d.count for d in ds if d.process == acc.process and d.count is not None]
+        m = acc.model()
+        return kip932.Delivery(m.consumer, m.asked, m.answered, m.acquired_after, max(counts, default=m.count),
+                               m.released_by)
+
+    def _limit(self, ds, limit, quiet, where, topic, partition, offset) -> list[Anomaly]:
+        over = [d for d in ds if not kip932.delivery_count_allowed(d.count, limit)]
+        details = {"topic": topic, "partition": partition, "offset": offset, "limit": limit}
+        if over:
+            d = over[0]
+            return [Anomaly(LIMIT, (d.poll_invoke, d.poll_index),
+                            f"{where} was delivered to process {d.process} with delivery count {d.count}, above the "
+                            f"limit {limit}", details={**details, "count": d.count,
+                                                       RULE: "kip932.delivery_count_allowed"})]
+        if quiet and not kip932.delivery_count_allowed(len(ds), limit):
+            return [Anomaly(LIMIT, tuple(sorted(i for d in ds for i in (d.poll_invoke, d.poll_index))),
+                            f"{where} was delivered {len(ds)} times (limit {limit}) with no fault or leader change "
+                            f"between its deliveries", details={**details, "deliveries": len(ds),
+                                                                RULE: "kip932.delivery_count_allowed"})]
+        return []
+
+    @staticmethod
+    def _double(a: _Delivery, b: _Delivery, lock: int, where, topic, partition, offset) -> Anomaly:
+        first, second = (a, b) if (a.count or 0) <= (b.count or 0) else (b, a)
+        until = kip932.lock_held_until(first.model(), lock)
+        return Anomaly(DOUBLE, tuple(sorted(i for i in (first.poll_invoke, first.poll_index, second.poll_invoke,
+                                                        second.poll_index, first.ack_invoke) if i is not None)),
+                       f"{where} acquired by process {first.process} (record {first.poll_index}, delivery count "
+                       f"{first.count}) was given to process {second.process} (record {second.poll_index}, count "
+                       f"{second.count}) while the first lock held ({lock} ms lock, held until at least "
+                       f"{until / 1e9:.3f} s; the second poll answered at {second.answered / 1e9:.3f} s)",
+                       details={"topic": topic, "partition": partition, "offset": offset, "lock_ms": lock,
+                                RULE: "kip932.exclusive_acquisition"})
+
+    def _summary(self) -> dict:
+        f = self.figures
+        return {"polls": f["polls"], "records_acquired": f["records_acquired"], "acks": dict(f["acks"]),
+                "ack_outcomes": dict(f["ack_outcomes"]), "redeliveries": f["redeliveries"],
+                "records": len(self.deliveries), "pairs_judged": f["judged"], "pairs_not_judged_fault": f["not_judged_fault"],
+                "lock_duration_ms": self.lock_ms, "delivery_count_limit": self.limit}
+
+
+class ShareGroupRule(BaseRule):
+    """One group: every share consumer record, with the faults and the observer's leader epochs."""
+
+    anomalies = SHARE_ANOMALIES
+    summary = SHARE_GROUPS
+    key = GROUP
+    streams = True
+
+    def group_keys(self, record: dict) -> Iterable[str]:
+        if record.get("f") in _FS or record.get("f") == "fault":
+            yield GROUP
+        elif record.get("f") == "metadata" and record.get("type") == "ok":
+            yield GROUP
+
+    def split(self, record: dict) -> list[tuple[str, dict]]:
+        """Metadata records reach the group as their leader epoch alone (many, small)."""
+        if record.get("f") == "metadata":
+            if record.get("type") != "ok":
+                return []
+            v = record.get("value") or {}
+            return [(GROUP, {"index": record.get("index"), "time": record.get("time", 0), "type": "ok",
+                             "f": "metadata", "process": record.get("process"),
+                             "value": {"topic": v.get("topic"), "partition": v.get("partition"),
+                                       "leader_epoch": v.get("leader_epoch")}})]
+        return super().split(record)
+
+    def start(self, key: str, profile: str) -> _Judge:
+        return _Judge()

@@ -1,0 +1,111 @@
+"""KIP-932 (Queues for Kafka): what a share group may deliver, one rule per function.
+
+The checker (checks/rules/share_rules.py) follows each record of the share group through its
+deliveries (a share consumer's `share_poll` that returned it) and its acknowledgements
+(`share_ack`), and asks these rules. A delivery is what one consumer saw: when its poll was
+asked and answered, the record's delivery count as the consumer was told it, and the earliest
+time the broker can have acquired it.
+
+When the broker acquired a record is not in the history: librdkafka may fetch ahead of the
+application's poll. What bounds it from below is the record itself: the broker appended it
+before it could acquire it, and the workload topics are stamped with LogAppendTime (KIP-32), so
+the poll carries the append time mapped to the history's clock (docs/history.md, `append_ms`).
+Without a stamp, the consumer client's start bounds it.
+
+The lock, read in Kafka's sources (core, kafka.server.share.SharePartition, 4.3.1): every
+acquisition calls `scheduleAcquisitionLockTimeout(memberId, firstOffset, lastOffset)`, which asks
+`ShareGroupConfigProvider.recordLockDurationMsOrDefault` (the group's
+`share.record.lock.duration.ms`, else the broker's `group.share.record.lock.duration.ms`) and adds
+an `AcquisitionLockTimerTask` with that delay to the partition's `SystemTimer`; only that task
+(`releaseAcquisitionLockOnTimeout`), an acknowledgement of the member, or the member leaving makes
+the record available again. The timer's wheel is 1 ms a tick and runs a task once its bucket's
+tick is reached, so a lock can end up to one tick before `acquired + duration`, never earlier.
+A leader change loses the locks of the old leader (they live in its memory, and an acquisition is
+not persisted: only acknowledgements, releases and timeouts are written through the share
+coordinator), so the lock rule is not judged across one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: the SystemTimer's tick: a lock may end this much before acquisition + duration (ms)
+TIMER_TICK_MS = 1
+#: what the mapping of a LogAppendTime stamp to the history's clock may be off by (ms): the stamp is
+#: whole ms, read against the wall clock once per poll (docs/history.md, `append_ms`)
+STAMP_SLACK_MS = 5
+
+#: acknowledgement types (KIP-932 "Acknowledgement types")
+ACCEPT, RELEASE, REJECT = "accept", "release", "reject"
+ACK_TYPES = (ACCEPT, RELEASE, REJECT)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One consumer's delivery of one record. Times are history ns.
+
+    `consumer`: who got it (the client's process); `asked`/`answered`: its poll's invoke and
+    completion; `acquired_after`: the earliest the broker can have acquired it (its append, or the
+    client's start); `count`: the delivery count the consumer was told (None: unknown);
+    `released_by`: the earliest the consumer can have ended the lock itself (its acknowledgement's
+    invoke, or its client's end; None: never within the history)."""
+
+    consumer: object
+    asked: int
+    answered: int
+    acquired_after: int
+    count: int | None = None
+    released_by: int | None = None
+
+
+def lock_held_until(d: Delivery, lock_ms: int) -> float:
+    """The time up to which `d`'s acquisition lock certainly held: before the consumer could have
+    acknowledged or left, and before the lock could have expired (acquired no earlier than
+    `acquired_after`, expiring no earlier than one timer tick before `lock_ms` after it)."""
+    expiry = d.acquired_after + (lock_ms - TIMER_TICK_MS) * 1_000_000
+    return float(expiry if d.released_by is None else min(expiry, d.released_by))
+
+
+def exclusive_acquisition(first: Delivery, second: Delivery, lock_ms: int) -> bool:
+    """KIP-932 "Share group concepts": while a record is acquired by one consumer it is not
+    available to another consumer of the group for the duration of the acquisition lock (it
+    becomes available when the consumer releases or rejects it, acknowledges it, leaves, or the lock
+    duration elapses). `first`, `second`: deliveries of one record to two consumers. When their
+    delivery counts differ, the lower one was acquired first (each acquisition adds one), and the
+    later acquisition happened by its poll's answer: it must not come before the first's lock could
+    end. With equal or unknown counts either came first, and a violation must hold both ways.
+    False: the record was given to the second consumer while the first one's lock held
+    (`share-double-acquire`)."""
+    if first.consumer == second.consumer:
+        return True
+    if first.count is not None and second.count is not None and first.count != second.count:
+        earlier, later = (first, second) if first.count < second.count else (second, first)
+        return later.answered >= lock_held_until(earlier, lock_ms)
+    latest = max(first.answered, second.answered)
+    return latest >= min(lock_held_until(first, lock_ms), lock_held_until(second, lock_ms))
+
+
+def accepted_not_redelivered(accepted: Delivery, accept_answered: int, later: Delivery) -> bool:
+    """KIP-932 "Record states and transitions": a record a consumer accepted (its acknowledgement
+    answered without error for the record's partition) is Acknowledged, a final state: it is not
+    delivered again. The broker answers an acknowledgement only after the share coordinator
+    persisted it, so a leader change does not undo it. `later` is another consumer's delivery of the
+    record: it breaks the rule when its count is above the accepted delivery's (it is a later
+    acquisition) and its poll was asked after the accept was answered. (The accepting consumer's
+    own later deliveries are not judged, and `accepted` carries the highest count that consumer
+    saw: librdkafka fetches ahead, so an acknowledgement may apply to a re-acquisition its
+    application had not polled yet.) False: an accepted record was delivered again
+    (`share-accepted-redelivered`)."""
+    if later.count is None or accepted.count is None:
+        return True
+    return not (later.count > accepted.count and later.asked > accept_answered)
+
+
+def delivery_count_allowed(count: int | None, limit: int) -> bool:
+    """KIP-932 "Record states and transitions": a record is delivered at most
+    `group.share.delivery.count.limit` times; at the limit a release or a lock timeout archives it
+    instead of making it available. `count`: a delivery count the broker reported, or the number of
+    deliveries of one record the history saw (each a separate acquisition). The KIP says the count
+    is not exact across a share-partition leader change (acquisitions are not persisted), so the
+    checker counts deliveries only where no fault or leader change came between them.
+    False: the record was delivered more often than the limit (`share-delivery-limit-exceeded`)."""
+    return count is None or count <= limit

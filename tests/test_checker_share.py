@@ -1,0 +1,198 @@
+"""KIP-932 share groups (`share-double-acquire`, `share-accepted-redelivered`,
+`share-delivery-limit-exceeded`, checks/rules/share_rules.py) on hand-made histories: each rule
+flags what is just outside its bound and accepts what is just inside. Times are ms here."""
+from __future__ import annotations
+
+from kipcheck.checks.engine_local import check_records
+from kipcheck.checks.rules.share_rules import DOUBLE, LIMIT, REDELIVERED, SHARE_GROUPS, ShareGroupRule
+from kipcheck.reference_model import kip932
+
+A, B = 21, 22  # two share consumers of group "sg"
+LOCK, LIMIT_N = 5000, 3
+MS = 1_000_000
+
+
+class ShareHistory:
+    """Records at explicit times (ms), indices in time order once `records` is read."""
+
+    def __init__(self):
+        self._records: list[dict] = []
+
+    def _add(self, ms, process, type_, f, value):
+        self._records.append({"time": int(ms * MS), "process": process, "type": type_, "f": f, "value": value})
+        return self
+
+    def subscribe(self, process, at):
+        v = {"group": "sg", "topics": ["t"]}
+        return self._add(at, process, "invoke", "share_subscribe", v)._add(at, process, "ok", "share_subscribe", v)
+
+    def poll(self, process, asked, answered, offset=0, count=1, appended=None):
+        v = {"group": "sg", "lock_duration_ms": LOCK, "delivery_count_limit": LIMIT_N}
+        self._add(asked, process, "invoke", "share_poll", v)
+        stamp = {} if appended is None else {"append_ms": [appended], "wall_minus_history_ms": 0}
+        return self._add(answered, process, "ok", "share_poll",
+                         {**v, "records": [["t", 0, offset, f"v{offset}"]], "delivery_counts": [count], **stamp})
+
+    def ack(self, process, kind, invoked, answered=None, offset=0, type_="ok", refused=False):
+        v = {"group": "sg", "mode": "sync", "acks": [["t", 0, offset, kind]]}
+        self._add(invoked, process, "invoke", "share_ack", v)
+        if answered is not None:
+            self._add(answered, process, type_, "share_ack",
+                      {**v, **({"partition_errors": {"t/0": "INVALID_RECORD_STATE"}} if refused else {})})
+        return self
+
+    def fault(self, start, stop):
+        v = {"fault": "kill", "targets": [1], "effects": ["stops-node"]}
+        for phase, at in (("start", start), ("stop", stop)):
+            self._add(at, "nemesis", "invoke", "fault", {**v, "phase": phase})
+            self._add(at, "nemesis", "ok", "fault", {**v, "phase": phase})
+        return self
+
+    @property
+    def records(self) -> list[dict]:
+        ordered = sorted(self._records, key=lambda r: r["time"])
+        return [{**r, "index": i} for i, r in enumerate(ordered)]
+
+    def judged(self) -> tuple[list, dict]:
+        rule = ShareGroupRule()
+        found = rule.check([r for r in self.records if [*rule.group_keys(r)]], "kip")
+        [figures] = [a.details for a in found if a.name == SHARE_GROUPS]
+        return [a for a in found if a.name != SHARE_GROUPS], figures
+
+
+def _base(appended=1000):
+    """A acquires offset 0 (appended at 1000 ms) by its poll answered at 1100 ms."""
+    return ShareHistory().subscribe(A, 0).subscribe(B, 0).poll(A, 1050, 1100, appended=appended)
+
+
+# --- share-double-acquire ------------------------------------------------------------------------
+
+def test_a_record_given_to_another_consumer_inside_the_lock_is_a_double_acquire():
+    """Just outside: the lock (appended 1000 ms, 5000 ms, one tick and the stamp's slack early)
+    certainly held until 5994 ms; B's poll, a later acquisition (count 2), answered at 5990 ms."""
+    h = _base().poll(B, 5900, 5990, count=2).ack(A, "accept", 7000, 7010).ack(B, "accept", 6000, 6010)
+    found, _ = h.judged()
+    assert [a.name for a in found] == [DOUBLE]
+    assert found[0].details["rule"] == "kip932.exclusive_acquisition"
+
+
+def test_after_the_lock_could_have_expired_another_consumer_may_acquire():
+    """Just inside: B's poll answered at 5995 ms, after the earliest expiry (5994 ms)."""
+    h = _base().poll(B, 5900, 5995, count=2).ack(B, "accept", 6000, 6010)
+    assert h.judged()[0] == []
+
+
+def test_after_a_release_another_consumer_may_acquire():
+    """A released it (ack invoked at 1200 ms): B may have it from then on, inside the lock time."""
+    h = _base().ack(A, "release", 1200, 1210).poll(B, 1150, 1300, count=2)
+    assert h.judged()[0] == []
+    # the release invoked after B's poll answered does not cover it
+    h = _base().poll(B, 1150, 1300, count=2).ack(A, "release", 1400, 1410)
+    assert [a.name for a in h.judged()[0]] == [DOUBLE]
+
+
+def test_equal_counts_must_overlap_both_ways():
+    """Two deliveries with the same count: either could be first, so both locks must hold."""
+    h = _base().poll(B, 1000, 1200, count=1).ack(A, "accept", 3000, 3010).ack(B, "accept", 3000, 3010)
+    assert [a.name for a in h.judged()[0]] == [DOUBLE]
+
+
+def test_a_fault_between_the_deliveries_exempts_the_pair():
+    h = _base().fault(1200, 1300).poll(B, 1900, 2000, count=2).ack(A, "accept", 3000, 3010)
+    found, figures = h.judged()
+    assert found == [] and figures["pairs_not_judged_fault"] == 1
+
+
+def test_without_a_stamp_the_client_start_bounds_the_acquisition():
+    """No append stamp: A's lock counts from A's start (0 ms): certainly held until 4999 ms."""
+    h = _base(appended=None).poll(B, 4900, 4998, count=2).ack(A, "accept", 6000, 6010)
+    assert [a.name for a in h.judged()[0]] == [DOUBLE]
+    assert _base(appended=None).poll(B, 4900, 4999, count=2).ack(A, "accept", 6000, 6010).judged()[0] == []
+
+
+def test_a_consumer_that_went_away_released_its_records():
+    """A's client did nothing after its poll (it may have closed then): not judged as holding."""
+    assert _base().poll(B, 1900, 2000, count=2).judged()[0] == []
+
+
+# --- share-accepted-redelivered -------------------------------------------------------------------
+
+def test_an_accepted_record_delivered_again_is_flagged():
+    """Just outside: A's accept was answered at 1210 ms; B's poll, asked at 1211, got count 2."""
+    h = _base().ack(A, "accept", 1200, 1210).poll(B, 1211, 1300, count=2)
+    found, _ = h.judged()
+    assert REDELIVERED in [a.name for a in found]
+    [a] = [a for a in found if a.name == REDELIVERED]
+    assert a.details["rule"] == "kip932.accepted_not_redelivered"
+
+
+def test_a_poll_asked_before_the_accept_answered_is_not_judged_by_it():
+    """Just inside: B's poll was asked at 1209 ms, before the answer (the record may have been
+    acquired by then); the double-acquire rule judges that pair, and the release came first."""
+    h = _base().ack(A, "accept", 1200, 1210).poll(B, 1209, 1300, count=2)
+    assert REDELIVERED not in [a.name for a in h.judged()[0]]
+
+
+def test_an_accept_answered_with_an_error_may_be_redelivered():
+    h = _base().ack(A, "accept", 1200, 1210, refused=True).poll(B, 1300, 1400, count=2)
+    assert REDELIVERED not in [a.name for a in h.judged()[0]]
+    h = _base().ack(A, "accept", 1200, 1210, type_="info").poll(B, 1300, 1400, count=2)
+    assert REDELIVERED not in [a.name for a in h.judged()[0]]
+
+
+# --- share-delivery-limit-exceeded -----------------------------------------------------------------
+
+def test_a_delivery_count_above_the_limit_is_flagged():
+    h = _base().ack(A, "release", 1200, 1210).poll(B, 1300, 1400, count=LIMIT_N + 1)
+    assert [a.name for a in h.judged()[0]] == [LIMIT]
+    h = _base().ack(A, "release", 1200, 1210).poll(B, 1300, 1400, count=LIMIT_N)
+    assert h.judged()[0] == []
+
+
+def test_more_deliveries_than_the_limit_are_flagged_without_a_fault():
+    """Four deliveries (counts unknown to the client) of one record with limit 3; three pass."""
+    def deliveries(n, fault=False):
+        h = ShareHistory().subscribe(A, 0).subscribe(B, 0)
+        if fault:
+            h.fault(10, 20)
+        for i in range(n):
+            p = A if i % 2 == 0 else B
+            h.poll(p, 1000 * i + 100, 1000 * i + 200, count=None, appended=50).ack(p, "release", 1000 * i + 300,
+                                                                                    1000 * i + 310)
+        return h
+    assert [a.name for a in deliveries(4).judged()[0]] == [LIMIT]
+    assert deliveries(3).judged()[0] == []
+    assert deliveries(4, fault=True).judged()[0] == []  # a fault between: the count is not exact
+
+
+def test_figures_and_model_bounds():
+    h = _base().ack(A, "release", 1200, 1210).poll(B, 1300, 1400, count=2).ack(B, "accept", 1500, 1510)
+    found, figures = h.judged()
+    assert found == []
+    assert figures["polls"] == 2 and figures["records_acquired"] == 2 and figures["redeliveries"] == 1
+    assert figures["acks"] == {"release": 1, "accept": 1}
+    assert figures["lock_duration_ms"] == LOCK and figures["delivery_count_limit"] == LIMIT_N
+    d = kip932.Delivery(A, 0, 10, 0, 1, None)
+    assert kip932.lock_held_until(d, 1000) == 999 * MS
+
+
+def test_the_engine_counts_share_observations():
+    h = _base().ack(A, "accept", 1200, 1210)
+    records = h.records
+    records += [{"index": len(records), "time": 2000 * MS, "process": 9, "type": "invoke", "f": "send",
+                 "value": {"topic": "t", "partition": 0, "value": "v0"}},
+                {"index": len(records) + 1, "time": 2001 * MS, "process": 9, "type": "ok", "f": "send",
+                 "value": {"topic": "t", "partition": 0, "value": "v0", "offset": 0}}]
+    v = check_records(records)
+    assert v["coverage"]["kip932.exclusive_acquisition"]["observations"] == 1
+    assert v["share_groups"]["polls"] == 1
+    assert not any(v["anomalies"][n] for n in (DOUBLE, REDELIVERED, LIMIT))
+
+
+def test_the_accepting_consumers_own_later_acquisition_is_not_a_redelivery():
+    """A accepted the record; its client had acquired it again (count 2) and another consumer's
+    count-2 delivery cannot be later than that: only a count above A's highest is judged."""
+    h = _base().ack(A, "accept", 1200, 1210).poll(A, 1300, 1400, count=2).poll(B, 1500, 1600, count=2)
+    assert REDELIVERED not in [a.name for a in h.judged()[0]]
+    h = _base().ack(A, "accept", 1200, 1210).poll(A, 1300, 1400, count=2).poll(B, 1500, 1600, count=3)
+    assert REDELIVERED in [a.name for a in h.judged()[0]]
