@@ -27,9 +27,9 @@ COORDINATOR_WAIT_S = 60.0
 class WorkloadService:
     def __init__(self, cluster, ctx, options: WorkloadOptions, history: History, rack: str | None,
                  faults, seed: int = 0, probes: bool = True, skip: frozenset = frozenset()):
-        self.options = options
         """`faults`: a faults.plan.FaultPlan, whose nemesis runs here; `skip`: Skipped keys
         (harness.clients.capabilities) of probes the cluster cannot answer."""
+        self.options = options
         self.stop_event = threading.Event()
         bootstrap = cluster.bootstrap_servers()
         if options.workload == "txn":  # transactional producers and copiers (harness.clients.txn_workload)
