@@ -12,6 +12,7 @@ import threading
 
 from kipcheck.harness.errors import HarnessError
 from kipcheck.rundir.writer import History
+from kipcheck.harness.backends.node import OFFSETS_TOPIC_REPLICATION
 from kipcheck.harness.clients.admin import wait_group_coordinator
 from kipcheck.harness.clients.observer import Observer
 from kipcheck.harness.clients.prober import Prober
@@ -45,6 +46,8 @@ class WorkloadService:
         # committed offsets to this run's subscribers, offsets no commit of this history made
         self.group = group = f"kipcheck-subscribers-{options.topic}-{secrets.token_hex(3)}"
         self.bootstrap, self.topic = bootstrap, options.topic
+        # kipcheck's own clusters replicate __consumer_offsets 3 times: with fewer brokers no coordinator comes
+        self.coordinator_possible = cluster.mode == "external" or len(cluster.brokers) >= OFFSETS_TOPIC_REPLICATION
         self.consumers = [ConsumerWorker(bootstrap, options, history, self.stop_event, i, rack, group=group)
                           for i in range(options.consumers)]
         self.share_group, self.share_consumers = None, []
@@ -66,7 +69,7 @@ class WorkloadService:
 
     def start(self) -> "WorkloadService":
         """Start every thread; a run with subscribers first waits for its group's coordinator."""
-        if any(c.mode == "subscribe" for c in self.consumers) and not wait_group_coordinator(
+        if self.coordinator_possible and any(c.mode == "subscribe" for c in self.consumers) and not wait_group_coordinator(
                 self.bootstrap, self.group, self.topic, COORDINATOR_WAIT_S):
             log.warning("the coordinator of %s did not answer within %.0f s; starting anyway",
                         self.group, COORDINATOR_WAIT_S)

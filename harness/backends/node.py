@@ -76,6 +76,10 @@ logger.controller.level = INFO
 """
 
 
+#: the group coordinators' topic's replication factor: a cluster with fewer brokers has no group coordinator
+OFFSETS_TOPIC_REPLICATION = 3
+
+
 @dataclass(frozen=True)
 class NodeSpec:
     node_id: int
@@ -181,7 +185,7 @@ class KafkaNode:
                 "broker.rack": s.rack,
                 # KIP-392: consumers with client.rack fetch from the closest in-sync replica
                 "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector",
-                "offsets.topic.replication.factor": 3,
+                "offsets.topic.replication.factor": OFFSETS_TOPIC_REPLICATION,
                 "transaction.state.log.replication.factor": 3,
                 "transaction.state.log.min.isr": 2,
                 "default.replication.factor": 3,
