@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import logging
 import random
+import secrets
 import threading
+import time
 
-from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, AcknowledgeType, ShareConsumer
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, AcknowledgeType, Producer, ShareConsumer
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic,
+                                   ResourceType)
 
 from kipcheck.harness.clients import values
 from kipcheck.harness.clients.admin import quiet_logger
@@ -41,7 +45,6 @@ def share_group(topic: str, token: str) -> str:
 def start_from_earliest(bootstrap: str, group: str) -> str | None:
     """Set the group's share.auto.offset.reset to earliest (KIP-932: `latest` by default, which
     would skip what the producers wrote before the first fetch). None, or why it failed."""
-    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
     admin = AdminClient({"bootstrap.servers": bootstrap, "logger": quiet_logger()})
     resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
         ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
@@ -59,10 +62,6 @@ def warm_up(bootstrap: str, topic: str, timeout: float) -> bool:
     group makes the brokers create __share_group_state and load its partitions; a 4.3.1 run whose
     group initialized its share-partitions meanwhile got NotCoordinatorException, and its members
     stayed without partitions for the rest of the 30 s run (the group coordinator did not retry)."""
-    import secrets
-    import time
-    from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
     name, group = f"{topic}-share-warmup", share_group(f"{topic}-warmup", secrets.token_hex(3))
     admin = AdminClient({"bootstrap.servers": bootstrap, "logger": quiet_logger()})
     deadline = time.monotonic() + timeout
@@ -95,7 +94,6 @@ def broker_settings(bootstrap: str, lock_ms: int, limit: int) -> tuple[int, int]
     """The lock duration and delivery-count limit a broker runs with (DescribeConfigs), so the
     history records the bounds the cluster has, not the ones asked for (a shared cluster, an
     external one); `lock_ms`, `limit` when it does not say."""
-    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
     admin = AdminClient({"bootstrap.servers": bootstrap, "logger": quiet_logger()})
     try:
         broker = next(iter(admin.list_topics(timeout=10).brokers))
@@ -116,11 +114,12 @@ class ShareConsumerWorker(Worker):
     """One share consumer at a time, polling and acknowledging until stopped."""
 
     def __init__(self, bootstrap: str, options: WorkloadOptions, history: History, stop: threading.Event,
-                 seq: int, group: str, settings: tuple[int, int] | None = None):
-        """`settings`: the brokers' (lock duration ms, delivery-count limit), `broker_settings`."""
+                 seq: int, group: str):
+        """The lock duration and limit recorded are the options' until the service sets the brokers'
+        own (`broker_settings`) before it starts the worker."""
         super().__init__(f"share-consumer-{seq}", history, stop)
         self.options, self.group = options, group
-        self.lock_ms, self.limit = settings or (options.share_lock_ms, options.share_delivery_limit)
+        self.lock_ms, self.limit = options.share_lock_ms, options.share_delivery_limit
         self.config = {"bootstrap.servers": bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit",
                        "logger": quiet_logger()}
         self._choice = random.Random(f"share-{seq}")  # ack types, sync/async, stalls
