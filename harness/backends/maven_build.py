@@ -7,6 +7,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from kipcheck.harness.errors import HarnessError
@@ -28,6 +29,7 @@ def cached_jar(sources: Path, name: str, what: str) -> Path:
         raise HarnessError(f"the sources of {what} are missing ({sources})")
     jar = cache_root() / name / source_hash(sources) / f"{name}.jar"
     if jar.exists():
+        os.utime(jar.parent)  # in use: `_prune` keeps it
         return jar
     mvn = shutil.which("mvn")
     if not mvn:
@@ -45,10 +47,20 @@ def cached_jar(sources: Path, name: str, what: str) -> Path:
         raise HarnessError(f"building {what} failed: " + (lines[0] if lines else "see mvn output")[:300])
     shutil.move(str(built), jar)
     shutil.rmtree(build, ignore_errors=True)
-    for old in jar.parent.parent.iterdir():  # jars built from older sources
-        if old != jar.parent:
-            shutil.rmtree(old, ignore_errors=True)
+    _prune(jar.parent.parent, keep=jar.parent)
     return jar
+
+
+#: a jar built from other sources is removed only when nothing built or used it this long: another checkout on
+#: the machine (a CI clone, a worktree) may still start or restart brokers with its own
+STALE_AFTER_S = 7 * 86400
+
+
+def _prune(root: Path, keep: Path, now: float | None = None) -> None:
+    now = time.time() if now is None else now
+    for old in root.iterdir():
+        if old != keep and now - old.stat().st_mtime > STALE_AFTER_S:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def print_jar(what: str, build) -> None:
