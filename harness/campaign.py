@@ -26,7 +26,7 @@ from kipcheck.rundir.records import JSONL_NAME
 DONE, ERROR, RUNNING = "done", "error", "running"
 #: what a campaign keeps in campaign.json to resume exactly as it began
 SETTINGS = ("duration", "backend", "bootstrap", "hosts", "brokers", "tiered", "allow_uncovered", "engine", "master",
-            "workload")
+            "workload", "group_protocol")
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class PlannedRun:
     seed: int
     faults: str  # "default" (the single leader isolation), "none", "all" or "kind,kind"
     kafka_version: str | None
-    workload: str | None = None  # "default" or "txn"
+    workload: str | None = None  # one of workload_options.WORKLOADS
     tiered: bool = False
     elr: str | None = None  # "on" / "off"
     upgrade_from: str | None = None  # a rolling upgrade from this release to `kafka_version`
@@ -94,6 +94,17 @@ def run_options(base, planned: PlannedRun, runs_dir: Path):
         options = replace(options, kafka_version=None, upgrade_from=planned.upgrade_from,
                           upgrade_to=planned.kafka_version)
     return options
+
+
+def preflight_plan(planned: list[PlannedRun], base, directory: Path) -> None:
+    """Every planned run's options checked as `kipcheck run` checks them, before the first
+    cluster starts: a bad one is a one-line error naming the run, and nothing runs."""
+    from kipcheck.harness.run import preflight
+    for p in planned:
+        try:
+            preflight(run_options(base, p, directory / "runs"))
+        except KipcheckError as e:
+            raise HarnessError(f"{p.key}: {e}") from None
 
 
 class CampaignState:
@@ -186,6 +197,7 @@ def add_engine_arguments(c) -> None:
 
 def add_campaign_arguments(c) -> None:
     from kipcheck.harness.backends import registry
+    from kipcheck.harness.clients.workload_options import GROUP_PROTOCOLS, WORKLOADS
     c.add_argument("--seeds", default=None, help="seeds, e.g. 1-20 or 1,4,9 (required for a new campaign)")
     c.add_argument("--faults", action="append", default=None, metavar="MIX",
                    help="a fault mix per flag: 'default', 'none', 'all' or kinds 'partition,kill' (repeatable)")
@@ -201,8 +213,10 @@ def add_campaign_arguments(c) -> None:
                    help="the ssh backend's cluster file (docs/backends.md), used by every run")
     c.add_argument("--brokers", type=int, default=3)
     c.add_argument("--tiered", action="store_true")
-    c.add_argument("--workload", choices=("default", "txn"), default="default",
+    c.add_argument("--workload", choices=WORKLOADS, default="default",
                    help="every run's workload (kipcheck run --workload)")
+    c.add_argument("--group-protocol", choices=GROUP_PROTOCOLS, default=None,
+                   help="every run's subscribers' group protocol (kipcheck run --group-protocol; default: the release's)")
     c.add_argument("--allow-uncovered", action="store_true",
                    help="a run whose reachable rule decided nothing is VALID, not unknown (as for kipcheck run)")
     c.add_argument("--quiet", action="store_true")
@@ -249,6 +263,7 @@ def cmd_campaign(args) -> int:
     from kipcheck.harness.clients.workload import WorkloadOptions
     base = RunOptions(**{k: settings[k] for k in SETTINGS if k in settings and k not in ("engine", "master", "workload")},
                       workload=WorkloadOptions(workload=settings.get("workload", "default")))
+    preflight_plan(planned, base, directory)
     summary = run_campaign(directory, planned, base, settings, ProgressUI(quiet=args.quiet))
     totals = summary["totals"]
     print(f"campaign {directory}: " + ", ".join(f"{k.lower()} {n}" for k, n in sorted(totals.items())))

@@ -239,13 +239,14 @@ def cmd_profile_read(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from kipcheck.harness.backends import registry
+    from kipcheck.harness.clients.workload_options import GROUP_PROTOCOLS, WORKLOADS
     from kipcheck.harness.clients.workload_options import WorkloadOptions as WorkloadDefaults
     p = argparse.ArgumentParser(prog="kipcheck", description="Chaos and KIP conformance checks for Kafka (KRaft)")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="cluster up, workload + faults, check, report")
     r.add_argument("--duration", type=_positive(float), default=60.0, help="seconds of workload (default 60)")
-    r.add_argument("--workload", choices=("default", "txn", "share"), default="default",
+    r.add_argument("--workload", choices=WORKLOADS, default="default",
                    help="default: idempotent producers; txn: transactional producers, a consume-transform-produce "
                         "copier and read_committed beside read_uncommitted consumers (docs/history.md, 'Transactions'); "
                         "share: share consumers in one share group beside the default clients (KIP-932, Kafka 4.2+; "
@@ -271,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--elr", choices=("on", "off"), default=None,
                    help="eligible leader replicas (KIP-966, Kafka 4.0+) on or off, set at format "
                         "(default: the release's own; 4.3 formats with it on)")
-    r.add_argument("--group-protocol", choices=("classic", "consumer"), default=None,
+    r.add_argument("--group-protocol", choices=GROUP_PROTOCOLS, default=None,
                    help="the subscribers' consumer group protocol: consumer (KIP-848, Kafka 4.0+) or classic "
                         "(default: consumer where the release has it, classic before 4.0 and on an external cluster)")
     r.add_argument("--no-probes", action="store_true",

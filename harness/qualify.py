@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kipcheck.harness.backends import releases
 from kipcheck.harness.campaign import (DONE, ERROR, CampaignState, PlannedRun, add_engine_arguments, check_campaign,
-                                      do_run)
+                                      do_run, preflight_plan)
 from kipcheck.harness.errors import HarnessError
 
 DROPPED = "dropped"
@@ -61,6 +61,9 @@ PLAN: tuple[Step, ...] = (
          "consumers in its rack read: preferred-replica-violation, wrong-fetch-error, hwm-regression"),
     Step("transactions", "kill,partition", "KIP-98/KIP-890 on the txn workload: aborted-read, precommitted-read, "
          "torn-transaction, lso-violation, hanging-transaction", workload="txn"),
+    Step("share", "kill,partition,latency", "KIP-932 on the share workload, the consumer links slower than the "
+         "record lock: share-double-acquire, share-accepted-redelivered, share-delivery-limit-exceeded",
+         workload="share", needs="share-groups"),
     Step("tiered", "kill", "KIP-405/KIP-1023 on a tiered topic: tiered-offset-violation, remote reads",
          tiered=True, needs="tiered-storage"),
     Step("elr-on", "kill,partition", "KIP-966 with eligible leader replicas on: ineligible-leader", elr="on",
@@ -338,6 +341,8 @@ def cmd_qualify(args) -> int:
             raise HarnessError(f"{directory} qualifies {old.get('version')} against {old.get('baseline')}: "
                                f"give another --dir")
     base = RunOptions(duration=args.duration)
+    # round 1 holds every step (later rounds differ in the seed alone)
+    preflight_plan([run for _, a, b in rounds(version, baseline, 1)[0] for run in (a, b)], base, directory)
     result = qualify(directory, version, baseline, budget, base, settings, ProgressUI(quiet=args.quiet))
     print(qualify_markdown(result))
     print(f"qualify: {directory / 'qualify.html'} (and qualify.md, qualify.json, summary.html)")

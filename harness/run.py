@@ -157,12 +157,9 @@ def _distribution(backend: Backend, options: RunOptions, ui) -> KafkaDistributio
     """The Kafka the backend starts (None: it starts none), after the release checks of the options."""
     if not backend.capabilities.starts_kafka:
         return None
+    refuse_for_release(options)
     if options.upgrade_from or options.upgrade_to:
         return _resolve_upgrade(options, ui)
-    if options.elr and releases.parse(options.kafka_version):
-        _refuse_without_elr(options.kafka_version)  # the release asked for, before anything shows
-    group_protocol(options.group_protocol, options.kafka_version)  # likewise
-    _refuse_without_share(options)
     with ui.step("resolving Kafka"):
         dist = resolve(options.kafka_version, options.kafka_home)
     if options.kafka_version == LATEST:
@@ -179,10 +176,25 @@ def _distribution(backend: Backend, options: RunOptions, ui) -> KafkaDistributio
     return dist
 
 
-def _resolve_upgrade(options: RunOptions, ui):
-    """Both distributions of a rolling upgrade; the starting one is returned, the target kept
-    in `options.upgrade_target`. One-line errors for what cannot roll."""
+def preflight(options: RunOptions) -> None:
+    """Every check `run` makes of its options before it starts anything: a plan of runs (a
+    campaign, a qualification) refuses a bad one in one line before its first cluster."""
+    from kipcheck.harness.progress import ProgressUI
+    backend, options, _ = _prepare(options, ProgressUI(quiet=True))
+    if backend.capabilities.starts_kafka:
+        refuse_for_release(options)
+
+
+def refuse_for_release(options: RunOptions) -> None:
+    """What the asked release (or both of a rolling upgrade) cannot do, one line, before any
+    Kafka is resolved; an unknown release is let through (its distribution is checked later)."""
     from kipcheck.harness import upgrade
+    if not (options.upgrade_from or options.upgrade_to):
+        if options.elr and releases.parse(options.kafka_version):
+            _refuse_without_elr(options.kafka_version)
+        group_protocol(options.group_protocol, options.kafka_version)
+        _refuse_without_share(options)
+        return
     if not (options.upgrade_from and options.upgrade_to):
         raise HarnessError("a rolling upgrade needs both --upgrade-from and --upgrade-to")
     if options.kafka_version or options.kafka_home:
@@ -191,7 +203,14 @@ def _resolve_upgrade(options: RunOptions, ui):
     if options.tiered:
         raise HarnessError("--tiered is not supported with a rolling upgrade (the tiered configuration is per release)")
     upgrade.direction(options.upgrade_from, options.upgrade_to)
-    _refuse_without_share(options, upgrade.older(options.upgrade_from, options.upgrade_to))
+    older = upgrade.older(options.upgrade_from, options.upgrade_to)
+    group_protocol(options.group_protocol, older)
+    _refuse_without_share(options, older)
+
+
+def _resolve_upgrade(options: RunOptions, ui):
+    """Both distributions of a rolling upgrade (`refuse_for_release` has checked them); the
+    starting one is returned, the target kept in `options.upgrade_target`."""
     with ui.step(f"resolving Kafka {options.upgrade_from} and {options.upgrade_to}"):
         start = resolve(options.upgrade_from)
         options.upgrade_target = resolve(options.upgrade_to)

@@ -62,6 +62,17 @@ def test_share_workload_on_a_release_without_share_groups_is_one_line_and_starts
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("option, version, words", [
+    (("--workload", "share"), "4.1.2", ("KIP-932",)),
+    (("--group-protocol", "consumer"), "3.9.2", ("KIP-848", "drop --group-protocol consumer"))])
+def test_a_campaign_refuses_a_run_its_release_cannot_do_before_any_run_starts(tmp_path, option, version, words):
+    """The bad run is planned second: the first (4.3.1 can do it) must not start either."""
+    code, _, err = kipcheck("campaign", "--seeds", "1", "--kafka-versions", f"4.3.1,{version}", *option,
+                            "--dir", str(tmp_path / "c"), "--quiet")
+    assert_one_line_error(code, err, f"kafka-{version}__faults-default__seed-1", *words)
+    assert not (tmp_path / "c").exists()
+
+
 @pytest.mark.parametrize("asked, version, resolved", [
     (None, "4.0.2", "consumer"), (None, "3.9.2", "classic"), (None, "unknown", "classic"),
     ("classic", "4.3.1", "classic"), ("consumer", "4.0.2", "consumer"), ("consumer", "unknown", "consumer")])

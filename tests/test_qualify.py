@@ -50,10 +50,14 @@ def test_round_one_runs_every_step_both_releases_can():
     assert move.brokers == 4 and "__brokers-4" in move.key
     assert run_options(RunOptions(), move, Path("runs")).brokers == 4
     assert all(a.brokers is None for s, a, _ in first if s.name != "reassignment")
-    # 3.3 has no tiered storage, no ELR and no earlier KRaft line to upgrade from
+    share = next(a for s, a, _ in first if s.name == "share")
+    assert share.workload == "share" and "latency" in share.faults
+    # 3.3 has no share groups, no tiered storage, no ELR and no earlier KRaft line to upgrade from
     [old] = qualify.rounds("3.3.1", "3.3.2", 1)
     assert [s.name for s, _, _ in old] == ["chaos", "followers", "transactions", "reassignment"]
-    assert len(qualify.skipped_steps("3.3.1", "3.3.2")) == 4
+    assert len(qualify.skipped_steps("3.3.1", "3.3.2")) == 5
+    # 4.1 has the rest but not share groups: against 4.2 the step is not run, and says why
+    assert "share: not run (needs share-groups: 4.1.2)" in qualify.skipped_steps("4.2.2", "4.1.2")
 
 
 def _fake_runs(monkeypatch, tmp_path, clock, seconds_per_run, anomalies_of):
@@ -85,15 +89,15 @@ def test_the_budget_drops_what_does_not_fit_and_says_so(monkeypatch, tmp_path):
     done, dropped = qualify.run_plan(tmp_path, "4.3.1", "4.2.2", RunOptions(), {"engine": "local"}, budget, _Quiet())
     assert len(done) == 8  # four pairs fit; the fifth would end at 1000 s > 900 s
     assert [p.key for p in done][:2] == ["kafka-4.3.1__faults-all__seed-1", "kafka-4.2.2__faults-all__seed-1"]
-    assert [line.split(" (")[0] for line in dropped] == ["elr-on", "elr-off", "reassignment", "upgrade",
-                                                          "chaos: seeds 2-20 not run"]
+    assert [line.split(" (")[0] for line in dropped] == ["tiered", "elr-on", "elr-off", "reassignment",
+                                                          "upgrade", "chaos: seeds 2-20 not run"]
     # one run more of budget: the fifth pair fits, the sixth does not
     clock[0] = 0.0
     monkeypatch.setattr(qualify, "do_run", lambda *a: clock.__setitem__(0, clock[0] + 100.0))
     budget = qualify.Budget(1000.0 + 200 / 0.9, 60.0, clock=lambda: clock[0])
     done, dropped = qualify.run_plan(tmp_path / "b", "4.3.1", "4.2.2", RunOptions(), {"engine": "local"}, budget,
                                      _Quiet())
-    assert len(done) == 10 and [line.split(" (")[0] for line in dropped][0] == "elr-off"
+    assert len(done) == 10 and [line.split(" (")[0] for line in dropped][0] == "elr-on"
 
 
 def test_a_family_on_the_release_only_is_a_regression(monkeypatch, tmp_path):

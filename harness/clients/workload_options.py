@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: `--workload`'s choices (kipcheck run, campaign): the producers alone, transactions, share groups
+WORKLOADS = ("default", "txn", "share")
+#: `--group-protocol`'s choices: the subscribers' consumer group protocol
+GROUP_PROTOCOLS = ("classic", "consumer")
 #: the producers' request.timeout.ms (also a part of the default liveness bound, harness.run)
 PRODUCER_REQUEST_TIMEOUT_MS = 5000
 
