@@ -77,6 +77,8 @@ OBSERVED: dict[str, str] = {
     "kip932.exclusive_acquisition": "records a share consumer's poll acquired (each against the record's other deliveries)",
     "kip932.accepted_not_redelivered": "records a share consumer's poll acquired (each against the record's accepts)",
     "kip932.delivery_count_allowed": "records a share consumer's poll acquired (the delivery count it was told)",
+    "kip932.available_record_delivered": "records a share consumer's poll acquired (the acknowledged sends below each "
+                                         "judged for loss, where the group starts at the earliest offset)",
     "transactions.lso_within_hwm": "fetch answers that carried a last stable offset",
     "transactions.lso_may_follow": "fetch answers that carried a last stable offset for a known leader epoch",
     "transactions.read_committed_offsets_allowed": "read_committed fetch answers that returned records",
@@ -129,6 +131,7 @@ REACHED_BY: dict[str, tuple[str, ...]] = {
     "kip932.exclusive_acquisition": ("share_consumers",),
     "kip932.accepted_not_redelivered": ("share_consumers",),
     "kip932.delivery_count_allowed": ("share_consumers",),
+    "kip932.available_record_delivered": ("share_consumers",),
     # KIP-98: every fetch answer carries an LSO; the prober's read_committed round returns records;
     # read_committed consumers poll (the default consumers cycle read_committed in)
     "transactions.lso_within_hwm": ("probes", "prober.kip392_cases"),
@@ -232,7 +235,7 @@ def opportunities(record: dict) -> tuple[str, ...]:
         return ("kip848.committed_offset_kept", "kip848.resume_within_commits") * len(v.get("offsets") or ())
     if is_share_delivery(record):
         return ("kip932.exclusive_acquisition", "kip932.accepted_not_redelivered",
-                "kip932.delivery_count_allowed") * len(v.get("records") or ())
+                "kip932.delivery_count_allowed", "kip932.available_record_delivered") * len(v.get("records") or ())
     if f == "offsets_for_leader_epoch" and v.get("error", _NONE) == _NONE and as_int(v.get("replica_id"), -1) < 0:
         return ("kip392.epoch_end_offset_possible",)
     if f == "metadata_propagation" and v.get("seen_by"):

@@ -62,7 +62,8 @@ PLAN: tuple[Step, ...] = (
     Step("transactions", "kill,partition", "KIP-98/KIP-890 on the txn workload: aborted-read, precommitted-read, "
          "torn-transaction, lso-violation, hanging-transaction", workload="txn"),
     Step("share", "kill,partition,latency", "KIP-932 on the share workload, the consumer links slower than the "
-         "record lock: share-double-acquire, share-accepted-redelivered, share-delivery-limit-exceeded",
+         "record lock: share-double-acquire, share-accepted-redelivered, share-delivery-limit-exceeded, "
+         "share-record-lost",
          workload="share", needs="share-groups"),
     Step("tiered", "kill", "KIP-405/KIP-1023 on a tiered topic: tiered-offset-violation, remote reads",
          tiered=True, needs="tiered-storage"),

@@ -85,6 +85,8 @@ class WorkloadService:
             if (why := start_from_earliest(self.bootstrap, self.share_group)) is not None:
                 log.warning("share.auto.offset.reset of %s not set (%s): it starts at the latest offset",
                             self.share_group, why)
+            for c in self.share_consumers:
+                c.offset_reset = "latest" if why else "earliest"
         for t in self.threads:
             t.start()
         self.started = True

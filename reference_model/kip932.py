@@ -109,3 +109,29 @@ def delivery_count_allowed(count: int | None, limit: int) -> bool:
     checker counts deliveries only where no fault or leader change came between them.
     False: the record was delivered more often than the limit (`share-delivery-limit-exceeded`)."""
     return count is None or count <= limit
+
+
+#: how long after a record is available again a ShareFetch that acquires a later offset of its
+#: share-partition may still have missed it (ms): a fetch parked in purgatory acquires when it
+#: completes, from the share-partition's fetch position then, and the position goes back to the
+#: lowest available offset on the next acquisition after a lock ends (SharePartition.findNextFetchOffset)
+FETCH_SLACK_MS = 1000
+
+
+def available_record_delivered(delivered: bool, available_by: int, later_acquired_after: int, lock_ms: int) -> bool:
+    """KIP-932 "In-flight records": every record from the share-partition start offset up to its end
+    offset is available, acquired, acknowledged or archived, and a ShareFetch acquires the available
+    ones in offset order; a record leaves the in-flight window only acknowledged or archived, and is
+    archived only after a delivery (its delivery-count limit or a reject). So a record nobody was
+    ever delivered cannot stay behind a later offset of its partition that was acquired long after
+    it became available.
+
+    `available_by`: when the record was certainly in the log (its send acknowledged) and every
+    acquisition of it the history cannot show had a cause that had ended: a consumer that ended
+    before it returned the record, or a fault that cut a response off. Such an acquisition's lock
+    ends within `lock_ms` (a leave releases it at once); one more lock is allowed for an acquisition
+    hidden right after it by a cause the history does not show (a response the client timed out),
+    then the fetch slack. `later_acquired_after`: the earliest time a later offset of the same
+    share-partition, delivered in the history, can have been acquired. False: the record was never
+    delivered, though a later offset was acquired after all that (`share-record-lost`)."""
+    return delivered or later_acquired_after < available_by + (2 * lock_ms + FETCH_SLACK_MS) * 1_000_000

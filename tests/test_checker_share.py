@@ -1,10 +1,11 @@
 """KIP-932 share groups (`share-double-acquire`, `share-accepted-redelivered`,
-`share-delivery-limit-exceeded`, checks/rules/share_rules.py) on hand-made histories: each rule
+`share-delivery-limit-exceeded`, `share-record-lost`, checks/rules/share_rules.py) on hand-made histories: each rule
 flags what is just outside its bound and accepts what is just inside. Times are ms here."""
 from __future__ import annotations
 
 from kipcheck.checks.engine_local import check_records
-from kipcheck.checks.rules.share_rules import DOUBLE, LIMIT, REDELIVERED, SHARE_GROUPS, ShareGroupRule
+from kipcheck.checks.rules.kip1166_rules import SETTLE_NS
+from kipcheck.checks.rules.share_rules import DOUBLE, LIMIT, LOST, REDELIVERED, SHARE_GROUPS, ShareGroupRule
 from kipcheck.reference_model import kip932
 
 A, B = 21, 22  # two share consumers of group "sg"
@@ -22,8 +23,8 @@ class ShareHistory:
         self._records.append({"time": int(ms * MS), "process": process, "type": type_, "f": f, "value": value})
         return self
 
-    def subscribe(self, process, at):
-        v = {"group": "sg", "topics": ["t"]}
+    def subscribe(self, process, at, reset="earliest"):
+        v = {"group": "sg", "topics": ["t"], "offset_reset": reset}
         return self._add(at, process, "invoke", "share_subscribe", v)._add(at, process, "ok", "share_subscribe", v)
 
     def poll(self, process, asked, answered, offset=0, count=1, appended=None):
@@ -40,6 +41,11 @@ class ShareHistory:
             self._add(answered, process, type_, "share_ack",
                       {**v, **({"partition_errors": {"t/0": "INVALID_RECORD_STATE"}} if refused else {})})
         return self
+
+    def send(self, acked, offset, topic="t", **extra):
+        """A producer's send of offset `offset`, acknowledged at `acked` ms."""
+        v = {"topic": topic, "partition": 0, "value": f"v{offset}", **extra}
+        return self._add(acked - 2, 1, "invoke", "send", v)._add(acked, 1, "ok", "send", {**v, "offset": offset})
 
     def fault(self, start, stop):
         v = {"fault": "kill", "targets": [1], "effects": ["stops-node"]}
@@ -196,3 +202,74 @@ def test_the_accepting_consumers_own_later_acquisition_is_not_a_redelivery():
     assert REDELIVERED not in [a.name for a in h.judged()[0]]
     h = _base().ack(A, "accept", 1200, 1210).poll(A, 1300, 1400, count=2).poll(B, 1500, 1600, count=3)
     assert REDELIVERED in [a.name for a in h.judged()[0]]
+
+
+# --- share-record-lost ---------------------------------------------------------------------------
+# Offset 0 acknowledged at 1000 ms and never delivered; offset 1 delivered with its append stamp.
+# The bound: available by 1000 ms, plus two locks (10000 ms) and the fetch slack (1000 ms) = 12000 ms;
+# a delivery's acquisition is bounded below by its stamp less the stamp's slack (5 ms).
+
+def _lost_base(reset="earliest"):
+    return ShareHistory().subscribe(A, 0, reset).send(1000, 0).send(1001, 1)
+
+
+def test_a_record_never_delivered_behind_a_later_acquisition_past_the_bound_is_lost():
+    """Just outside: offset 1 acquired no earlier than 12005 ms."""
+    found, figures = _lost_base().poll(A, 12000, 12100, offset=1, appended=12010).judged()
+    assert [a.name for a in found] == [LOST]
+    assert found[0].details["offset"] == 0 and found[0].details["rule"] == "kip932.available_record_delivered"
+    assert figures["records_judged_lost_rule"] == 1
+
+
+def test_a_later_acquisition_inside_the_bound_may_still_have_the_record_locked_elsewhere():
+    """Just inside: offset 1 acquired no earlier than 11995 ms."""
+    found, _ = _lost_base().poll(A, 12000, 12100, offset=1, appended=12000).judged()
+    assert found == []
+
+
+def test_a_delivered_record_and_the_tail_are_not_lost():
+    h = _lost_base().poll(A, 1100, 1200, offset=0, appended=1000).send(1002, 2).poll(A, 20000, 20100, offset=1,
+                                                                                    appended=20000)
+    found, figures = h.judged()
+    assert found == [] and figures["records_judged_lost_rule"] == 0  # offset 2: nothing after it was delivered
+
+
+def test_a_consumer_that_ended_may_have_held_the_record_until_its_end():
+    """B ended at 3000 ms (it may have acquired offset 0 and never returned it): the bound moves to
+    14000 ms. 14005 ms is outside it, 13995 ms inside."""
+    def history(appended):
+        h = _lost_base().subscribe(B, 2900)
+        h._add(3000, B, "invoke", "share_poll", {"group": "sg", "lock_duration_ms": LOCK, "delivery_count_limit": LIMIT_N})
+        return h.poll(A, appended, appended + 100, offset=1, appended=appended)
+    assert [a.name for a in history(14010).judged()[0]] == [LOST]
+    assert history(14000).judged()[0] == []
+
+
+def test_a_fault_ending_before_the_later_acquisition_moves_the_bound_and_one_in_force_stops_it():
+    """A fault's end counts as an end (a response it cut off hid an acquisition); a fault in force at
+    the later acquisition leaves the record unjudged."""
+    settle = SETTLE_NS // MS  # a fault's window lasts this long past its stop: it ends at 8000 ms
+    ended = _lost_base().fault(2000, 8000 - settle)
+    assert [a.name for a in ended.poll(A, 19010, 19100, offset=1, appended=19010).judged()[0]] == [LOST]
+    ended = _lost_base().fault(2000, 8000 - settle)
+    assert ended.poll(A, 18990, 19100, offset=1, appended=18990).judged()[0] == []
+    found, figures = _lost_base().fault(11000, 13000).poll(A, 12500, 12600, offset=1, appended=12500).judged()
+    assert found == [] and figures["records_not_judged_lost_rule_fault"] == 1
+
+
+def test_a_group_not_known_to_start_at_the_earliest_offset_is_not_judged_for_loss():
+    for reset in ("latest", None):
+        assert _lost_base(reset).poll(A, 20000, 20100, offset=1, appended=20000).judged()[0] == []
+
+
+def test_transactional_sends_and_other_topics_are_not_judged_for_loss():
+    h = ShareHistory().subscribe(A, 0).send(1000, 0, txn="t1").send(1000, 0, topic="other").send(1001, 1)
+    found, figures = h.poll(A, 20000, 20100, offset=1, appended=20000).judged()
+    assert found == [] and figures["records_judged_lost_rule"] == 0
+
+
+def test_available_record_delivered_bound():
+    lock = 5000
+    assert kip932.available_record_delivered(False, 0, (2 * lock + kip932.FETCH_SLACK_MS) * MS - 1, lock)
+    assert not kip932.available_record_delivered(False, 0, (2 * lock + kip932.FETCH_SLACK_MS) * MS, lock)
+    assert kip932.available_record_delivered(True, 0, 10**15, lock)

@@ -108,7 +108,8 @@ MAIN_JOB = {"options": {"probes": True}, "skipped": []}
 GROUP_RULES = ("kip848.handoff_allowed", "kip848.committed_offset_kept", "kip848.resume_within_commits",
                "kip848.reowned_in_time")
 #: the KIP-932 rules a share consumer reaches (only `--workload share` has them)
-SHARE_RULES = ("kip932.exclusive_acquisition", "kip932.accepted_not_redelivered", "kip932.delivery_count_allowed")
+SHARE_RULES = ("kip932.exclusive_acquisition", "kip932.accepted_not_redelivered", "kip932.delivery_count_allowed",
+               "kip932.available_record_delivered")
 
 
 def test_every_judged_rule_says_what_makes_it_reachable():

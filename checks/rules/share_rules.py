@@ -1,5 +1,6 @@
 """KIP-932 share groups, judged from the share consumers' own records: `share-double-acquire`,
-`share-accepted-redelivered`, `share-delivery-limit-exceeded`.
+`share-accepted-redelivered`, `share-delivery-limit-exceeded`, and with the producers'
+acknowledged sends, `share-record-lost`.
 
 Each share consumer records its polls (`share_poll`: the records it acquired, each with its
 delivery count and LogAppendTime stamp, and the group's lock duration and delivery-count limit
@@ -8,6 +9,10 @@ on the invoke) and its acknowledgements (`share_ack`: `acks` [[topic, partition,
 answer came) (docs/history.md, "Share groups"). One group for the run: every delivery of a record
 is judged against every other delivery of it, once the history is whole (a record's later
 delivery says something about an earlier acknowledgement).
+
+A record acknowledged to a producer of a subscribed topic that no share consumer was ever given is
+lost when a later offset of its partition was acquired long after it was available (the group
+starts from the earliest offset: `share_subscribe`'s `offset_reset`; kip932.available_record_delivered).
 
 The lock rule and the count of deliveries are not judged across a fault or a leader change of
 the record's partition (the observer's `metadata` records): a new share-partition leader starts
@@ -19,6 +24,8 @@ consumers judged by the lock rule and not judged for a fault or leader change.
 """
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -30,13 +37,16 @@ from kipcheck.checks.rules.kip1166_rules import fault_windows, touched
 
 POLL, ACK, SUBSCRIBE = "share_poll", "share_ack", "share_subscribe"
 DOUBLE, REDELIVERED, LIMIT = "share-double-acquire", "share-accepted-redelivered", "share-delivery-limit-exceeded"
-SHARE_ANOMALIES = (DOUBLE, REDELIVERED, LIMIT)
+LOST = "share-record-lost"
+SHARE_ANOMALIES = (DOUBLE, REDELIVERED, LIMIT, LOST)
 #: the verdict block the rule's summary row fills
 SHARE_GROUPS = "share_groups"
 GROUP = "share"
 #: a leader change seen this close to a pair's span counts as inside it (the observer asks every second)
 LEADER_SLACK_NS = 2_000_000_000
 _FS = (POLL, ACK, SUBSCRIBE)
+#: the group's start the lost-record rule needs (share.auto.offset.reset)
+EARLIEST = "earliest"
 
 
 def is_share_delivery(record: dict) -> bool:
@@ -75,17 +85,29 @@ class _Judge:
     unacked: dict = field(default_factory=dict)  # (process, topic, partition, offset) -> _Delivery
     faults: list = field(default_factory=list)
     epochs: dict = field(default_factory=dict)  # (topic, partition) -> [(time, leader epoch)]
+    # (topic, partition) -> (offsets, times, indices) of the producers' acknowledged sends, in arrival order
+    acked: dict = field(default_factory=dict)
+    topics: set = field(default_factory=set)  # what the share consumers subscribed to
+    from_earliest: bool | None = None  # every share_subscribe said the group starts at the earliest offset
     lock_ms: int | None = None
     limit: int | None = None
     figures: dict = field(default_factory=lambda: {"polls": 0, "records_acquired": 0, "acks": Counter(),
                                                    "ack_outcomes": Counter(), "redeliveries": 0,
-                                                   "not_judged_fault": 0, "judged": 0})
+                                                   "not_judged_fault": 0, "judged": 0, "lost_judged": 0,
+                                                   "lost_not_judged": 0})
 
     def add(self, r: dict) -> None:
         f, t, v, p = r.get("f"), r.get("type"), r.get("value") or {}, r.get("process")
         now = r.get("time", 0)
         if f == "fault":
             self.faults.append(r)
+            return
+        if f == "send":
+            arrays = self.acked.get((v.get("topic"), v.get("partition")))
+            if arrays is None:
+                arrays = self.acked[(v.get("topic"), v.get("partition"))] = (array("q"), array("q"), array("q"))
+            for a, x in zip(arrays, (v["offset"], now, r.get("index", -1))):
+                a.append(x)
             return
         if f == "metadata":
             if t == "ok" and isinstance(v.get("leader_epoch"), int):
@@ -100,6 +122,9 @@ class _Judge:
                 self.limit = v.get("delivery_count_limit", self.limit)
             elif f == ACK:
                 self._ack_invoked(p, r, v)
+            elif f == SUBSCRIBE:
+                self.topics.update(v.get("topics") or ())
+                self.from_earliest = self.from_earliest is not False and v.get("offset_reset") == EARLIEST
             return
         inv = self.open.pop((p, f), None) or r
         if f == POLL and t == "ok":
@@ -190,7 +215,54 @@ class _Judge:
                                                f"{other.poll_index})",
                                                details={"topic": topic, "partition": partition, "offset": offset,
                                                         RULE: "kip932.accepted_not_redelivered"}))
+        if lock is not None and self.from_earliest:
+            out += self._lost(windows, lock)
         out.append(Anomaly(SHARE_GROUPS, (), "share groups", details=self._summary()))
+        return out
+
+    def _lost(self, windows, lock: int) -> list[Anomaly]:
+        """`share-record-lost`, one anomaly per share-partition (its lowest lost offset, and how many)."""
+        out = []
+        ends = sorted([*self.last.values(), *(e for _, e, _ in windows if e != float("inf"))])
+        for (topic, partition), (offsets, times, indices) in sorted(self.acked.items(), key=str):
+            if topic not in self.topics:
+                continue
+            later = sorted((o, d) for (t, pt, o), ds in self.deliveries.items() if (t, pt) == (topic, partition)
+                           for d in ds)
+            if not later:
+                continue
+            keys = [o for o, _ in later]
+            latest = [None] * len(later)  # latest[i]: the latest-acquired delivery at keys[i] or above
+            for i in range(len(later) - 1, -1, -1):
+                d = later[i][1]
+                latest[i] = d if i == len(later) - 1 or d.acquired_after > latest[i + 1].acquired_after else latest[i + 1]
+            lost = []
+            for offset, acked_at, index in zip(offsets, times, indices):
+                if (topic, partition, offset) in self.deliveries:
+                    continue
+                i = bisect_right(keys, offset)
+                if i == len(keys):
+                    continue  # nothing later was delivered: the tail of the run
+                d = latest[i]
+                if touched(windows, d.acquired_after, d.acquired_after, None):
+                    self.figures["lost_not_judged"] += 1
+                    continue
+                j = bisect_right(ends, d.acquired_after)
+                available_by = max(acked_at, ends[j - 1] if j else acked_at)
+                self.figures["lost_judged"] += 1
+                if not kip932.available_record_delivered(False, available_by, d.acquired_after, lock):
+                    lost.append((offset, index, d, available_by))
+            if lost:
+                offset, index, d, available_by = lost[0]
+                out.append(Anomaly(LOST, tuple(sorted({index, d.poll_invoke, d.poll_index})),
+                                   f"{topic}/{partition} offset {offset} (acknowledged to its producer at record {index}) "
+                                   f"was never delivered to a share consumer, though it was available by "
+                                   f"{available_by / 1e9:.3f} s and a later offset was acquired after "
+                                   f"{d.acquired_after / 1e9:.3f} s (record {d.poll_index}, {lock} ms lock); "
+                                   f"{len(lost)} such records in this share-partition",
+                                   details={"topic": topic, "partition": partition, "offset": offset,
+                                            "lost": len(lost), "offsets": [o for o, *_ in lost[:20]],
+                                            RULE: "kip932.available_record_delivered"}))
         return out
 
     @staticmethod
@@ -237,7 +309,8 @@ class _Judge:
         return {"polls": f["polls"], "records_acquired": f["records_acquired"], "acks": dict(f["acks"]),
                 "ack_outcomes": dict(f["ack_outcomes"]), "redeliveries": f["redeliveries"],
                 "records": len(self.deliveries), "pairs_judged": f["judged"], "pairs_not_judged_fault": f["not_judged_fault"],
-                "lock_duration_ms": self.lock_ms, "delivery_count_limit": self.limit}
+                "lock_duration_ms": self.lock_ms, "delivery_count_limit": self.limit,
+                "records_judged_lost_rule": f["lost_judged"], "records_not_judged_lost_rule_fault": f["lost_not_judged"]}
 
 
 class ShareGroupRule(BaseRule):
@@ -253,9 +326,19 @@ class ShareGroupRule(BaseRule):
             yield GROUP
         elif record.get("f") == "metadata" and record.get("type") == "ok":
             yield GROUP
+        elif _acknowledged_send(record):
+            yield GROUP
 
     def split(self, record: dict) -> list[tuple[str, dict]]:
-        """Metadata records reach the group as their leader epoch alone (many, small)."""
+        """Metadata records reach the group as their leader epoch alone, acknowledged sends as their
+        place alone (many, small)."""
+        if record.get("f") == "send":
+            if not _acknowledged_send(record):
+                return []
+            v = record["value"]
+            return [(GROUP, {"index": record.get("index"), "time": record.get("time", 0), "type": "ok", "f": "send",
+                             "process": record.get("process"),
+                             "value": {"topic": v.get("topic"), "partition": v.get("partition"), "offset": v["offset"]}})]
         if record.get("f") == "metadata":
             if record.get("type") != "ok":
                 return []
@@ -268,3 +351,10 @@ class ShareGroupRule(BaseRule):
 
     def start(self, key: str, profile: str) -> _Judge:
         return _Judge()
+
+
+def _acknowledged_send(record: dict) -> bool:
+    """A send acknowledged with its offset, outside a transaction (an aborted one is never delivered)."""
+    v = record.get("value") or {}
+    return (record.get("f") == "send" and record.get("type") == "ok" and type(v.get("offset")) is int
+            and v["offset"] >= 0 and not v.get("txn"))

@@ -124,6 +124,9 @@ class ShareConsumerWorker(Worker):
                        "logger": quiet_logger()}
         self._choice = random.Random(f"share-{seq}")  # ack types, sync/async, stalls
         self.consumer = None
+        # the group's share.auto.offset.reset as the service set it (None: not known): the checker judges
+        # lost records only from where the group starts (checks/rules/share_rules.py)
+        self.offset_reset: str | None = None
         self.process: int | None = None
         self.read = 0
         self.pending: list[list] = []  # async acks: [op, {(topic, partition): {offsets}}, {"t/p": error}]
@@ -133,7 +136,8 @@ class ShareConsumerWorker(Worker):
 
     def _open(self) -> None:
         self.process = self.history.new_process()
-        op = self.history.invoke(self.process, "share_subscribe", {"group": self.group, "topics": [self.options.topic]})
+        op = self.history.invoke(self.process, "share_subscribe", {
+            "group": self.group, "topics": [self.options.topic], "offset_reset": self.offset_reset})
         try:
             self.consumer = ShareConsumer(self.config)
             self.consumer.set_acknowledgement_commit_callback(self._answered)

@@ -28,5 +28,6 @@ def test_share_workload_is_valid_and_observed(workload, history, kafka_dist):
     assert polls[0]["value"]["lock_duration_ms"] == 30000 and polls[0]["value"]["delivery_count_limit"] == 5
     block = verdict["share_groups"]
     assert block["records_acquired"] >= sum(len(r["value"]["records"]) for r in polls) > 0
-    for rule in ("kip932.exclusive_acquisition", "kip932.accepted_not_redelivered", "kip932.delivery_count_allowed"):
+    for rule in ("kip932.exclusive_acquisition", "kip932.accepted_not_redelivered", "kip932.delivery_count_allowed",
+                 "kip932.available_record_delivered"):
         assert verdict["coverage"][rule]["observations"] > 0, rule
