@@ -227,11 +227,20 @@ def test_a_later_acquisition_inside_the_bound_may_still_have_the_record_locked_e
     assert found == []
 
 
+def test_the_latest_acquisition_of_a_later_offset_is_the_one_judged():
+    """Offset 1 delivered twice (redelivered to B): its later acquisition is past the bound (A's last
+    record, at 1200 ms, counts as its end: 1200 + 11000 ms)."""
+    h = _lost_base().poll(A, 1100, 1200, offset=1, appended=1001).poll(B, 12200, 12300, offset=1, count=2,
+                                                                      appended=12210)
+    found, _ = h.judged()
+    assert LOST in [a.name for a in found]
+
+
 def test_a_delivered_record_and_the_tail_are_not_lost():
     h = _lost_base().poll(A, 1100, 1200, offset=0, appended=1000).send(1002, 2).poll(A, 20000, 20100, offset=1,
                                                                                     appended=20000)
     found, figures = h.judged()
-    assert found == [] and figures["records_judged_lost_rule"] == 0  # offset 2: nothing after it was delivered
+    assert found == [] and figures["records_judged_lost_rule"] == 1  # offset 0; 2: nothing after it was delivered
 
 
 def test_a_consumer_that_ended_may_have_held_the_record_until_its_end():

@@ -227,8 +227,8 @@ class _Judge:
         for (topic, partition), (offsets, times, indices) in sorted(self.acked.items(), key=str):
             if topic not in self.topics:
                 continue
-            later = sorted((o, d) for (t, pt, o), ds in self.deliveries.items() if (t, pt) == (topic, partition)
-                           for d in ds)
+            later = sorted(((o, d) for (t, pt, o), ds in self.deliveries.items() if (t, pt) == (topic, partition)
+                            for d in ds), key=lambda od: od[0])
             if not later:
                 continue
             keys = [o for o, _ in later]
@@ -238,11 +238,12 @@ class _Judge:
                 latest[i] = d if i == len(later) - 1 or d.acquired_after > latest[i + 1].acquired_after else latest[i + 1]
             lost = []
             for offset, acked_at, index in zip(offsets, times, indices):
-                if (topic, partition, offset) in self.deliveries:
-                    continue
                 i = bisect_right(keys, offset)
                 if i == len(keys):
                     continue  # nothing later was delivered: the tail of the run
+                if (topic, partition, offset) in self.deliveries:
+                    self.figures["lost_judged"] += 1
+                    continue
                 d = latest[i]
                 if touched(windows, d.acquired_after, d.acquired_after, None):
                     self.figures["lost_not_judged"] += 1
