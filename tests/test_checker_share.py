@@ -47,6 +47,11 @@ class ShareHistory:
         v = {"topic": topic, "partition": 0, "value": f"v{offset}", **extra}
         return self._add(acked - 2, 1, "invoke", "send", v)._add(acked, 1, "ok", "send", {**v, "offset": offset})
 
+    def async_ack(self, lane, consumer, kind, invoked, answered, offset=0):
+        """An async acknowledgement under the client's second process `lane`, naming its consumer."""
+        v = {"group": "sg", "mode": "async", "acks": [["t", 0, offset, kind]], "consumer": consumer}
+        return self._add(invoked, lane, "invoke", "share_ack", v)._add(answered, lane, "ok", "share_ack", v)
+
     def fault(self, start, stop):
         v = {"fault": "kill", "targets": [1], "effects": ["stops-node"]}
         for phase, at in (("start", start), ("stop", stop)):
@@ -282,3 +287,18 @@ def test_available_record_delivered_bound():
     assert kip932.available_record_delivered(False, 0, (2 * lock + kip932.FETCH_SLACK_MS) * MS - 1, lock)
     assert not kip932.available_record_delivered(False, 0, (2 * lock + kip932.FETCH_SLACK_MS) * MS, lock)
     assert kip932.available_record_delivered(True, 0, 10**15, lock)
+
+
+def test_an_async_answer_inside_a_sync_commit_pairs_with_its_own_invoke():
+    """The 4.3.1 campaign's shape: A's async accept of offset 1 (its second process, 31) is answered
+    inside A's sync commit of offset 0, whose answer refuses the partition. Offset 0 was not accepted:
+    B's later delivery of it is no redelivery; offset 1 was, and its redelivery to B is flagged."""
+    lane = 31
+    h = (ShareHistory().subscribe(A, 0).subscribe(B, 0).poll(A, 1000, 1100, offset=1, appended=900)
+         .async_ack(lane, A, "accept", 1200, 7010, offset=1).poll(A, 1300, 1400, offset=0, appended=1000))
+    h._add(7000, A, "invoke", "share_ack", {"group": "sg", "mode": "sync", "acks": [["t", 0, 0, "accept"]]})
+    h._add(7020, A, "ok", "share_ack", {"group": "sg", "mode": "sync", "acks": [["t", 0, 0, "accept"]],
+                                         "partition_errors": {"t/0": "INVALID_RECORD_STATE"}})
+    h.poll(B, 9000, 9100, offset=0, count=2, appended=1000).poll(B, 9200, 9300, offset=1, count=2, appended=900)
+    found, _ = h.judged()
+    assert [(a.name, a.details["offset"]) for a in found] == [(REDELIVERED, 1)]

@@ -113,15 +113,17 @@ class _Judge:
             if t == "ok" and isinstance(v.get("leader_epoch"), int):
                 self.epochs.setdefault((v.get("topic"), v.get("partition")), []).append((now, v["leader_epoch"]))
             return
-        self.started.setdefault(p, now)
-        self.last[p] = now
+        consumer = v.get("consumer", p)  # an async acknowledgement's process names its consumer's
+        if consumer == p:
+            self.started.setdefault(p, now)
+            self.last[p] = now
         if t == "invoke":
             self.open[(p, f)] = r
             if f == POLL:
                 self.lock_ms = v.get("lock_duration_ms", self.lock_ms)
                 self.limit = v.get("delivery_count_limit", self.limit)
             elif f == ACK:
-                self._ack_invoked(p, r, v)
+                self._ack_invoked(consumer, r, v)
             elif f == SUBSCRIBE:
                 self.topics.update(v.get("topics") or ())
                 self.from_earliest = self.from_earliest is not False and v.get("offset_reset") == EARLIEST
@@ -130,7 +132,7 @@ class _Judge:
         if f == POLL and t == "ok":
             self._poll(p, inv, r, v)
         elif f == ACK:
-            self._ack_answered(p, inv, r, v, t)
+            self._ack_answered(consumer, inv, r, v, t)
 
     def _poll(self, p, inv: dict, r: dict, v: dict) -> None:
         self.figures["polls"] += 1

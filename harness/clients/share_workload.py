@@ -128,8 +128,9 @@ class ShareConsumerWorker(Worker):
         # lost records only from where the group starts (checks/rules/share_rules.py)
         self.offset_reset: str | None = None
         self.process: int | None = None
+        self.async_process: int | None = None  # the client's asynchronous acknowledgements' process
         self.read = 0
-        self.pending: list[list] = []  # async acks: [op, {(topic, partition): {offsets}}, {"t/p": error}]
+        self.pending: list[list] = []  # the async ack open: [op, {(topic, partition): {offsets}}, {"t/p": error}]
         self._in_sync = False
 
     # --- one client ------------------------------------------------------------------------
@@ -189,8 +190,15 @@ class ShareConsumerWorker(Worker):
         if not acks:
             return
         mode = "async" if self._choice.random() < 0.3 else "sync"
-        op = self.history.invoke(self.process, "share_ack", {"group": self.group, "mode": mode, "acks": acks,
-                                                             **({"stalled": True} if stalled else {})})
+        if mode == "async" and self.pending:  # its lane has one open at most (a process: one operation at a time)
+            mode = "sync"
+        if mode == "async" and self.async_process is None:
+            self.async_process = self.history.new_process()
+        # an async acknowledgement is answered inside a later call of the client, maybe a sync commit: it is
+        # recorded under the client's second process, naming the consumer's (docs/history.md, "Share groups")
+        process, lane = (self.async_process, {"consumer": self.process}) if mode == "async" else (self.process, {})
+        op = self.history.invoke(process, "share_ack", {"group": self.group, "mode": mode, "acks": acks, **lane,
+                                                        **({"stalled": True} if stalled else {})})
         if mode == "async":
             asked: dict = {}
             for t, p, o, _ in acks:
@@ -240,7 +248,7 @@ class ShareConsumerWorker(Worker):
                 log.info("%s: close failed", self.name, exc_info=True)
         for op, _, refused in self.pending:  # no answer came: the acks may or may not have been applied
             op.info(error=reason, **({"partition_errors": refused} if refused else {}))
-        self.pending, self.consumer = [], None
+        self.pending, self.consumer, self.async_process = [], None, None
 
     # --- the loop --------------------------------------------------------------------------
 
