@@ -133,6 +133,21 @@ BUGS: tuple[SeededBug, ...] = (
               "partition over skips the record at the group's committed offset",
               "KIP-848 offset commit and fetch: a member resumes at the group's committed offset",
               rejoin_after_s=REJOIN_SOON_S),
+    # KIP-848 reconciliation and liveness: both need members leaving and joining within the window
+    SeededBug("group-ownership-violation",
+              "org.apache.kafka.coordinator.group.modern.consumer.CurrentAssignmentBuilder.withCurrentPartitionEpoch",
+              "the lookup of which member still holds a partition answers 'free' for every partition, so the "
+              "coordinator gives a partition to its new member before the old owner acknowledged its revocation",
+              "KIP-848 reconciliation: a partition is revoked from its owner before it is assigned to another member",
+              rejoin_after_s=REJOIN_SOON_S),
+    SeededBug("slow-rebalance", "org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup.maybeRemovePartitionEpoch",
+              "a member removed from the group (left, or its session expired) keeps its partitions' epochs, so they "
+              "stay held by no one and every member the target assignment gives them to waits for their release",
+              "KIP-848 membership rules (liveness): a partition freed by a leaving member is owned again within "
+              "the session timeout plus a heartbeat interval",
+              # a freeing is judged only once a member stayed past its deadline (the selftest cluster's session
+              # timeout plus heartbeat interval, SELFTEST_GROUP_CONFIG: 12 s): a window that long after the first leaves
+              rejoin_after_s=REJOIN_SOON_S, min_window=30.0),
     # last: its provocation stops and restarts a broker, and when that restart fails every later window's topic
     # lacks the broker. 2026-11-29, with another checkout building its own agent on the machine (cached_jar prunes
     # other source hashes from the shared cache): one matrix's restart failed on the pruned jar, and in another

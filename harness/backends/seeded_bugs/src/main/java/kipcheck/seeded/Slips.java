@@ -1,17 +1,21 @@
 package kipcheck.seeded;
 
 import java.util.Optional;
+import java.util.function.BiFunction;
 
 import net.bytebuddy.asm.Advice;
 
 import org.apache.kafka.common.errors.OffsetNotAvailableException;
 import org.apache.kafka.common.errors.OffsetOutOfRangeException;
+import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.message.OffsetFetchResponseData;
 import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.replica.ClientMetadata;
 import org.apache.kafka.common.replica.PartitionView;
 import org.apache.kafka.common.replica.ReplicaView;
 import org.apache.kafka.common.requests.FetchMetadata;
+import org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup;
+import org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroupMember;
 import org.apache.kafka.server.storage.log.FetchIsolation;
 import org.apache.kafka.storage.internals.log.LogReadInfo;
 import org.apache.kafka.storage.internals.log.UnifiedLog;
@@ -338,6 +342,67 @@ public final class Slips {
                     }
                 }
             }
+        }
+    }
+
+    /**
+     * org.apache.kafka.coordinator.group.modern.consumer.CurrentAssignmentBuilder.withCurrentPartitionEpoch(BiFunction):
+     * group-ownership-violation. The builder asks this function, for each partition the target assignment gives
+     * a member, at which epoch another member still holds it; computeNextAssignment withholds a held partition
+     * (the member waits in UNRELEASED_PARTITIONS) until its owner has revoked it. The slip hands the builder a
+     * function that answers "free" (-1) for every partition, so a partition whose owner has not yet acknowledged
+     * its revocation is given to the new member at once (4.3.1's ConsumerGroup.addPartitionEpochs lets the
+     * higher epoch overwrite the owner's). Breaks KIP-848 "Reconciliation": a partition is revoked from its
+     * owner before it is assigned to another member.
+     */
+    public static final class PartitionEpochLookup {
+        @Advice.OnMethodEnter
+        public static void enter(@Advice.Argument(value = 0, readOnly = false)
+                                 BiFunction<Uuid, Integer, Integer> currentPartitionEpoch) {
+            if (Bugs.on("group-ownership-violation") && currentPartitionEpoch != null) {
+                currentPartitionEpoch = new EveryPartitionFree(currentPartitionEpoch);
+            }
+        }
+    }
+
+    /** The slipped lookup: what Kafka's answers, except "free"; a fire for each partition it frees that was held. */
+    public static final class EveryPartitionFree implements BiFunction<Uuid, Integer, Integer> {
+        private final BiFunction<Uuid, Integer, Integer> real;
+
+        public EveryPartitionFree(BiFunction<Uuid, Integer, Integer> real) {
+            this.real = real;
+        }
+
+        @Override
+        public Integer apply(Uuid topicId, Integer partition) {
+            Integer epoch = real.apply(topicId, partition);
+            if (epoch == null || epoch == -1 || !Bugs.on("group-ownership-violation")) {
+                return epoch;
+            }
+            Bugs.fired("group-ownership-violation");
+            return -1;
+        }
+    }
+
+    /**
+     * org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup.maybeRemovePartitionEpoch(ConsumerGroupMember)
+     * (private): slow-rebalance. ConsumerGroup.removeMember (a member left, or its session expired) calls it to
+     * release the epochs of the partitions the member held; the slip skips it on that path only (the member
+     * already gone from the group's members; updateMember's call, the member still there, runs as it is). The
+     * removed member's partitions stay held at its last epoch by no one: every member the target assignment
+     * gives them to waits in UNRELEASED_PARTITIONS for a release that never comes. Breaks KIP-848 "Membership
+     * rules" (Liveness): a partition a member leaves with, or loses at its session timeout, is assigned again.
+     */
+    public static final class RemovedMemberEpochs {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        public static boolean enter(@Advice.This ConsumerGroup group, @Advice.Argument(0) ConsumerGroupMember member) {
+            if (!Bugs.on("slow-rebalance") || member == null || group.hasMember(member.memberId())) {
+                return false;
+            }
+            if (!member.assignedPartitions().isEmpty() || !member.partitionsPendingRevocation().isEmpty()) {
+                Bugs.fired("slow-rebalance");
+            }
+            return true;
         }
     }
 }
