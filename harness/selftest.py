@@ -109,14 +109,15 @@ def window_rejoin(name: str, names) -> tuple[float, float] | None:
 def _window(cluster, control: Path, wdir: Path, name: str | None, window: float, profiles, version, tiered: bool,
             ui, propagation_sample: bool, rejoin: tuple[float, float] | None = None) -> dict:
     from kipcheck.checks.api import check, write_verdict
-    from kipcheck.harness.run import RunOptions
+    from kipcheck.harness.run import RunOptions, group_protocol
     wdir.mkdir(parents=True)
     topic = f"seed-{name or CONTROL}"
     no_clients = name is not None and not seeded.bug(name).clients
     w = WorkloadOptions(topic=topic, producer_modes=PRODUCER_MODES,
                         **({"producers": 0, "consumers": 0} if no_clients else {}),
                         **({"rejoin_after_s": rejoin} if rejoin else {}),
-                        workload=seeded.bug(name).workload if name else "default")
+                        workload=seeded.bug(name).workload if name else "default",
+                        group_protocol=group_protocol(None, version))  # the release's, as a run's: KIP-848 from 4.0
     ctx = RunContext(cluster, topic)
     parts = create_topic(ctx, topic, w.partitions, 3, tiered)
     for extra in w.topics[1:]:  # a transaction slip's window runs the txn workload (its topics)

@@ -40,6 +40,11 @@ class Timeline:
         return self.at(s, process, "revoke", {"partitions": [["t", p] for p in partitions], "group": group,
                                               "member": f"m{process}", "lost": False})
 
+    def fetch(self, s, process, *partitions, group="g"):
+        """The OffsetFetch an assign callback makes before it records its `assign` (commits.py `resume`)."""
+        return self.at(s, process, "committed", {"partitions": [["t", p] for p in partitions], "group": group,
+                                                 "member": f"m{process}"}, "invoke")
+
     def poll(self, s, process):
         self.at(s, process, "poll", {"topic": "t", "records": []})
 
@@ -230,3 +235,24 @@ def test_the_checker_judges_a_run_by_its_brokers_timeouts(tmp_path, recorded, gi
     assert [ANOMALY] * len(found) == expect
     if found:
         assert found[0]["bound_s"] == (12.0 if recorded else BOUND_S)
+
+
+@pytest.mark.parametrize("fetch_after_s,expect", [(BOUND_S - 0.1, []), (BOUND_S + 0.1, [ANOMALY])])
+def test_a_partition_is_owned_again_when_the_callback_began(fetch_after_s, expect):
+    """B's callback asked the partition's committed offset inside the bound and recorded its `assign`
+    only 10 s later (the client's OffsetFetch timeout, seen on 4.3.1): owned again at the fetch."""
+    t = Timeline()
+    _freed_by_a(t)
+    t.fetch(10 + fetch_after_s, B, 0)
+    t.assign(10 + fetch_after_s + 10, B, 0)
+    t.poll(200, B)
+    assert [a.name for a in t.judged()] == expect
+
+
+def test_a_fetch_of_other_partitions_does_not_own_this_one():
+    t = Timeline()
+    _freed_by_a(t)
+    t.fetch(10 + BOUND_S - 1, B, 1)
+    t.assign(10 + BOUND_S + 1, B, 0)
+    t.poll(200, B)
+    assert [a.name for a in t.judged()] == [ANOMALY]

@@ -2,7 +2,7 @@
 
 A partition of a group is freed when its last owner revokes it (the `revoke` callback, lost or
 not, completed) or that owner's client fails (a `fatal` record). It must be owned again (some
-member's rebalance `assign` gives it) by `kip848.reown_deadline`: the session timeout plus a
+member's rebalance `assign` gives it, from the start of its callback: `group_rules.callback_order`) by `kip848.reown_deadline`: the session timeout plus a
 heartbeat interval (the brokers' own, as the run recorded them: `checks.recovery.group_liveness_rule`), not counting time a fault or a rolling upgrade was in force, after both the
 freeing and the subscribe of a member of the group that was still there at that deadline (its
 process recorded something later, and no failure of its client came before). Only such a member
@@ -19,7 +19,7 @@ from typing import Iterable, Sequence
 from kipcheck.reference_model import kip848
 
 from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
-from kipcheck.checks.rules.group_rules import REVOKE, _ends_a_client, is_group_assign
+from kipcheck.checks.rules.group_rules import REVOKE, _ends_a_client, callback_order, is_callback_fetch, is_group_assign
 from kipcheck.checks.rules.kip1166_rules import fault_windows
 
 ANOMALY = "slow-rebalance"
@@ -84,7 +84,7 @@ class GroupLivenessRule(BaseRule):
     def group_keys(self, record: dict) -> Iterable[str]:
         f, type_ = record.get("f"), record.get("type")
         if (f in (POLL, SUBSCRIBE) and type_ == "ok" or f == REVOKE and type_ != "invoke" or f in _PAUSING
-                or type_ == "invoke" and is_group_assign(record) or _ends_a_client(record)):
+                or type_ == "invoke" and is_group_assign(record) or is_callback_fetch(record) or _ends_a_client(record)):
             yield self.key
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
@@ -101,7 +101,7 @@ class GroupLivenessRule(BaseRule):
                 if not held:
                     freed[key] = r
 
-        for r in records:
+        for r in callback_order(records):  # an assign counts from its callback's start (group_rules)
             v, process = r.get("value") or {}, r.get("process")
             if r.get("type") == "invoke" and is_group_assign(r):
                 for topic, partition in v.get("partitions") or ():

@@ -47,6 +47,9 @@ class SeededBug:
 
 #: the commit slips' subscriber stays: each membership's OffsetFetch comes a few seconds after the last one's commits
 REJOIN_SOON_S = (1.5, 2.5)
+#: the ownership slip's stays: long enough that a member is still there when the next one joins, so partitions
+#: move by revocation (the handoff the slip breaks), not only by a member leaving with all of them
+REJOIN_OVERLAP_S = (3.0, 5.0)
 
 # Same names and targets as Agent.TARGETS (tests/test_seeded_bugs.py keeps them in step).
 BUGS: tuple[SeededBug, ...] = (
@@ -139,10 +142,13 @@ BUGS: tuple[SeededBug, ...] = (
               "the lookup of which member still holds a partition answers 'free' for every partition, so the "
               "coordinator gives a partition to its new member before the old owner acknowledged its revocation",
               "KIP-848 reconciliation: a partition is revoked from its owner before it is assigned to another member",
-              rejoin_after_s=REJOIN_SOON_S),
-    SeededBug("slow-rebalance", "org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup.maybeRemovePartitionEpoch",
-              "a member removed from the group (left, or its session expired) keeps its partitions' epochs, so they "
-              "stay held by no one and every member the target assignment gives them to waits for their release",
+              # a handoff shows only when the new member hears of its assignment before the owner of its
+              # revocation (each hears at its own heartbeat): a few joins are needed
+              rejoin_after_s=REJOIN_OVERLAP_S, min_window=20.0),
+    SeededBug("slow-rebalance", "org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup.maybeUpdatePartitionEpoch",
+              "the assignment tombstone of a member that left (or whose session expired) no longer releases its "
+              "partitions' epochs, so they stay held by no one and every member the target assignment gives them "
+              "to waits for their release",
               "KIP-848 membership rules (liveness): a partition freed by a leaving member is owned again within "
               "the session timeout plus a heartbeat interval",
               # a freeing is judged only once a member stayed past its deadline (the selftest cluster's session

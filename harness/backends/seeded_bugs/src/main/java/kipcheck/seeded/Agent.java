@@ -68,7 +68,7 @@ public final class Agent {
             new Target("group-ownership-violation", "org.apache.kafka.coordinator.group.modern.consumer.CurrentAssignmentBuilder",
                     "withCurrentPartitionEpoch", SLIPS + "PartitionEpochLookup"),
             new Target("slow-rebalance", "org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup",
-                    "maybeRemovePartitionEpoch", SLIPS + "RemovedMemberEpochs"));
+                    "maybeUpdatePartitionEpoch", SLIPS + "RemovedMemberEpochs"));
 
     /** Matchers narrowing a method name to the one overload each slip is written for. */
     static ElementMatcher<MethodDescription> methodMatcher(Target t) {
@@ -88,7 +88,7 @@ public final class Agent {
             case "completeAll": return m.and(ElementMatchers.takesArguments(long.class));
             case "isValidNewLeader": return m.and(ElementMatchers.takesArguments(int.class));
             case "withCurrentPartitionEpoch": return m.and(ElementMatchers.takesArguments(1));
-            case "maybeRemovePartitionEpoch": return m.and(ElementMatchers.takesArguments(1));
+            case "maybeUpdatePartitionEpoch": return m.and(ElementMatchers.takesArguments(2));
             case "fetchOffsets": return m.and(ElementMatchers.takesArguments(2)).and(ElementMatchers.takesArgument(1, long.class));
             default: return m;
         }

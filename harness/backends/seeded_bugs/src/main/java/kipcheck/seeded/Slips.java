@@ -14,7 +14,6 @@ import org.apache.kafka.common.replica.ClientMetadata;
 import org.apache.kafka.common.replica.PartitionView;
 import org.apache.kafka.common.replica.ReplicaView;
 import org.apache.kafka.common.requests.FetchMetadata;
-import org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup;
 import org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroupMember;
 import org.apache.kafka.server.storage.log.FetchIsolation;
 import org.apache.kafka.storage.internals.log.LogReadInfo;
@@ -385,24 +384,28 @@ public final class Slips {
     }
 
     /**
-     * org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup.maybeRemovePartitionEpoch(ConsumerGroupMember)
-     * (private): slow-rebalance. ConsumerGroup.removeMember (a member left, or its session expired) calls it to
-     * release the epochs of the partitions the member held; the slip skips it on that path only (the member
-     * already gone from the group's members; updateMember's call, the member still there, runs as it is). The
-     * removed member's partitions stay held at its last epoch by no one: every member the target assignment
-     * gives them to waits in UNRELEASED_PARTITIONS for a release that never comes. Breaks KIP-848 "Membership
-     * rules" (Liveness): a partition a member leaves with, or loses at its session timeout, is assigned again.
+     * org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup.maybeUpdatePartitionEpoch(ConsumerGroupMember,
+     * ConsumerGroupMember) (private): slow-rebalance. ConsumerGroup.updateMember calls it to move the epochs of
+     * the partitions a member holds from its old state to its new one. A member that leaves, or whose session
+     * expires, is removed by tombstones; replaying its current-assignment tombstone updates it to epoch -1
+     * (LEAVE_GROUP_MEMBER_EPOCH) with no partitions, and this call releases what it held. The slip skips the call
+     * for that update only, so the removed member's partitions stay held at its last epoch by no one: every
+     * member the target assignment gives them to waits in UNRELEASED_PARTITIONS for a release that never comes.
+     * Breaks KIP-848 "Membership rules" (Liveness): a partition a member leaves with, or loses at its session
+     * timeout, is assigned again.
      */
     public static final class RemovedMemberEpochs {
         @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
-        public static boolean enter(@Advice.This ConsumerGroup group, @Advice.Argument(0) ConsumerGroupMember member) {
-            if (!Bugs.on("slow-rebalance") || member == null || group.hasMember(member.memberId())) {
+        public static boolean enter(@Advice.Argument(0) ConsumerGroupMember oldMember,
+                                    @Advice.Argument(1) ConsumerGroupMember newMember) {
+            if (!Bugs.on("slow-rebalance") || oldMember == null || newMember == null || newMember.memberEpoch() != -1) {
                 return false;
             }
-            if (!member.assignedPartitions().isEmpty() || !member.partitionsPendingRevocation().isEmpty()) {
+            if (!oldMember.assignedPartitions().isEmpty() || !oldMember.partitionsPendingRevocation().isEmpty()) {
                 Bugs.fired("slow-rebalance");
+                return true;
             }
-            return true;
+            return false;
         }
     }
 }
