@@ -138,9 +138,11 @@ BUGS: tuple[SeededBug, ...] = (
               rejoin_after_s=REJOIN_SOON_S),
     # KIP-848 reconciliation and liveness: both need members leaving and joining within the window
     SeededBug("group-ownership-violation",
-              "org.apache.kafka.coordinator.group.modern.consumer.CurrentAssignmentBuilder.withCurrentPartitionEpoch",
-              "the lookup of which member still holds a partition answers 'free' for every partition, so the "
-              "coordinator gives a partition to its new member before the old owner acknowledged its revocation",
+              "org.apache.kafka.coordinator.group.modern.consumer.CurrentAssignmentBuilder.withCurrentPartitionEpoch "
+              "+ org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup.addPartitionEpochs",
+              "the lookup of which member still holds a partition answers 'free' for every partition, and a partition "
+              "epoch set below the one it is held at is skipped instead of refused: the coordinator gives a partition "
+              "to its new member before its owner revoked it (or was even asked to)",
               "KIP-848 reconciliation: a partition is revoked from its owner before it is assigned to another member",
               # a handoff shows only when the new member hears of its assignment before the owner of its
               # revocation (each hears at its own heartbeat): a few joins are needed

@@ -67,6 +67,8 @@ public final class Agent {
                     SLIPS + "OffsetFetchAnswer"),
             new Target("group-ownership-violation", "org.apache.kafka.coordinator.group.modern.consumer.CurrentAssignmentBuilder",
                     "withCurrentPartitionEpoch", SLIPS + "PartitionEpochLookup"),
+            new Target("group-ownership-violation", "org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup",
+                    "addPartitionEpochs", SLIPS + "PartitionEpochConflict"),
             new Target("slow-rebalance", "org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup",
                     "maybeUpdatePartitionEpoch", SLIPS + "RemovedMemberEpochs"));
 
@@ -89,6 +91,7 @@ public final class Agent {
             case "isValidNewLeader": return m.and(ElementMatchers.takesArguments(int.class));
             case "withCurrentPartitionEpoch": return m.and(ElementMatchers.takesArguments(1));
             case "maybeUpdatePartitionEpoch": return m.and(ElementMatchers.takesArguments(2));
+            case "addPartitionEpochs": return m.and(ElementMatchers.takesArguments(2)).and(ElementMatchers.takesArgument(1, int.class));
             case "fetchOffsets": return m.and(ElementMatchers.takesArguments(2)).and(ElementMatchers.takesArgument(1, long.class));
             default: return m;
         }

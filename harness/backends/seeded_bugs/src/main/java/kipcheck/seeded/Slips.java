@@ -1,5 +1,6 @@
 package kipcheck.seeded;
 
+import java.util.Map;
 import java.util.Optional;
 import java.util.function.BiFunction;
 
@@ -14,6 +15,7 @@ import org.apache.kafka.common.replica.ClientMetadata;
 import org.apache.kafka.common.replica.PartitionView;
 import org.apache.kafka.common.replica.ReplicaView;
 import org.apache.kafka.common.requests.FetchMetadata;
+import org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup;
 import org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroupMember;
 import org.apache.kafka.server.storage.log.FetchIsolation;
 import org.apache.kafka.storage.internals.log.LogReadInfo;
@@ -350,9 +352,9 @@ public final class Slips {
      * a member, at which epoch another member still holds it; computeNextAssignment withholds a held partition
      * (the member waits in UNRELEASED_PARTITIONS) until its owner has revoked it. The slip hands the builder a
      * function that answers "free" (-1) for every partition, so a partition whose owner has not yet acknowledged
-     * its revocation is given to the new member at once (4.3.1's ConsumerGroup.addPartitionEpochs lets the
-     * higher epoch overwrite the owner's). Breaks KIP-848 "Reconciliation": a partition is revoked from its
-     * owner before it is assigned to another member.
+     * its revocation, or not even been asked for it, is given to the new member at once (the higher epoch
+     * overwrites the owner's; PartitionEpochConflict is the other half). Breaks KIP-848 "Reconciliation": a
+     * partition is revoked from its owner before it is assigned to another member.
      */
     public static final class PartitionEpochLookup {
         @Advice.OnMethodEnter
@@ -380,6 +382,35 @@ public final class Slips {
             }
             Bugs.fired("group-ownership-violation");
             return -1;
+        }
+    }
+
+    /**
+     * org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup.addPartitionEpochs(Map, int) (package-private):
+     * group-ownership-violation, the second half. Setting a partition's epoch below the one it is held at
+     * throws IllegalStateException ("the partition is still owned"), the check that stops a double owner when
+     * the previous owner's state is written after the new owner's. The slip keeps the newer epoch instead (as
+     * removePartitionEpochs already only logs a mismatch): the previous owner's revocation is then written,
+     * and its client told to revoke, after the new owner was given the partition.
+     */
+    public static final class PartitionEpochConflict {
+        @Advice.OnMethodEnter
+        public static void enter(@Advice.This ConsumerGroup group, @Advice.Argument(1) int epoch,
+                                 @Advice.Argument(value = 0, readOnly = false) Map<Uuid, Map<Integer, Integer>> assignment) {
+            if (!Bugs.on("group-ownership-violation") || assignment == null) {
+                return;
+            }
+            Map<Uuid, Map<Integer, Integer>> kept = new java.util.HashMap<>();
+            for (Map.Entry<Uuid, Map<Integer, Integer>> t : assignment.entrySet()) {
+                Map<Integer, Integer> partitions = new java.util.HashMap<>();
+                for (Map.Entry<Integer, Integer> p : t.getValue().entrySet()) {
+                    if (group.currentPartitionEpoch(t.getKey(), p.getKey()) < epoch) {
+                        partitions.put(p.getKey(), p.getValue());
+                    }
+                }
+                kept.put(t.getKey(), partitions);
+            }
+            assignment = kept;
         }
     }
 
