@@ -144,15 +144,18 @@ def test_a_member_owns_a_partition_from_its_callbacks_offset_fetch(fetch_first, 
     its `assign` only after: B was given the partition while A still owned it. Without that fetch
     before the revoke (B's callback began afterwards) the handoff is a clean one."""
     h = GroupHistory()
-    h.assign(A, 0, 1, 2)
+    owned = h.assign(A, 0, 1, 2)
     if fetch_first:
-        h.fetch(B, 2)
-    h.revoke(A, 2)
+        began = h.fetch(B, 2)
+    revoked = h.revoke(A, 2)
     if not fetch_first:
         h.fetch(B, 2)
     h.assign(B, 2)
     h.revoke(A, 0, 1)
-    assert [a.name for a in h.judged()] == expect
+    found = h.judged()
+    assert [a.name for a in found] == expect
+    if found:  # the evidence cites the fetch, before the revoke
+        assert found[0].indices == (owned, began, revoked)
 
 
 def test_a_fetch_for_other_partitions_or_another_member_does_not_start_the_assign():

@@ -150,10 +150,11 @@ def _judge(key: tuple, freed: dict, given: dict | None, members: list[_Member],
     deadline, witness = min(deadlines, key=lambda d: d[0])
     if kip848.reowned_in_time(given["time"] if given else None, deadline):
         return []
-    late = (f"given to a member again only at record {given['index']}, {(given['time'] - freed['time']) / 1e9:.1f} s "
+    late = (f"given to a member again only at record {given.get('began', given['index'])}, "
+            f"{(given['time'] - freed['time']) / 1e9:.1f} s "
             f"after" if given else "never given to a member again")
     return [Anomaly(
-        ANOMALY, (freed["index"],) + ((given["index"],) if given else ()),
+        ANOMALY, (freed["index"],) + ((given.get("began", given["index"]),) if given else ()),
         f"partition {topic}/{partition} of group {group} was freed at record {freed['index']} (its owner "
         f"{'revoked it' if freed.get('f') == REVOKE else 'failed'}) and {late}; member "
         f"process {witness.process} was in the group from {witness.since / 1e9:.1f} s to {witness.until / 1e9:.1f} s, "

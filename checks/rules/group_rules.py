@@ -46,7 +46,7 @@ def callback_order(records: Sequence[dict]) -> list[dict]:
     """`records` (in index order) with each rebalance `assign` moved back to where its callback
     began: the same process's last `committed` invoke before it, when that asked the same group,
     member and partitions (the callback's own OffsetFetch). The moved assign keeps its index and
-    takes that invoke's time, and `began` names the invoke's index."""
+    takes that invoke's time, and `began` names the invoke's index (the evidence that cites it)."""
     last_fetch: dict[object, dict] = {}
     moved: dict[int, dict] = {}  # the fetch's index -> the assign, moved there
     for r in records:
@@ -99,10 +99,11 @@ class GroupOwnershipRule(BaseRule):
             if r.get("type") == "invoke" and is_group_assign(r):
                 for topic, partition in v.get("partitions") or ():
                     held = owners.setdefault((v["group"], topic, partition), {})
+                    began = r.get("began", r["index"])  # the callback's OffsetFetch: the member had it by then
                     for other in held.values():
                         if other.process != process:
-                            other.handed_to.append(r["index"])
-                    held.setdefault(process, _Ownership(process, r["index"]))
+                            other.handed_to.append(began)
+                    held.setdefault(process, _Ownership(process, began))
             elif r.get("type") == "invoke" and r.get("f") == REVOKE:
                 state = kip848.FENCED if v.get("lost") else kip848.HELD
                 for topic, partition in v.get("partitions") or ():
