@@ -35,8 +35,11 @@ CONTROL = "control"
 PROPAGATION_ANOMALY = "hwm-propagation-delay"  # KIP-1166's anomaly: its windows need the statistic's sample
 PRODUCER_MODES = (("all", True), ("all", False))  # a non-idempotent retry is how `duplicate` shows
 #: the selftest brokers' KIP-848 timeouts: slow-rebalance's bound is their sum (checks.recovery.group_liveness_rule),
-#: 12 s instead of Kafka's 50 s, so a short window judges a freed partition; the minimums are lowered to allow them
-SELFTEST_GROUP_CONFIG = (("group.consumer.min.session.timeout.ms", "10000"), ("group.consumer.session.timeout.ms", "10000"),
+#: 22 s instead of Kafka's 50 s, so a short window judges a freed partition; the minimums are lowered to allow them.
+#: The session outlasts a subscriber's stall in its assign callback (the OffsetFetch's 10 s timeout,
+#: commits.COMMITTED_TIMEOUT_S, with no heartbeat sent meanwhile): at 10 s such a member was fenced and then
+#: revoked as an ordinary revocation, two owners in a healthy control (2026-11-29)
+SELFTEST_GROUP_CONFIG = (("group.consumer.min.session.timeout.ms", "20000"), ("group.consumer.session.timeout.ms", "20000"),
                          ("group.consumer.min.heartbeat.interval.ms", "2000"),
                          ("group.consumer.heartbeat.interval.ms", "2000"))
 

@@ -138,8 +138,10 @@ def test_the_slow_rebalance_window_outlasts_the_selftest_clusters_bound(tmp_path
     run_config.write(tmp_path, run_config.RunConfig(consumer_groups=settings))
     bound_s = group_liveness_rule(tmp_path).bound_ns / 1e9
     window = seeded.bug("slow-rebalance").min_window
-    assert bound_s == 12.0 and window >= 2 * bound_s
-    assert group_liveness_rule(None).bound_ns / 1e9 == 50.0 > window
+    assert bound_s == 22.0 and window >= bound_s + 15  # the first leaves come within seconds of the window's start
+    assert group_liveness_rule(None).bound_ns / 1e9 == 50.0 > window - 15
+    from kipcheck.harness.clients.commits import COMMITTED_TIMEOUT_S  # a subscriber's longest stall in a callback
+    assert settings["session_timeout_ms"] / 1e3 > COMMITTED_TIMEOUT_S + settings["heartbeat_interval_ms"] / 1e3
     config = dict(SELFTEST_GROUP_CONFIG)  # Kafka refuses a session timeout or heartbeat below its minimum
     assert int(config["group.consumer.session.timeout.ms"]) >= int(config["group.consumer.min.session.timeout.ms"])
     assert int(config["group.consumer.heartbeat.interval.ms"]) >= int(config["group.consumer.min.heartbeat.interval.ms"])

@@ -154,8 +154,8 @@ BUGS: tuple[SeededBug, ...] = (
               "KIP-848 membership rules (liveness): a partition freed by a leaving member is owned again within "
               "the session timeout plus a heartbeat interval",
               # a freeing is judged only once a member stayed past its deadline (the selftest cluster's session
-              # timeout plus heartbeat interval, SELFTEST_GROUP_CONFIG: 12 s): a window that long after the first leaves
-              rejoin_after_s=REJOIN_SOON_S, min_window=30.0),
+              # timeout plus heartbeat interval, SELFTEST_GROUP_CONFIG: 22 s): a window that long after the first leaves
+              rejoin_after_s=REJOIN_SOON_S, min_window=40.0),
     # last: its provocation stops and restarts a broker, and when that restart fails every later window's topic
     # lacks the broker. 2026-11-29, with another checkout building its own agent on the machine (cached_jar prunes
     # other source hashes from the shared cache): one matrix's restart failed on the pruned jar, and in another
