@@ -41,9 +41,10 @@ def check_many(paths: Sequence[str | Path], engine: str = "local", master: str |
     if require_coverage:
         parse_requirement(require_coverage)  # bad text fails before the work
     if rules is None:
-        from kipcheck.checks.recovery import choose_bound, liveness_rule
+        from kipcheck.checks.recovery import choose_bound, group_liveness_rule, liveness_rule
         from kipcheck.checks.verdict import default_rules
-        run_rules = [default_rules(liveness_rule(choose_bound(p, recovery_bound), crash_loop)) for p in paths]
+        run_rules = [default_rules(liveness_rule(choose_bound(p, recovery_bound), crash_loop), group_liveness_rule(p))
+                     for p in paths]
     else:
         run_rules = [list(rules)] * len(paths)
     if engine == "local":

@@ -1,5 +1,6 @@
 """The bound of the liveness rule (checks/rules/liveness_rules.py): asked for, recorded in
-the run's config.json, or derived from the cluster's own timeouts.
+the run's config.json, or derived from the cluster's own timeouts. Also the bound of KIP-848's
+group liveness rule (`group_liveness_rule`), from the group timeouts the run recorded.
 
 After a heal, recovery can wait out, one after another, each of the mechanisms below; the
 default bound is their sum, so a cluster that takes longer has a mechanism stuck, not
@@ -95,3 +96,24 @@ def liveness_rule(bound: dict | None = None, crash_loop: int | None = None):
     bound = bound or choose_bound(None)
     return LivenessRule(bound["seconds"], bound.get("parts"), bound.get("source", ""),
                         DEFAULT_CRASH_LOOP if crash_loop is None else crash_loop, bound.get("per_heal", True))
+
+
+def group_liveness_rule(path: str | Path | None = None):
+    """The slow-rebalance rule (checks/rules/group_liveness_rules.py) bound by the brokers' own
+    group.consumer.session.timeout.ms and group.consumer.heartbeat.interval.ms, as the run recorded
+    them in config.json (`consumer_groups`); Kafka's defaults for one it lacks (an older history)."""
+    from kipcheck.checks.rules.group_liveness_rules import GroupLivenessRule
+    from kipcheck.reference_model import kip848
+    recorded = run_config.load(path).get("consumer_groups") if path is not None else None
+    recorded = recorded if isinstance(recorded, dict) else {}
+    settings, defaulted = {}, []
+    for key, default in (("session_timeout_ms", kip848.SESSION_TIMEOUT_MS),
+                         ("heartbeat_interval_ms", kip848.HEARTBEAT_INTERVAL_MS)):
+        value = recorded.get(key)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+        settings[key] = value if ok else default
+        if not ok:
+            defaulted.append(key)
+    source = ("the brokers' group.consumer timeouts" if not defaulted else "Kafka's default timeouts" if len(defaulted) == 2
+              else f"the brokers' group.consumer timeouts ({defaulted[0]}: Kafka's default)")
+    return GroupLivenessRule(kip848.reown_bound_ns(**settings), source)

@@ -41,9 +41,10 @@ ANOMALY_NAMES = (
 MAX_EXAMPLES = 50
 
 
-def default_rules(liveness=None) -> list:
+def default_rules(liveness=None, group_liveness=None) -> list:
     """The history rules, the liveness rule (`liveness`, or one with the Kafka-default
-    bound), the model-backed rules and rule coverage. All are required: a checker that
+    bound), the model-backed rules (the group liveness rule `group_liveness` in place of the
+    Kafka-default one, when given) and rule coverage. All are required: a checker that
     silently ran without the model's rules would certify what it never judged."""
     from kipcheck.checks.coverage import CoverageRule
     from kipcheck.checks.recovery import liveness_rule
@@ -52,7 +53,8 @@ def default_rules(liveness=None) -> list:
     from kipcheck.checks.rules.txn_rules import TransactionRule
 
     liveness = liveness or liveness_rule()
-    return [*HISTORY_RULES, liveness, *MODEL_RULES, TransactionRule(liveness.bound), CoverageRule()]
+    model = [group_liveness if group_liveness is not None and type(r) is type(group_liveness) else r for r in MODEL_RULES]
+    return [*HISTORY_RULES, liveness, *model, TransactionRule(liveness.bound), CoverageRule()]
 
 
 @contextlib.contextmanager

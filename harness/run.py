@@ -294,7 +294,7 @@ def _run_in(run_dir: Path, backend: Backend, options: RunOptions, version: str, 
         backend.start(cluster, options, version, ui)
         save_config(mode=cluster.mode, racks=cluster.racks(), bootstrap=cluster.bootstrap_servers(),
                     recovery_bound=_recovery_bound(cluster, time.monotonic() - started),
-                    kraft=cluster.kraft_settings())
+                    kraft=cluster.kraft_settings(), consumer_groups=cluster.consumer_group_settings())
         if cluster.mode == "loopback":
             ui.note("not root: nodes share loopback; packet-level partitions are unavailable, proxy faults only")
         ctx = RunContext(cluster, w.topic)

@@ -6,7 +6,8 @@ workload (one idempotent and one non-idempotent acks=all producer, a rack-aware 
 none for a bug whose slip no client reaches, `SeededBug.clients`; subscribers that rejoin within
 seconds for a slip seen only at an assignment, `SeededBug.rejoin_after_s`, and then in the control
 too), the raw-protocol prober
-and the metadata observer for `window` seconds, the bug switched off,
+and the metadata observer (the brokers' KIP-848 session timeout is short, `SELFTEST_GROUP_CONFIG`, so that
+slow-rebalance's bound fits a window) for `window` seconds, the bug switched off,
 final reads from the beginning, and the window's own history checked under `kip` and the
 version's profile. A bug that never fired is "not exercised", never "caught"; one whose
 Kafka method the agent did not find is "not installable".
@@ -33,6 +34,14 @@ from kipcheck.rundir.records import JSONL_NAME
 CONTROL = "control"
 PROPAGATION_ANOMALY = "hwm-propagation-delay"  # KIP-1166's anomaly: its windows need the statistic's sample
 PRODUCER_MODES = (("all", True), ("all", False))  # a non-idempotent retry is how `duplicate` shows
+#: the selftest brokers' KIP-848 timeouts: slow-rebalance's bound is their sum (checks.recovery.group_liveness_rule),
+#: 22 s instead of Kafka's 50 s, so a short window judges a freed partition; the minimums are lowered to allow them.
+#: The session outlasts a subscriber's stall in its assign callback (the OffsetFetch's 10 s timeout,
+#: commits.COMMITTED_TIMEOUT_S, with no heartbeat sent meanwhile): at 10 s such a member was fenced and then
+#: revoked as an ordinary revocation, two owners in a healthy control (2026-11-29)
+SELFTEST_GROUP_CONFIG = (("group.consumer.min.session.timeout.ms", "20000"), ("group.consumer.session.timeout.ms", "20000"),
+                         ("group.consumer.min.heartbeat.interval.ms", "2000"),
+                         ("group.consumer.heartbeat.interval.ms", "2000"))
 
 
 def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, window: float = 20.0,
@@ -57,7 +66,8 @@ def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, 
               "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     cluster = NativeCluster(dist, root / "cluster",
                             ClusterOptions(brokers=3, broker_jvm_args=seeded.jvm_args(jar, control),
-                                           tiered=any(seeded.bug(n).tiered for n in names)),
+                                           tiered=any(seeded.bug(n).tiered for n in names),
+                                           extra_config=SELFTEST_GROUP_CONFIG),
                             owner_pid=os.getpid())
     try:
         with ui.step(f"starting 3 Kafka {dist.version} brokers carrying the seeded bugs"):
@@ -102,21 +112,23 @@ def window_rejoin(name: str, names) -> tuple[float, float] | None:
 def _window(cluster, control: Path, wdir: Path, name: str | None, window: float, profiles, version, tiered: bool,
             ui, propagation_sample: bool, rejoin: tuple[float, float] | None = None) -> dict:
     from kipcheck.checks.api import check, write_verdict
-    from kipcheck.harness.run import RunOptions
+    from kipcheck.harness.run import RunOptions, group_protocol
     wdir.mkdir(parents=True)
     topic = f"seed-{name or CONTROL}"
     no_clients = name is not None and not seeded.bug(name).clients
     w = WorkloadOptions(topic=topic, producer_modes=PRODUCER_MODES,
                         **({"producers": 0, "consumers": 0} if no_clients else {}),
                         **({"rejoin_after_s": rejoin} if rejoin else {}),
-                        workload=seeded.bug(name).workload if name else "default")
+                        workload=seeded.bug(name).workload if name else "default",
+                        group_protocol=group_protocol(None, version))  # the release's, as a run's: KIP-848 from 4.0
     ctx = RunContext(cluster, topic)
     parts = create_topic(ctx, topic, w.partitions, 3, tiered)
     for extra in w.topics[1:]:  # a transaction slip's window runs the txn workload (its topics)
         create_topic(ctx, extra, w.partitions, 3, tiered)
     rack = follower_rack(cluster, parts)
     run_config.write(wdir, run_config.RunConfig(kafka_version=version, seeded_bug=name, window=window,
-                                                workload={"topic": topic}, consumer_rack=rack, racks=cluster.racks()))
+                                                workload={"topic": topic}, consumer_rack=rack, racks=cluster.racks(),
+                                                consumer_groups=cluster.consumer_group_settings()))
     node_dirs = [n.dir for n in cluster.brokers]
     before = seeded.read_reports(node_dirs)["fired"].get(name, 0) if name else 0
     history = History(wdir / JSONL_NAME)

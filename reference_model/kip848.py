@@ -212,17 +212,28 @@ def redelivered(answer: int | None, commits: Sequence[Commit], asked: int) -> in
 # (its heartbeat no longer lists it), the member the target assignment gives it to receives it
 # on its next heartbeat. A partition freed by a revocation, a leave or a dead member is therefore
 # owned again within the session timeout plus one heartbeat interval, by any member that stayed
-# in the group that long. The harness sets neither timeout, so these are Kafka's defaults
-# (GroupCoordinatorConfig; the classic protocol's librdkafka defaults, session.timeout.ms 45000 and
-# heartbeat.interval.ms 3000, stay inside the same bound). While a fault or a rolling restart is in
+# in the group that long. Both timeouts are the brokers' (under KIP-848 the coordinator gives them
+# to its members: a client cannot set them); the checker passes the ones the run recorded
+# (config.json `consumer_groups`), else Kafka's defaults (GroupCoordinatorConfig; the classic
+# protocol's librdkafka defaults, session.timeout.ms 45000 and heartbeat.interval.ms 3000, stay
+# inside the default bound). While a fault or a rolling restart is in
 # force the coordinator may be unreachable or reloading (a member's leave lost with it is then
 # noticed only a session timeout after the new coordinator loaded the group): that time does not count.
 
 #: group.consumer.session.timeout.ms and group.consumer.heartbeat.interval.ms defaults (ms)
 SESSION_TIMEOUT_MS = 45000
 HEARTBEAT_INTERVAL_MS = 5000
-#: how long a freed partition may stay unowned, in ns of time no fault was in force
-REOWN_BOUND_NS = (SESSION_TIMEOUT_MS + HEARTBEAT_INTERVAL_MS) * 1_000_000
+
+
+def reown_bound_ns(session_timeout_ms: int = SESSION_TIMEOUT_MS, heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS) -> int:
+    """How long a freed partition may stay unowned, in ns of time no fault was in force: the group's
+    session timeout (a member gone without a leave is removed after it) plus one heartbeat interval
+    (the member the partition goes to hears of it on its next heartbeat)."""
+    return (int(session_timeout_ms) + int(heartbeat_interval_ms)) * 1_000_000
+
+
+#: the bound under Kafka's default timeouts
+REOWN_BOUND_NS = reown_bound_ns()
 
 
 def _not_paused_until(start: int, span: int, paused: Sequence[tuple[int, int]]) -> int:

@@ -36,6 +36,9 @@ class RunConfig(TypedDict, total=False):
     bootstrap: str
     recovery_bound: dict  # {"seconds", "parts", "source"} (checks.recovery)
     kraft: dict  # the settings the KIP-1166 bound needs (harness.backends.node.kraft_settings)
+    # the brokers' KIP-848 {"session_timeout_ms", "heartbeat_interval_ms"}: the slow-rebalance bound
+    # (harness.backends.node.consumer_group_settings; checks.recovery.group_liveness_rule); {}: unknown
+    consumer_groups: dict
     consumer_rack: str | None  # the client.rack of rack-aware consumers
     skipped: list[dict]  # [{"key", "feature", "reason"}] (harness.clients.capabilities)
     consumer_fetch_sources: dict  # consumer -> partition -> {"rack", "leader", "fetching_from"}

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from kipcheck.checks.api import check
 from kipcheck.checks.engine_local import check_records
+from kipcheck.checks.recovery import group_liveness_rule
 from kipcheck.checks.rules.group_liveness_rules import ANOMALY, GroupLivenessRule
 from kipcheck.reference_model import kip848
+from kipcheck.rundir import config as run_config
+from kipcheck.rundir.history import write_jsonl
 
 A, B, C = 11, 12, 13  # subscriber processes of one group
 BOUND_S = kip848.REOWN_BOUND_NS / 1e9
@@ -35,6 +39,11 @@ class Timeline:
     def revoke(self, s, process, *partitions, group="g"):
         return self.at(s, process, "revoke", {"partitions": [["t", p] for p in partitions], "group": group,
                                               "member": f"m{process}", "lost": False})
+
+    def fetch(self, s, process, *partitions, group="g"):
+        """The OffsetFetch an assign callback makes before it records its `assign` (commits.py `resume`)."""
+        return self.at(s, process, "committed", {"partitions": [["t", p] for p in partitions], "group": group,
+                                                 "member": f"m{process}"}, "invoke")
 
     def poll(self, s, process):
         self.at(s, process, "poll", {"topic": "t", "records": []})
@@ -183,3 +192,67 @@ def test_a_member_that_closed_before_any_assignment_may_linger_a_session(ends_af
     t.assign(10 + BOUND_S + 3, B, 0)
     t.poll(200, B)
     assert [a.name for a in t.judged()] == expect
+
+
+#: the brokers' group timeouts a run recorded (config.json `consumer_groups`): a 12 s bound
+SHORT = {"session_timeout_ms": 10000, "heartbeat_interval_ms": 2000}
+
+
+def test_the_bound_is_the_session_timeout_plus_a_heartbeat():
+    assert kip848.reown_bound_ns(10000, 2000) == 12_000_000_000
+    assert kip848.reown_bound_ns() == kip848.REOWN_BOUND_NS == 50_000_000_000
+
+
+@pytest.mark.parametrize("recorded,bound_s", [
+    (SHORT, 12.0),
+    (None, BOUND_S),  # an older history: Kafka's defaults
+    ({}, BOUND_S),  # an external cluster's settings are unknown
+    ({"session_timeout_ms": 10000}, 15.0),  # the heartbeat interval's default
+    ({"session_timeout_ms": "soon", "heartbeat_interval_ms": 0}, BOUND_S),  # nonsense: the defaults
+])
+def test_the_rule_takes_the_bound_the_run_recorded(tmp_path, recorded, bound_s):
+    if recorded is not None:
+        run_config.write(tmp_path, run_config.RunConfig(consumer_groups=recorded))
+    rule = group_liveness_rule(tmp_path)
+    assert rule.bound_ns / 1e9 == bound_s
+    assert ("Kafka's default" in rule.source) == (bound_s != 12.0)
+
+
+@pytest.mark.parametrize("recorded,given_after_s,expect", [
+    (SHORT, 12 - 0.1, []), (SHORT, 12 + 0.1, [ANOMALY]),
+    (None, 12 + 0.1, []), (None, BOUND_S + 0.1, [ANOMALY]),  # without settings: Kafka's 50 s
+])
+def test_the_checker_judges_a_run_by_its_brokers_timeouts(tmp_path, recorded, given_after_s, expect):
+    """The whole path: config.json's `consumer_groups` to the verdict, on each side of the 12 s bound."""
+    t = Timeline()
+    _freed_by_a(t)
+    t.assign(10 + given_after_s, B, 0)
+    t.poll(100, B)
+    write_jsonl(t.records, tmp_path / "history.jsonl")
+    if recorded is not None:
+        run_config.write(tmp_path, run_config.RunConfig(consumer_groups=recorded))
+    found = check(tmp_path)["anomalies"].get(ANOMALY) or []
+    assert [ANOMALY] * len(found) == expect
+    if found:
+        assert found[0]["bound_s"] == (12.0 if recorded else BOUND_S)
+
+
+@pytest.mark.parametrize("fetch_after_s,expect", [(BOUND_S - 0.1, []), (BOUND_S + 0.1, [ANOMALY])])
+def test_a_partition_is_owned_again_when_the_callback_began(fetch_after_s, expect):
+    """B's callback asked the partition's committed offset inside the bound and recorded its `assign`
+    only 10 s later (the client's OffsetFetch timeout, seen on 4.3.1): owned again at the fetch."""
+    t = Timeline()
+    _freed_by_a(t)
+    t.fetch(10 + fetch_after_s, B, 0)
+    t.assign(10 + fetch_after_s + 10, B, 0)
+    t.poll(200, B)
+    assert [a.name for a in t.judged()] == expect
+
+
+def test_a_fetch_of_other_partitions_does_not_own_this_one():
+    t = Timeline()
+    _freed_by_a(t)
+    t.fetch(10 + BOUND_S - 1, B, 1)
+    t.assign(10 + BOUND_S + 1, B, 0)
+    t.poll(200, B)
+    assert [a.name for a in t.judged()] == [ANOMALY]

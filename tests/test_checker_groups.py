@@ -30,6 +30,12 @@ class GroupHistory:
         return self._op(process, "revoke", {"partitions": [["t", p] for p in partitions], "group": group,
                                             "member": f"m{process}", "lost": lost})
 
+    def fetch(self, process, *partitions, group="g", member=None):
+        """The committed offsets an assign callback asks before it records its `assign` (commits.py `resume`)."""
+        return self._op(process, "committed", {"partitions": [["t", p] for p in partitions], "group": group,
+                                               "member": member or f"m{process}", "protocol": "consumer"},
+                        offsets={})
+
     def crash(self, process):
         self.records.append({"index": len(self.records), "time": len(self.records) * 1000, "process": process,
                              "type": "invoke", "f": "poll", "value": {"topic": "t"}})
@@ -130,3 +136,33 @@ def test_the_model_allows_every_state_but_held(state):
 def test_the_model_refuses_a_state_it_does_not_know():
     with pytest.raises(ValueError):
         kip848.handoff_allowed("asleep")
+
+
+@pytest.mark.parametrize("fetch_first,expect", [(True, [ANOMALY]), (False, [])])
+def test_a_member_owns_a_partition_from_its_callbacks_offset_fetch(fetch_first, expect):
+    """B's callback asks its new partition's committed offset before the owner A revokes it, and records
+    its `assign` only after: B was given the partition while A still owned it. Without that fetch
+    before the revoke (B's callback began afterwards) the handoff is a clean one."""
+    h = GroupHistory()
+    owned = h.assign(A, 0, 1, 2)
+    if fetch_first:
+        began = h.fetch(B, 2)
+    revoked = h.revoke(A, 2)
+    if not fetch_first:
+        h.fetch(B, 2)
+    h.assign(B, 2)
+    h.revoke(A, 0, 1)
+    found = h.judged()
+    assert [a.name for a in found] == expect
+    if found:  # the evidence cites the fetch, before the revoke
+        assert found[0].indices == (owned, began, revoked)
+
+
+def test_a_fetch_for_other_partitions_or_another_member_does_not_start_the_assign():
+    for fetch in ({"partitions": (1,)}, {"partitions": (2,), "member": "someone-else"}):
+        h = GroupHistory()
+        h.assign(A, 0, 1, 2)
+        h.fetch(B, *fetch["partitions"], member=fetch.get("member"))
+        h.revoke(A, 2)
+        h.assign(B, 2)
+        assert h.judged() == [], fetch

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from kipcheck.checks.verdict import ANOMALY_NAMES
 from kipcheck.harness.backends import seeded
-from kipcheck.harness.selftest import (CONTROL, format_markdown, kip_evidence, matrix_passes, restatus, status,
-                                       window_rejoin)
+from kipcheck.harness.selftest import (CONTROL, SELFTEST_GROUP_CONFIG, format_markdown, kip_evidence, matrix_passes,
+                                       restatus, status, window_rejoin)
 
 AGENT = seeded.SOURCES / "src" / "main" / "java" / "kipcheck" / "seeded" / "Agent.java"
 PROFILES = ["kip", "kafka-4.3"]
@@ -112,17 +112,40 @@ def test_a_second_slip_of_a_family_expects_the_familys_anomaly():
     assert seeded.bug("wrong-fetch-error").anomaly == "wrong-fetch-error"
 
 
-def test_the_commit_slips_expect_their_own_anomalies_and_short_stays():
-    """Each commit slip is flagged by its own name; its OffsetFetch comes at an assignment, so its
-    window's subscribers rejoin within seconds, and the control's do too when one is in the matrix."""
+def test_the_group_slips_expect_their_own_anomalies_and_short_stays():
+    """Each KIP-848 slip (commits, reconciliation, liveness) is flagged by its own name; it shows at an
+    assignment or a leave, so its window's subscribers rejoin within seconds, and the control's do too
+    when one is in the matrix."""
     assert {b.name: b.anomaly for b in seeded.BUGS if b.rejoin_after_s} == {
-        "committed-offset-regression": "committed-offset-regression", "resume-skip": "resume-skip"}
+        "committed-offset-regression": "committed-offset-regression", "resume-skip": "resume-skip",
+        "group-ownership-violation": "group-ownership-violation", "slow-rebalance": "slow-rebalance"}
     short = seeded.bug("resume-skip").rejoin_after_s
     assert max(short) < 6.0 / 2  # two stays fit in the suite's short window
     assert window_rejoin("resume-skip", ["poll-skip", "resume-skip"]) == short
     assert window_rejoin("poll-skip", ["poll-skip", "resume-skip"]) is None
     assert window_rejoin(CONTROL, ["poll-skip", "resume-skip"]) == short
     assert window_rejoin(CONTROL, ["poll-skip"]) is None
+
+
+def test_the_slow_rebalance_window_outlasts_the_selftest_clusters_bound(tmp_path):
+    """slow-rebalance is judged only once a member stayed past a freeing's deadline: the bound the
+    selftest brokers' group timeouts give (as recorded and read back by the checker) must leave most
+    of its window to freeings, and Kafka's own 50 s would not fit it."""
+    from kipcheck.checks.recovery import group_liveness_rule
+    from kipcheck.harness.backends.node import consumer_group_settings
+    from kipcheck.rundir import config as run_config
+    settings = consumer_group_settings(dict(SELFTEST_GROUP_CONFIG))
+    run_config.write(tmp_path, run_config.RunConfig(consumer_groups=settings))
+    bound_s = group_liveness_rule(tmp_path).bound_ns / 1e9
+    window = seeded.bug("slow-rebalance").min_window
+    assert bound_s == 22.0 and window >= bound_s + 15  # the first leaves come within seconds of the window's start
+    assert group_liveness_rule(None).bound_ns / 1e9 == 50.0 > window - 15
+    from kipcheck.harness.clients.commits import COMMITTED_TIMEOUT_S  # a subscriber's longest stall in a callback
+    assert settings["session_timeout_ms"] / 1e3 > COMMITTED_TIMEOUT_S + settings["heartbeat_interval_ms"] / 1e3
+    config = dict(SELFTEST_GROUP_CONFIG)  # Kafka refuses a session timeout or heartbeat below its minimum
+    assert int(config["group.consumer.session.timeout.ms"]) >= int(config["group.consumer.min.session.timeout.ms"])
+    assert int(config["group.consumer.heartbeat.interval.ms"]) >= int(config["group.consumer.min.heartbeat.interval.ms"])
+    assert int(config["group.consumer.heartbeat.interval.ms"]) < int(config["group.consumer.session.timeout.ms"])
 
 
 def test_switch_writes_the_bug_name_and_refuses_unknown_ones(tmp_path):

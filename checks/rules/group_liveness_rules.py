@@ -2,8 +2,8 @@
 
 A partition of a group is freed when its last owner revokes it (the `revoke` callback, lost or
 not, completed) or that owner's client fails (a `fatal` record). It must be owned again (some
-member's rebalance `assign` gives it) by `kip848.reown_deadline`: the session timeout plus a
-heartbeat interval, not counting time a fault or a rolling upgrade was in force, after both the
+member's rebalance `assign` gives it, from the start of its callback: `group_rules.callback_order`) by `kip848.reown_deadline`: the session timeout plus a
+heartbeat interval (the brokers' own, as the run recorded them: `checks.recovery.group_liveness_rule`), not counting time a fault or a rolling upgrade was in force, after both the
 freeing and the subscribe of a member of the group that was still there at that deadline (its
 process recorded something later, and no failure of its client came before). Only such a member
 proves the group could have taken the partition: with none, the freeing is not judged.
@@ -19,7 +19,7 @@ from typing import Iterable, Sequence
 from kipcheck.reference_model import kip848
 
 from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
-from kipcheck.checks.rules.group_rules import REVOKE, _ends_a_client, is_group_assign
+from kipcheck.checks.rules.group_rules import REVOKE, _ends_a_client, callback_order, is_callback_fetch, is_group_assign
 from kipcheck.checks.rules.kip1166_rules import fault_windows
 
 ANOMALY = "slow-rebalance"
@@ -78,10 +78,13 @@ class GroupLivenessRule(BaseRule):
     anomalies = (ANOMALY,)
     key = "group-liveness"
 
+    def __init__(self, bound_ns: int = kip848.REOWN_BOUND_NS, source: str = "Kafka's default timeouts"):
+        self.bound_ns, self.source = int(bound_ns), source  # `kip848.reown_bound_ns` of the run's settings
+
     def group_keys(self, record: dict) -> Iterable[str]:
         f, type_ = record.get("f"), record.get("type")
         if (f in (POLL, SUBSCRIBE) and type_ == "ok" or f == REVOKE and type_ != "invoke" or f in _PAUSING
-                or type_ == "invoke" and is_group_assign(record) or _ends_a_client(record)):
+                or type_ == "invoke" and is_group_assign(record) or is_callback_fetch(record) or _ends_a_client(record)):
             yield self.key
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
@@ -98,7 +101,7 @@ class GroupLivenessRule(BaseRule):
                 if not held:
                     freed[key] = r
 
-        for r in records:
+        for r in callback_order(records):  # an assign counts from its callback's start (group_rules)
             v, process = r.get("value") or {}, r.get("process")
             if r.get("type") == "invoke" and is_group_assign(r):
                 for topic, partition in v.get("partitions") or ():
@@ -113,10 +116,10 @@ class GroupLivenessRule(BaseRule):
                 for key in [k for k, held in owners.items() if process in held]:
                     release(key, process, r)
         judged += [(key, r, None) for key, r in freed.items()]
-        return [a for key, r, given in judged for a in _judge(key, r, given, members, pauses)]
+        return [a for key, r, given in judged for a in _judge(key, r, given, members, pauses, self.bound_ns, self.source)]
 
 
-def _lingering_until(freed: int, group: str, members: list[_Member], pauses: list[tuple[int, int]]) -> int:
+def _lingering_until(freed: int, group: str, members: list[_Member], pauses: list[tuple[int, int]], bound: int) -> int:
     """When the freeing's clock starts: at `freed`, or later while a member may linger. A client
     that closed before any rebalance gave it partitions may have closed with its join in flight,
     so without a member id to leave with: the coordinator keeps it, and may give it partitions,
@@ -125,21 +128,21 @@ def _lingering_until(freed: int, group: str, members: list[_Member], pauses: lis
     ends = [m.until for m in members if m.group == group and not m.assigned and m.until > freed]
     start = freed
     for end in sorted(ends):
-        if end <= kip848.reown_deadline(start, start, pauses):  # it may have taken the partition before the deadline
+        if end <= kip848.reown_deadline(start, start, pauses, bound):  # it may have taken the partition before the deadline
             start = max(start, end)
     return start
 
 
 def _judge(key: tuple, freed: dict, given: dict | None, members: list[_Member],
-           pauses: list[tuple[int, int]]) -> list[Anomaly]:
+           pauses: list[tuple[int, int]], bound: int, source: str) -> list[Anomaly]:
     """The freeing judged by the earliest deadline a member that stayed sets (none: not judged)."""
     group, topic, partition = key
-    start = _lingering_until(freed["time"], group, members, pauses)
+    start = _lingering_until(freed["time"], group, members, pauses, bound)
     deadlines = []
     for m in members:
         if m.group != group or topic not in m.topics:
             continue
-        deadline = kip848.reown_deadline(start, m.since, pauses)
+        deadline = kip848.reown_deadline(start, m.since, pauses, bound)
         if m.until > deadline and not (m.failed and m.until <= deadline):
             deadlines.append((deadline, m))
     if not deadlines:
@@ -147,15 +150,16 @@ def _judge(key: tuple, freed: dict, given: dict | None, members: list[_Member],
     deadline, witness = min(deadlines, key=lambda d: d[0])
     if kip848.reowned_in_time(given["time"] if given else None, deadline):
         return []
-    late = (f"given to a member again only at record {given['index']}, {(given['time'] - freed['time']) / 1e9:.1f} s "
+    late = (f"given to a member again only at record {given.get('began', given['index'])}, "
+            f"{(given['time'] - freed['time']) / 1e9:.1f} s "
             f"after" if given else "never given to a member again")
     return [Anomaly(
-        ANOMALY, (freed["index"],) + ((given["index"],) if given else ()),
+        ANOMALY, (freed["index"],) + ((given.get("began", given["index"]),) if given else ()),
         f"partition {topic}/{partition} of group {group} was freed at record {freed['index']} (its owner "
         f"{'revoked it' if freed.get('f') == REVOKE else 'failed'}) and {late}; member "
         f"process {witness.process} was in the group from {witness.since / 1e9:.1f} s to {witness.until / 1e9:.1f} s, "
         f"past the deadline at {deadline / 1e9:.1f} s (session timeout plus heartbeat interval, "
-        f"{kip848.REOWN_BOUND_NS / 1e9:.0f} s without a fault in force)",
+        f"{bound / 1e9:g} s without a fault in force, {source})",
         details={"group": group, "topic": topic, "partition": partition, "freed_at_s": round(freed["time"] / 1e9, 3),
-                 "deadline_s": round(deadline / 1e9, 3), "witness_process": witness.process,
+                 "deadline_s": round(deadline / 1e9, 3), "bound_s": bound / 1e9, "witness_process": witness.process,
                  "owned_again_s": round(given["time"] / 1e9, 3) if given else None, RULE: "kip848.reowned_in_time"})]

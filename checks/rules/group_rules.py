@@ -6,6 +6,12 @@ with `"rebalance": true` when partitions are given to it, a `revoke` (`"lost": t
 was fenced) when they are taken away, both naming the group and the member. The history is one
 clock, so the order of two members' records is the order in which their callbacks ran.
 
+A subscriber's `assign` callback first asks the group's committed offsets of its new partitions
+(a `committed` record, harness/clients/commits.py `resume`) and records the `assign` only once the
+answer came, which may take the client's whole timeout (10 s): the member had been given the
+partitions when its callback began, so each such `assign` counts from its `committed` invoke
+(`callback_order`).
+
 Per group and partition the rule keeps who owns it. When a member is given a partition another
 member still owns, the handoff waits for what that owner does next: it is judged by
 `kip848.handoff_allowed` once the owner revokes it (lost or not) or its client fails, and a
@@ -20,7 +26,7 @@ from kipcheck.reference_model import kip848
 
 from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
 
-ASSIGN, REVOKE = "assign", "revoke"
+ASSIGN, REVOKE, COMMITTED = "assign", "revoke", "committed"
 ANOMALY = "group-ownership-violation"
 
 
@@ -28,6 +34,37 @@ def is_group_assign(record: dict) -> bool:
     """An `assign` a rebalance made (a subscriber's callback), naming its group."""
     v = record.get("value") or {}
     return record.get("f") == ASSIGN and v.get("rebalance") is True and isinstance(v.get("group"), str)
+
+
+def is_callback_fetch(record: dict) -> bool:
+    """A subscriber's OffsetFetch invoke (`committed`): its assign callback asks it before it records the `assign`."""
+    v = record.get("value") or {}
+    return record.get("f") == COMMITTED and record.get("type") == "invoke" and isinstance(v.get("group"), str)
+
+
+def callback_order(records: Sequence[dict]) -> list[dict]:
+    """`records` (in index order) with each rebalance `assign` moved back to where its callback
+    began: the same process's last `committed` invoke before it, when that asked the same group,
+    member and partitions (the callback's own OffsetFetch). The moved assign keeps its index and
+    takes that invoke's time, and `began` names the invoke's index (the evidence that cites it)."""
+    last_fetch: dict[object, dict] = {}
+    moved: dict[int, dict] = {}  # the fetch's index -> the assign, moved there
+    for r in records:
+        if is_callback_fetch(r):
+            last_fetch[r.get("process")] = r
+        elif r.get("type") == "invoke" and is_group_assign(r):
+            fetch, v = last_fetch.pop(r.get("process"), None), r["value"]
+            w = (fetch or {}).get("value") or {}
+            if fetch is not None and (w.get("group"), w.get("member")) == (v["group"], v.get("member")) \
+                    and sorted(map(tuple, w.get("partitions") or ())) == sorted(map(tuple, v.get("partitions") or ())):
+                moved[fetch["index"]] = {**r, "time": fetch["time"], "began": fetch["index"]}
+    out, taken = [], {a["index"] for a in moved.values()}
+    for r in records:
+        if r["index"] in moved:
+            out.append(moved[r["index"]])
+        elif r["index"] not in taken:
+            out.append(r)
+    return out
 
 
 def _ends_a_client(record: dict) -> bool:
@@ -51,21 +88,22 @@ class GroupOwnershipRule(BaseRule):
 
     def group_keys(self, record: dict) -> Iterable[str]:
         if record.get("type") == "invoke" and (is_group_assign(record) or record.get("f") == REVOKE) \
-                or _ends_a_client(record):
+                or is_callback_fetch(record) or _ends_a_client(record):
             yield self.key
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
         owners: dict[tuple, dict[object, _Ownership]] = {}  # (group, topic, partition) -> process -> ownership
         out: list[Anomaly] = []
-        for r in records:
+        for r in callback_order(sorted(records, key=lambda r: r["index"])):
             v, process = r.get("value") or {}, r.get("process")
             if r.get("type") == "invoke" and is_group_assign(r):
                 for topic, partition in v.get("partitions") or ():
                     held = owners.setdefault((v["group"], topic, partition), {})
+                    began = r.get("began", r["index"])  # the callback's OffsetFetch: the member had it by then
                     for other in held.values():
                         if other.process != process:
-                            other.handed_to.append(r["index"])
-                    held.setdefault(process, _Ownership(process, r["index"]))
+                            other.handed_to.append(began)
+                    held.setdefault(process, _Ownership(process, began))
             elif r.get("type") == "invoke" and r.get("f") == REVOKE:
                 state = kip848.FENCED if v.get("lost") else kip848.HELD
                 for topic, partition in v.get("partitions") or ():

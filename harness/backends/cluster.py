@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from kipcheck.harness.backends import network
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.backends.kafka_dist import KafkaDistribution
-from kipcheck.harness.backends.node import KafkaNode, NodeSpec, kraft_settings, quorum_voters
+from kipcheck.harness.backends.node import KafkaNode, NodeSpec, consumer_group_settings, kraft_settings, quorum_voters
 from kipcheck.harness.backends.parallel import side_by_side
 from kipcheck.harness.backends.ports import free_port
 from kipcheck.harness.backends.state import ClusterState, all_states, process_start_time
@@ -196,6 +196,10 @@ class NativeCluster:
         """The KRaft settings the KIP-1166 check needs (`harness.backends.node.kraft_settings`)."""
         first = self.controllers[0].server_properties() if self.controllers else {}
         return kraft_settings(first, [n.spec.node_id for n in self.controllers])
+
+    def consumer_group_settings(self) -> dict:
+        """The brokers' KIP-848 group timeouts the slow-rebalance bound needs (`node.consumer_group_settings`)."""
+        return consumer_group_settings(self.brokers[0].server_properties() if self.brokers else {})
 
     def _plan(self) -> list[NodeSpec]:
         o = self.options

@@ -49,6 +49,10 @@ class ExternalCluster:
         """Kafka's defaults; the controllers are unknown, so any fault voids a KIP-1166 probe."""
         return kraft_settings({}, None)
 
+    def consumer_group_settings(self) -> dict:
+        """Unknown (the brokers' settings are not ours to read): the checker takes Kafka's defaults."""
+        return {}
+
     def node(self, node_id: int):
         raise FaultError("this fault needs node access: use the native backend (the external one only elects leaders)")
 

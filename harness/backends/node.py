@@ -38,6 +38,16 @@ def kraft_settings(properties: dict, controllers: list[int] | None) -> dict:
     return out
 
 
+def consumer_group_settings(properties: dict) -> dict:
+    """What the slow-rebalance bound needs of a broker (recorded in config.json as `consumer_groups`):
+    the KIP-848 session timeout and heartbeat interval its group coordinator gives members, from
+    its `properties`, else Kafka's defaults (a client cannot set them under KIP-848)."""
+    from kipcheck.reference_model import kip848
+    return {"session_timeout_ms": int(properties.get("group.consumer.session.timeout.ms", kip848.SESSION_TIMEOUT_MS)),
+            "heartbeat_interval_ms": int(properties.get("group.consumer.heartbeat.interval.ms",
+                                                        kip848.HEARTBEAT_INTERVAL_MS))}
+
+
 #: Debian's libfaketime (package libfaketime, scripts/install.sh), preloaded into nodes that take clock faults
 LIBFAKETIME = next(iter(sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.1"))),
                    Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"))

@@ -47,6 +47,9 @@ class SeededBug:
 
 #: the commit slips' subscriber stays: each membership's OffsetFetch comes a few seconds after the last one's commits
 REJOIN_SOON_S = (1.5, 2.5)
+#: the ownership slip's stays: long enough that a member is still there when the next one joins, so partitions
+#: move by revocation (the handoff the slip breaks), not only by a member leaving with all of them
+REJOIN_OVERLAP_S = (3.0, 5.0)
 
 # Same names and targets as Agent.TARGETS (tests/test_seeded_bugs.py keeps them in step).
 BUGS: tuple[SeededBug, ...] = (
@@ -133,6 +136,27 @@ BUGS: tuple[SeededBug, ...] = (
               "partition over skips the record at the group's committed offset",
               "KIP-848 offset commit and fetch: a member resumes at the group's committed offset",
               rejoin_after_s=REJOIN_SOON_S),
+    # KIP-848 reconciliation and liveness: both need members leaving and joining within the window
+    SeededBug("group-ownership-violation",
+              "org.apache.kafka.coordinator.group.modern.consumer.CurrentAssignmentBuilder.withCurrentPartitionEpoch "
+              "+ org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup.addPartitionEpochs",
+              "the lookup of which member still holds a partition answers 'free' for every partition, and a partition "
+              "epoch set below the one it is held at is skipped instead of refused: the coordinator gives a partition "
+              "to its new member before its owner revoked it (or was even asked to)",
+              "KIP-848 reconciliation: a partition is revoked from its owner before it is assigned to another member",
+              # a handoff shows only when the new member hears of its assignment before the owner of its
+              # revocation (each hears at its own heartbeat): 20 s windows held 1-2 fires, and one window's
+              # only fire had the owner's revoke two records before the new member's callback (2026-11-29)
+              rejoin_after_s=REJOIN_OVERLAP_S, min_window=45.0),
+    SeededBug("slow-rebalance", "org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup.maybeUpdatePartitionEpoch",
+              "the assignment tombstone of a member that left (or whose session expired) no longer releases its "
+              "partitions' epochs, so they stay held by no one and every member the target assignment gives them "
+              "to waits for their release",
+              "KIP-848 membership rules (liveness): a partition freed by a leaving member is owned again within "
+              "the session timeout plus a heartbeat interval",
+              # a freeing is judged only once a member stayed past its deadline (the selftest cluster's session
+              # timeout plus heartbeat interval, SELFTEST_GROUP_CONFIG: 22 s): a window that long after the first leaves
+              rejoin_after_s=REJOIN_SOON_S, min_window=40.0),
     # last: its provocation stops and restarts a broker, and when that restart fails every later window's topic
     # lacks the broker. 2026-11-29, with another checkout building its own agent on the machine (cached_jar prunes
     # other source hashes from the shared cache): one matrix's restart failed on the pruned jar, and in another

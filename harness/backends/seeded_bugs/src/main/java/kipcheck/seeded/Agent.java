@@ -64,7 +64,13 @@ public final class Agent {
             new Target("committed-offset-regression", "org.apache.kafka.coordinator.group.OffsetMetadataManager",
                     "fetchOffsets", SLIPS + "OffsetFetchAnswer"),
             new Target("resume-skip", "org.apache.kafka.coordinator.group.OffsetMetadataManager", "fetchOffsets",
-                    SLIPS + "OffsetFetchAnswer"));
+                    SLIPS + "OffsetFetchAnswer"),
+            new Target("group-ownership-violation", "org.apache.kafka.coordinator.group.modern.consumer.CurrentAssignmentBuilder",
+                    "withCurrentPartitionEpoch", SLIPS + "PartitionEpochLookup"),
+            new Target("group-ownership-violation", "org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup",
+                    "addPartitionEpochs", SLIPS + "PartitionEpochConflict"),
+            new Target("slow-rebalance", "org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup",
+                    "maybeUpdatePartitionEpoch", SLIPS + "RemovedMemberEpochs"));
 
     /** Matchers narrowing a method name to the one overload each slip is written for. */
     static ElementMatcher<MethodDescription> methodMatcher(Target t) {
@@ -83,6 +89,9 @@ public final class Agent {
             case "isHighWatermarkUpdated": return m.and(ElementMatchers.takesArguments(2));
             case "completeAll": return m.and(ElementMatchers.takesArguments(long.class));
             case "isValidNewLeader": return m.and(ElementMatchers.takesArguments(int.class));
+            case "withCurrentPartitionEpoch": return m.and(ElementMatchers.takesArguments(1));
+            case "maybeUpdatePartitionEpoch": return m.and(ElementMatchers.takesArguments(2));
+            case "addPartitionEpochs": return m.and(ElementMatchers.takesArguments(2)).and(ElementMatchers.takesArgument(1, int.class));
             case "fetchOffsets": return m.and(ElementMatchers.takesArguments(2)).and(ElementMatchers.takesArgument(1, long.class));
             default: return m;
         }

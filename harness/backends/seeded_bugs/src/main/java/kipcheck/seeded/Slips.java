@@ -1,17 +1,22 @@
 package kipcheck.seeded;
 
+import java.util.Map;
 import java.util.Optional;
+import java.util.function.BiFunction;
 
 import net.bytebuddy.asm.Advice;
 
 import org.apache.kafka.common.errors.OffsetNotAvailableException;
 import org.apache.kafka.common.errors.OffsetOutOfRangeException;
+import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.message.OffsetFetchResponseData;
 import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.replica.ClientMetadata;
 import org.apache.kafka.common.replica.PartitionView;
 import org.apache.kafka.common.replica.ReplicaView;
 import org.apache.kafka.common.requests.FetchMetadata;
+import org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup;
+import org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroupMember;
 import org.apache.kafka.server.storage.log.FetchIsolation;
 import org.apache.kafka.storage.internals.log.LogReadInfo;
 import org.apache.kafka.storage.internals.log.UnifiedLog;
@@ -338,6 +343,100 @@ public final class Slips {
                     }
                 }
             }
+        }
+    }
+
+    /**
+     * org.apache.kafka.coordinator.group.modern.consumer.CurrentAssignmentBuilder.withCurrentPartitionEpoch(BiFunction):
+     * group-ownership-violation. The builder asks this function, for each partition the target assignment gives
+     * a member, at which epoch another member still holds it; computeNextAssignment withholds a held partition
+     * (the member waits in UNRELEASED_PARTITIONS) until its owner has revoked it. The slip hands the builder a
+     * function that answers "free" (-1) for every partition, so a partition whose owner has not yet acknowledged
+     * its revocation, or not even been asked for it, is given to the new member at once (the higher epoch
+     * overwrites the owner's; PartitionEpochConflict is the other half). Breaks KIP-848 "Reconciliation": a
+     * partition is revoked from its owner before it is assigned to another member.
+     */
+    public static final class PartitionEpochLookup {
+        @Advice.OnMethodEnter
+        public static void enter(@Advice.Argument(value = 0, readOnly = false)
+                                 BiFunction<Uuid, Integer, Integer> currentPartitionEpoch) {
+            if (Bugs.on("group-ownership-violation") && currentPartitionEpoch != null) {
+                currentPartitionEpoch = new EveryPartitionFree(currentPartitionEpoch);
+            }
+        }
+    }
+
+    /** The slipped lookup: what Kafka's answers, except "free"; a fire for each partition it frees that was held. */
+    public static final class EveryPartitionFree implements BiFunction<Uuid, Integer, Integer> {
+        private final BiFunction<Uuid, Integer, Integer> real;
+
+        public EveryPartitionFree(BiFunction<Uuid, Integer, Integer> real) {
+            this.real = real;
+        }
+
+        @Override
+        public Integer apply(Uuid topicId, Integer partition) {
+            Integer epoch = real.apply(topicId, partition);
+            if (epoch == null || epoch == -1 || !Bugs.on("group-ownership-violation")) {
+                return epoch;
+            }
+            Bugs.fired("group-ownership-violation");
+            return -1;
+        }
+    }
+
+    /**
+     * org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup.addPartitionEpochs(Map, int) (package-private):
+     * group-ownership-violation, the second half. Setting a partition's epoch below the one it is held at
+     * throws IllegalStateException ("the partition is still owned"), the check that stops a double owner when
+     * the previous owner's state is written after the new owner's. The slip keeps the newer epoch instead (as
+     * removePartitionEpochs already only logs a mismatch): the previous owner's revocation is then written,
+     * and its client told to revoke, after the new owner was given the partition.
+     */
+    public static final class PartitionEpochConflict {
+        @Advice.OnMethodEnter
+        public static void enter(@Advice.This ConsumerGroup group, @Advice.Argument(1) int epoch,
+                                 @Advice.Argument(value = 0, readOnly = false) Map<Uuid, Map<Integer, Integer>> assignment) {
+            if (!Bugs.on("group-ownership-violation") || assignment == null) {
+                return;
+            }
+            Map<Uuid, Map<Integer, Integer>> kept = new java.util.HashMap<>();
+            for (Map.Entry<Uuid, Map<Integer, Integer>> t : assignment.entrySet()) {
+                Map<Integer, Integer> partitions = new java.util.HashMap<>();
+                for (Map.Entry<Integer, Integer> p : t.getValue().entrySet()) {
+                    if (group.currentPartitionEpoch(t.getKey(), p.getKey()) < epoch) {
+                        partitions.put(p.getKey(), p.getValue());
+                    }
+                }
+                kept.put(t.getKey(), partitions);
+            }
+            assignment = kept;
+        }
+    }
+
+    /**
+     * org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup.maybeUpdatePartitionEpoch(ConsumerGroupMember,
+     * ConsumerGroupMember) (private): slow-rebalance. ConsumerGroup.updateMember calls it to move the epochs of
+     * the partitions a member holds from its old state to its new one. A member that leaves, or whose session
+     * expires, is removed by tombstones; replaying its current-assignment tombstone updates it to epoch -1
+     * (LEAVE_GROUP_MEMBER_EPOCH) with no partitions, and this call releases what it held. The slip skips the call
+     * for that update only, so the removed member's partitions stay held at its last epoch by no one: every
+     * member the target assignment gives them to waits in UNRELEASED_PARTITIONS for a release that never comes.
+     * Breaks KIP-848 "Membership rules" (Liveness): a partition a member leaves with, or loses at its session
+     * timeout, is assigned again.
+     */
+    public static final class RemovedMemberEpochs {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        public static boolean enter(@Advice.Argument(0) ConsumerGroupMember oldMember,
+                                    @Advice.Argument(1) ConsumerGroupMember newMember) {
+            if (!Bugs.on("slow-rebalance") || oldMember == null || newMember == null || newMember.memberEpoch() != -1) {
+                return false;
+            }
+            if (!oldMember.assignedPartitions().isEmpty() || !oldMember.partitionsPendingRevocation().isEmpty()) {
+                Bugs.fired("slow-rebalance");
+                return true;
+            }
+            return false;
         }
     }
 }
