@@ -33,6 +33,7 @@ from kipcheck.rundir.records import JSONL_NAME
 CONTROL = "control"
 PROPAGATION_ANOMALY = "hwm-propagation-delay"  # KIP-1166's anomaly: its windows need the statistic's sample
 PRODUCER_MODES = (("all", True), ("all", False))  # a non-idempotent retry is how `duplicate` shows
+SHARE = "share"  # the KIP-932 slips' workload (harness.clients.share_workload)
 
 
 def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, window: float = 20.0,
@@ -55,9 +56,13 @@ def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, 
     profiles = list(dict.fromkeys(["kip", profile_for_version(dist.version)]))
     matrix = {"kafka_version": dist.version, "profiles": profiles, "window": window, "rows": [],
               "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    share = window_workload(CONTROL, names) == SHARE
     cluster = NativeCluster(dist, root / "cluster",
                             ClusterOptions(brokers=3, broker_jvm_args=seeded.jvm_args(jar, control),
-                                           tiered=any(seeded.bug(n).tiered for n in names)),
+                                           tiered=any(seeded.bug(n).tiered for n in names),
+                                           # the share workload's lock and delivery limit, as `kipcheck run` sets them
+                                           extra_config=WorkloadOptions(workload=SHARE).share_broker_config()
+                                           if share else ()),
                             owner_pid=os.getpid())
     try:
         with ui.step(f"starting 3 Kafka {dist.version} brokers carrying the seeded bugs"):
@@ -76,7 +81,7 @@ def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, 
                 seconds = window if name == CONTROL else max(window, seeded.bug(name).min_window)
                 row = _window(cluster, control, root / name, None if name == CONTROL else name, seconds, profiles,
                               dist.version, tiered, ui, propagation_sample=name in kip1166_judged,
-                              rejoin=window_rejoin(name, names))
+                              rejoin=window_rejoin(name, names), workload=window_workload(name, names))
             row["status"] = status(row, profiles, _control(matrix))
             matrix["rows"].append(row)
             (root / "matrix.json").write_text(json.dumps(matrix, indent=2))
@@ -99,8 +104,17 @@ def window_rejoin(name: str, names) -> tuple[float, float] | None:
     return min((seeded.bug(n).rejoin_after_s for n in names if seeded.bug(n).rejoin_after_s), default=None)
 
 
+def window_workload(name: str, names) -> str:
+    """A window's workload: the bug's; for the control the share workload when a share slip is in the
+    matrix (the default workload's producers and consumers with the share consumers beside them), so
+    that a share anomaly in a share slip's window cannot be one a healthy Kafka shows too."""
+    if name != CONTROL:
+        return seeded.bug(name).workload
+    return SHARE if any(seeded.bug(n).workload == SHARE for n in names) else "default"
+
+
 def _window(cluster, control: Path, wdir: Path, name: str | None, window: float, profiles, version, tiered: bool,
-            ui, propagation_sample: bool, rejoin: tuple[float, float] | None = None) -> dict:
+            ui, propagation_sample: bool, rejoin: tuple[float, float] | None = None, workload: str = "default") -> dict:
     from kipcheck.checks.api import check, write_verdict
     from kipcheck.harness.run import RunOptions
     wdir.mkdir(parents=True)
@@ -109,9 +123,11 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
     w = WorkloadOptions(topic=topic, producer_modes=PRODUCER_MODES,
                         **({"producers": 0, "consumers": 0} if no_clients else {}),
                         **({"rejoin_after_s": rejoin} if rejoin else {}),
-                        workload=seeded.bug(name).workload if name else "default")
+                        workload=workload)
     ctx = RunContext(cluster, topic)
-    parts = create_topic(ctx, topic, w.partitions, 3, tiered)
+    # the share rules bound each acquisition by its record's LogAppendTime (the brokers share this machine's
+    # clock); without a stamp only by the consumer's start, which leaves the lock rule blind after one lock
+    parts = create_topic(ctx, topic, w.partitions, 3, tiered, log_append_time=workload == SHARE)
     for extra in w.topics[1:]:  # a transaction slip's window runs the txn workload (its topics)
         create_topic(ctx, extra, w.partitions, 3, tiered)
     rack = follower_rack(cluster, parts)

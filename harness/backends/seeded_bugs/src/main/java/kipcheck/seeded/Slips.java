@@ -1,18 +1,30 @@
 package kipcheck.seeded;
 
+import java.util.ArrayList;
+import java.util.List;
+import java.util.NavigableMap;
 import java.util.Optional;
+import java.util.concurrent.locks.ReadWriteLock;
 
 import net.bytebuddy.asm.Advice;
 
+import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.common.errors.OffsetNotAvailableException;
 import org.apache.kafka.common.errors.OffsetOutOfRangeException;
 import org.apache.kafka.common.message.OffsetFetchResponseData;
 import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.record.internal.RecordBatch;
 import org.apache.kafka.common.replica.ClientMetadata;
 import org.apache.kafka.common.replica.PartitionView;
 import org.apache.kafka.common.replica.ReplicaView;
 import org.apache.kafka.common.requests.FetchMetadata;
+import org.apache.kafka.server.share.acknowledge.ShareAcknowledgementBatch;
+import org.apache.kafka.server.share.fetch.DeliveryCountOps;
+import org.apache.kafka.server.share.fetch.InFlightBatch;
+import org.apache.kafka.server.share.fetch.InFlightState;
+import org.apache.kafka.server.share.fetch.RecordState;
 import org.apache.kafka.server.storage.log.FetchIsolation;
+import org.apache.kafka.server.storage.log.FetchPartitionData;
 import org.apache.kafka.storage.internals.log.LogReadInfo;
 import org.apache.kafka.storage.internals.log.UnifiedLog;
 
@@ -337,6 +349,109 @@ public final class Slips {
                         Bugs.fired(bug);
                     }
                 }
+            }
+        }
+    }
+
+    /**
+     * kafka.server.share.SharePartition.acquire (the ShareFetch path, under the partition's fetch lock):
+     * share-double-acquire. Acquire's availability check of a whole cached batch in the fetched range
+     * lets through a batch another member holds ACQUIRED (on one such batch in two): its lock is
+     * cancelled and the acquisition goes on as for an AVAILABLE batch (delivery count + 1, a new lock
+     * for this member). A batch at the delivery limit is spared (an AVAILABLE one never is at it).
+     * Breaks KIP-932 "Share group concepts": an acquired record is not available to another consumer
+     * while its acquisition lock holds.
+     */
+    public static final class ShareAcquire {
+        @Advice.OnMethodEnter
+        public static void enter(@Advice.Argument(0) String memberId, @Advice.Argument(5) FetchPartitionData data,
+                                 @Advice.FieldValue("cachedState") NavigableMap<Long, InFlightBatch> cached,
+                                 @Advice.FieldValue("lock") ReadWriteLock lock,
+                                 @Advice.FieldValue("defaultMaxDeliveryCount") int limit) {
+            if (!Bugs.on("share-double-acquire") || data == null || data.records == null) {
+                return;
+            }
+            long first = -1;
+            long last = -1;
+            for (RecordBatch b : data.records.batches()) {
+                first = first < 0 ? b.baseOffset() : first;
+                last = b.lastOffset();
+            }
+            if (first < 0) {
+                return;
+            }
+            lock.writeLock().lock();
+            try {
+                for (InFlightBatch b : cached.subMap(first, true, last, true).values()) {
+                    if (b.offsetState() == null && b.batchState() == RecordState.ACQUIRED && b.lastOffset() <= last
+                            && !b.batchHasOngoingStateTransition() && !memberId.equals(b.batchMemberId())
+                            && b.batchDeliveryCount() < limit) {
+                        if (Bugs.every("share-double-acquire", 2)) {
+                            b.tryUpdateBatchState(RecordState.AVAILABLE, DeliveryCountOps.NO_OP, Integer.MAX_VALUE,
+                                    InFlightState.EMPTY_MEMBER_ID);
+                            b.cancelAndClearAcquisitionLockTimeoutTask();
+                            Bugs.fired("share-double-acquire");
+                        }
+                        return;
+                    }
+                }
+            } finally {
+                lock.writeLock().unlock();
+            }
+        }
+    }
+
+    /**
+     * kafka.server.share.SharePartition.acknowledge(String, List): share-accepted-redelivered. On one
+     * acknowledgement call in three that carries an ACCEPT, its ACCEPT types are decoded as RELEASE:
+     * the records go back to AVAILABLE (persisted so) and the call is answered without error, so a
+     * record the consumer accepted is acquired and delivered again. Breaks KIP-932 "Record states and
+     * transitions": an accepted record is Acknowledged, a final state.
+     */
+    public static final class ShareAcknowledge {
+        @Advice.OnMethodEnter
+        public static void enter(@Advice.Argument(value = 1, readOnly = false) List<ShareAcknowledgementBatch> batches) {
+            if (!Bugs.on("share-accepted-redelivered") || batches == null) {
+                return;
+            }
+            Byte accept = AcknowledgeType.ACCEPT.id;
+            boolean accepts = false;
+            for (ShareAcknowledgementBatch b : batches) {
+                accepts |= b.acknowledgeTypes().contains(accept);
+            }
+            if (!accepts || !Bugs.every("share-accepted-redelivered", 3)) {
+                return;
+            }
+            List<ShareAcknowledgementBatch> decoded = new ArrayList<>(batches.size());
+            for (ShareAcknowledgementBatch b : batches) {
+                List<Byte> types = new ArrayList<>(b.acknowledgeTypes().size());
+                for (Byte t : b.acknowledgeTypes()) {
+                    types.add(accept.equals(t) ? AcknowledgeType.RELEASE.id : t);
+                }
+                decoded.add(new ShareAcknowledgementBatch(b.firstOffset(), b.lastOffset(), types));
+            }
+            batches = decoded;
+            Bugs.fired("share-accepted-redelivered");
+        }
+    }
+
+    /**
+     * org.apache.kafka.server.share.fetch.InFlightState.tryUpdateState: share-delivery-limit-exceeded.
+     * The delivery-count limit check that archives a record instead of making it AVAILABLE again (on a
+     * release or a lock timeout) is off by one ({@code deliveryCount > max} for {@code >=}): a record
+     * delivered `limit` times is made available and delivered once more. Breaks KIP-932 "Record states
+     * and transitions": a record is delivered at most group.share.delivery.count.limit times.
+     */
+    public static final class ShareDeliveryLimit {
+        @Advice.OnMethodEnter
+        public static void enter(@Advice.This InFlightState self, @Advice.Argument(0) RecordState newState,
+                                 @Advice.Argument(1) DeliveryCountOps ops,
+                                 @Advice.Argument(value = 2, readOnly = false) int maxDeliveryCount) {
+            if (Bugs.on("share-delivery-limit-exceeded") && newState == RecordState.AVAILABLE
+                    && ops != DeliveryCountOps.DECREASE && self.state() == RecordState.ACQUIRED
+                    && self.deliveryCount() == maxDeliveryCount && !self.hasOngoingStateTransition()) {
+                maxDeliveryCount = maxDeliveryCount + 1;
+                Bugs.fired("share-delivery-limit-exceeded");
             }
         }
     }
