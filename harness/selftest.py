@@ -78,7 +78,7 @@ def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, 
             with ui.step(f"window: {name}"):
                 # the control's topic is tiered when any bug's is, so that it covers what they run on
                 tiered = cluster.options.tiered if name == CONTROL else seeded.bug(name).tiered
-                seconds = window if name == CONTROL else max(window, seeded.bug(name).min_window)
+                seconds = window_seconds(name, names, window)
                 row = _window(cluster, control, root / name, None if name == CONTROL else name, seconds, profiles,
                               dist.version, tiered, ui, propagation_sample=name in kip1166_judged,
                               rejoin=window_rejoin(name, names), workload=window_workload(name, names))
@@ -102,6 +102,16 @@ def window_rejoin(name: str, names) -> tuple[float, float] | None:
     if name != CONTROL:
         return seeded.bug(name).rejoin_after_s
     return min((seeded.bug(n).rejoin_after_s for n in names if seeded.bug(n).rejoin_after_s), default=None)
+
+
+def window_seconds(name: str, names, window: float) -> float:
+    """A window's length: at least its bug's `min_window`; the control's at least that of every bug whose
+    workload it runs (a share slip's: its share consumers first wait seconds for their assignment)."""
+    if name != CONTROL:
+        return max(window, seeded.bug(name).min_window)
+    workload = window_workload(CONTROL, names)
+    return max([window, *(seeded.bug(n).min_window for n in names
+                          if workload != "default" and seeded.bug(n).workload == workload)])
 
 
 def window_workload(name: str, names) -> str:

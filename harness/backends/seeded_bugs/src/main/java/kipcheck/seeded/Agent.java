@@ -65,7 +65,8 @@ public final class Agent {
                     "fetchOffsets", SLIPS + "OffsetFetchAnswer"),
             new Target("resume-skip", "org.apache.kafka.coordinator.group.OffsetMetadataManager", "fetchOffsets",
                     SLIPS + "OffsetFetchAnswer"),
-            new Target("share-double-acquire", "kafka.server.share.SharePartition", "acquire", SLIPS + "ShareAcquire"),
+            new Target("share-double-acquire", "kafka.server.share.SharePartition", "scheduleAcquisitionLockTimeout",
+                    SLIPS + "ShareLockDuration"),
             new Target("share-accepted-redelivered", "kafka.server.share.SharePartition", "acknowledge",
                     SLIPS + "ShareAcknowledge"),
             new Target("share-delivery-limit-exceeded", "org.apache.kafka.server.share.fetch.InFlightState",
@@ -88,7 +89,8 @@ public final class Agent {
             case "isHighWatermarkUpdated": return m.and(ElementMatchers.takesArguments(2));
             case "completeAll": return m.and(ElementMatchers.takesArguments(long.class));
             case "isValidNewLeader": return m.and(ElementMatchers.takesArguments(int.class));
-            case "acquire": return m.and(ElementMatchers.takesArguments(7));
+            case "scheduleAcquisitionLockTimeout": return m.and(ElementMatchers.takesArguments(String.class, long.class,
+                    long.class, long.class));
             case "acknowledge": return m.and(ElementMatchers.takesArguments(String.class, List.class));
             case "tryUpdateState": return m.and(ElementMatchers.takesArguments(4));
             case "fetchOffsets": return m.and(ElementMatchers.takesArguments(2)).and(ElementMatchers.takesArgument(1, long.class));

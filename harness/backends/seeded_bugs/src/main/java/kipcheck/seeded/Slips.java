@@ -2,9 +2,7 @@ package kipcheck.seeded;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.NavigableMap;
 import java.util.Optional;
-import java.util.concurrent.locks.ReadWriteLock;
 
 import net.bytebuddy.asm.Advice;
 
@@ -13,18 +11,15 @@ import org.apache.kafka.common.errors.OffsetNotAvailableException;
 import org.apache.kafka.common.errors.OffsetOutOfRangeException;
 import org.apache.kafka.common.message.OffsetFetchResponseData;
 import org.apache.kafka.common.protocol.Errors;
-import org.apache.kafka.common.record.internal.RecordBatch;
 import org.apache.kafka.common.replica.ClientMetadata;
 import org.apache.kafka.common.replica.PartitionView;
 import org.apache.kafka.common.replica.ReplicaView;
 import org.apache.kafka.common.requests.FetchMetadata;
 import org.apache.kafka.server.share.acknowledge.ShareAcknowledgementBatch;
 import org.apache.kafka.server.share.fetch.DeliveryCountOps;
-import org.apache.kafka.server.share.fetch.InFlightBatch;
 import org.apache.kafka.server.share.fetch.InFlightState;
 import org.apache.kafka.server.share.fetch.RecordState;
 import org.apache.kafka.server.storage.log.FetchIsolation;
-import org.apache.kafka.server.storage.log.FetchPartitionData;
 import org.apache.kafka.storage.internals.log.LogReadInfo;
 import org.apache.kafka.storage.internals.log.UnifiedLog;
 
@@ -354,49 +349,18 @@ public final class Slips {
     }
 
     /**
-     * kafka.server.share.SharePartition.acquire (the ShareFetch path, under the partition's fetch lock):
-     * share-double-acquire. Acquire's availability check of a whole cached batch in the fetched range
-     * lets through a batch another member holds ACQUIRED (on one such batch in two): its lock is
-     * cancelled and the acquisition goes on as for an AVAILABLE batch (delivery count + 1, a new lock
-     * for this member). A batch at the delivery limit is spared (an AVAILABLE one never is at it).
-     * Breaks KIP-932 "Share group concepts": an acquired record is not available to another consumer
-     * while its acquisition lock holds.
+     * kafka.server.share.SharePartition.scheduleAcquisitionLockTimeout(String, long, long, long) (private; every
+     * acquisition's lock goes through it): share-double-acquire. The acquisition lock's timer is scheduled
+     * with a fifth of the group's record lock duration (1 s of 5 s), so a record a consumer still holds
+     * becomes AVAILABLE and the next ShareFetch of another member acquires it. Breaks KIP-932 "Share group
+     * concepts": an acquired record is not available to another consumer for the duration of its lock.
      */
-    public static final class ShareAcquire {
+    public static final class ShareLockDuration {
         @Advice.OnMethodEnter
-        public static void enter(@Advice.Argument(0) String memberId, @Advice.Argument(5) FetchPartitionData data,
-                                 @Advice.FieldValue("cachedState") NavigableMap<Long, InFlightBatch> cached,
-                                 @Advice.FieldValue("lock") ReadWriteLock lock,
-                                 @Advice.FieldValue("defaultMaxDeliveryCount") int limit) {
-            if (!Bugs.on("share-double-acquire") || data == null || data.records == null) {
-                return;
-            }
-            long first = -1;
-            long last = -1;
-            for (RecordBatch b : data.records.batches()) {
-                first = first < 0 ? b.baseOffset() : first;
-                last = b.lastOffset();
-            }
-            if (first < 0) {
-                return;
-            }
-            lock.writeLock().lock();
-            try {
-                for (InFlightBatch b : cached.subMap(first, true, last, true).values()) {
-                    if (b.offsetState() == null && b.batchState() == RecordState.ACQUIRED && b.lastOffset() <= last
-                            && !b.batchHasOngoingStateTransition() && !memberId.equals(b.batchMemberId())
-                            && b.batchDeliveryCount() < limit) {
-                        if (Bugs.every("share-double-acquire", 2)) {
-                            b.tryUpdateBatchState(RecordState.AVAILABLE, DeliveryCountOps.NO_OP, Integer.MAX_VALUE,
-                                    InFlightState.EMPTY_MEMBER_ID);
-                            b.cancelAndClearAcquisitionLockTimeoutTask();
-                            Bugs.fired("share-double-acquire");
-                        }
-                        return;
-                    }
-                }
-            } finally {
-                lock.writeLock().unlock();
+        public static void enter(@Advice.Argument(value = 3, readOnly = false) long delayMs) {
+            if (Bugs.on("share-double-acquire") && delayMs >= 5) {
+                delayMs = delayMs / 5;
+                Bugs.fired("share-double-acquire");
             }
         }
     }
