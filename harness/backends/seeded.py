@@ -152,8 +152,8 @@ BUGS: tuple[SeededBug, ...] = (
     # KIP-932 share groups: their windows run the share workload (harness.clients.share_workload: five share
     # consumers, 5 s locks, delivery limit 3, set on the brokers: `share_broker_config`)
     SeededBug("share-double-acquire", "kafka.server.share.SharePartition.scheduleAcquisitionLockTimeout",
-              "every acquisition lock's timer is scheduled with a twentieth of the group's record lock duration (250 "
-              "ms of 5 s): a record its consumer still holds becomes available and another member's fetch acquires it",
+              "every acquisition lock's timer is scheduled with a fifth of the group's record lock duration (1 s of "
+              "5 s): a record its consumer still holds becomes available and another member's fetch acquires it",
               "KIP-932: an acquired record is not available to another consumer for the duration of its lock",
               workload="share", min_window=SHARE_WINDOW_S),
     SeededBug("share-accepted-redelivered", "kafka.server.share.SharePartition.acknowledge",

@@ -351,15 +351,15 @@ public final class Slips {
     /**
      * kafka.server.share.SharePartition.scheduleAcquisitionLockTimeout(String, long, long, long) (private; every
      * acquisition's lock goes through it): share-double-acquire. The acquisition lock's timer is scheduled
-     * with a twentieth of the group's record lock duration (250 ms of 5 s), so a record a consumer still
-     * holds becomes AVAILABLE and the next ShareFetch of another member acquires it. Breaks KIP-932 "Share group
+     * with a fifth of the group's record lock duration (1 s of 5 s), so a record a consumer still holds
+     * becomes AVAILABLE and the next ShareFetch of another member acquires it. Breaks KIP-932 "Share group
      * concepts": an acquired record is not available to another consumer for the duration of its lock.
      */
     public static final class ShareLockDuration {
         @Advice.OnMethodEnter
         public static void enter(@Advice.Argument(value = 3, readOnly = false) long delayMs) {
-            if (Bugs.on("share-double-acquire") && delayMs >= 20) {
-                delayMs = delayMs / 20;
+            if (Bugs.on("share-double-acquire") && delayMs >= 5) {
+                delayMs = delayMs / 5;
                 Bugs.fired("share-double-acquire");
             }
         }
