@@ -5,7 +5,8 @@ per bug, after a control window with none: a fresh topic, the bug switched on, t
 workload (one idempotent and one non-idempotent acks=all producer, a rack-aware consumer;
 none for a bug whose slip no client reaches, `SeededBug.clients`; subscribers that rejoin within
 seconds for a slip seen only at an assignment, `SeededBug.rejoin_after_s`, and then in the control
-too), the raw-protocol prober
+too; share consumers beside them for a KIP-932 slip, on a LogAppendTime topic, and then in the control
+too, `window_workload`), the raw-protocol prober
 and the metadata observer (the brokers' KIP-848 session timeout is short, `SELFTEST_GROUP_CONFIG`, so that
 slow-rebalance's bound fits a window) for `window` seconds, the bug switched off,
 final reads from the beginning, and the window's own history checked under `kip` and the
@@ -42,6 +43,14 @@ PRODUCER_MODES = (("all", True), ("all", False))  # a non-idempotent retry is ho
 SELFTEST_GROUP_CONFIG = (("group.consumer.min.session.timeout.ms", "20000"), ("group.consumer.session.timeout.ms", "20000"),
                          ("group.consumer.min.heartbeat.interval.ms", "2000"),
                          ("group.consumer.heartbeat.interval.ms", "2000"))
+SHARE = "share"  # the KIP-932 slips' workload (harness.clients.share_workload)
+# the share windows' consumers hold 15 polls in 100 past the lock (the workload's default: 3). A consumer acknowledges
+# within milliseconds of its poll otherwise, and a second consumer's delivery is proven inside the first one's lock
+# only while the first holds the record, within 5 s of its append. 2026-11-29, 4.3.1, 15 s windows: at 3 in 100 the
+# 2 stalls held one old record each; at 10, 1 of 6 held fresh records (caught); at 25 the consumers were all stalled
+# at once and none took the records over; at 15 share-double-acquire was still missed in 3 runs of 3 (docs/checker.md,
+# "Slips in the share-partition code"). The control's share consumers stall as often
+SHARE_STALL = 0.15
 
 
 def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, window: float = 20.0,
@@ -64,10 +73,14 @@ def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, 
     profiles = list(dict.fromkeys(["kip", profile_for_version(dist.version)]))
     matrix = {"kafka_version": dist.version, "profiles": profiles, "window": window, "rows": [],
               "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    share = window_workload(CONTROL, names) == SHARE
     cluster = NativeCluster(dist, root / "cluster",
                             ClusterOptions(brokers=3, broker_jvm_args=seeded.jvm_args(jar, control),
                                            tiered=any(seeded.bug(n).tiered for n in names),
-                                           extra_config=SELFTEST_GROUP_CONFIG),
+                                           # KIP-848's short session; the share workload's lock and delivery
+                                           # limit, as `kipcheck run` sets them
+                                           extra_config=SELFTEST_GROUP_CONFIG + (
+                                               WorkloadOptions(workload=SHARE).share_broker_config() if share else ())),
                             owner_pid=os.getpid())
     try:
         with ui.step(f"starting 3 Kafka {dist.version} brokers carrying the seeded bugs"):
@@ -83,10 +96,10 @@ def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, 
             with ui.step(f"window: {name}"):
                 # the control's topic is tiered when any bug's is, so that it covers what they run on
                 tiered = cluster.options.tiered if name == CONTROL else seeded.bug(name).tiered
-                seconds = window if name == CONTROL else max(window, seeded.bug(name).min_window)
+                seconds = window_seconds(name, names, window)
                 row = _window(cluster, control, root / name, None if name == CONTROL else name, seconds, profiles,
                               dist.version, tiered, ui, propagation_sample=name in kip1166_judged,
-                              rejoin=window_rejoin(name, names))
+                              rejoin=window_rejoin(name, names), workload=window_workload(name, names))
             row["status"] = status(row, profiles, _control(matrix))
             matrix["rows"].append(row)
             (root / "matrix.json").write_text(json.dumps(matrix, indent=2))
@@ -109,8 +122,27 @@ def window_rejoin(name: str, names) -> tuple[float, float] | None:
     return min((seeded.bug(n).rejoin_after_s for n in names if seeded.bug(n).rejoin_after_s), default=None)
 
 
+def window_seconds(name: str, names, window: float) -> float:
+    """A window's length: at least its bug's `min_window`; the control's at least that of every bug whose
+    workload it runs (a share slip's: its share consumers first wait seconds for their assignment)."""
+    if name != CONTROL:
+        return max(window, seeded.bug(name).min_window)
+    workload = window_workload(CONTROL, names)
+    return max([window, *(seeded.bug(n).min_window for n in names
+                          if workload != "default" and seeded.bug(n).workload == workload)])
+
+
+def window_workload(name: str, names) -> str:
+    """A window's workload: the bug's; for the control the share workload when a share slip is in the
+    matrix (the default workload's producers and consumers with the share consumers beside them), so
+    that a share anomaly in a share slip's window cannot be one a healthy Kafka shows too."""
+    if name != CONTROL:
+        return seeded.bug(name).workload
+    return SHARE if any(seeded.bug(n).workload == SHARE for n in names) else "default"
+
+
 def _window(cluster, control: Path, wdir: Path, name: str | None, window: float, profiles, version, tiered: bool,
-            ui, propagation_sample: bool, rejoin: tuple[float, float] | None = None) -> dict:
+            ui, propagation_sample: bool, rejoin: tuple[float, float] | None = None, workload: str = "default") -> dict:
     from kipcheck.checks.api import check, write_verdict
     from kipcheck.harness.run import RunOptions, group_protocol
     wdir.mkdir(parents=True)
@@ -119,10 +151,12 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
     w = WorkloadOptions(topic=topic, producer_modes=PRODUCER_MODES,
                         **({"producers": 0, "consumers": 0} if no_clients else {}),
                         **({"rejoin_after_s": rejoin} if rejoin else {}),
-                        workload=seeded.bug(name).workload if name else "default",
+                        workload=workload, **({"share_stall": SHARE_STALL} if workload == SHARE else {}),
                         group_protocol=group_protocol(None, version))  # the release's, as a run's: KIP-848 from 4.0
     ctx = RunContext(cluster, topic)
-    parts = create_topic(ctx, topic, w.partitions, 3, tiered)
+    # the share rules bound each acquisition by its record's LogAppendTime (the brokers share this machine's
+    # clock); without a stamp only by the consumer's start, which leaves the lock rule blind after one lock
+    parts = create_topic(ctx, topic, w.partitions, 3, tiered, log_append_time=workload == SHARE)
     for extra in w.topics[1:]:  # a transaction slip's window runs the txn workload (its topics)
         create_topic(ctx, extra, w.partitions, 3, tiered)
     rack = follower_rack(cluster, parts)

@@ -144,6 +144,28 @@ def test_a_poll_asked_before_the_accept_answered_is_not_judged_by_it():
     assert REDELIVERED not in [a.name for a in h.judged()[0]]
 
 
+def test_an_async_acks_answer_inside_a_later_sync_ack_does_not_answer_the_sync_one():
+    """2026-11-29, a selftest control-like window (no slip fired): A's async ack of offset 5 was answered by
+    the callback inside A's later sync ack of offset 0 (a stalled one, refused: its lock had expired), and
+    the answer was taken for the sync ack's, so B's later delivery of offset 0 was flagged as a redelivery."""
+    v = {"group": "sg", "lock_duration_ms": LOCK, "delivery_count_limit": LIMIT_N}
+    h = _base()
+    h._add(1150, A, "invoke", "share_poll", v)._add(1160, A, "ok", "share_poll",
+                                                   {**v, "records": [["t", 0, 5, "v5"]], "delivery_counts": [1]})
+    async_ack = {"group": "sg", "mode": "async", "acks": [["t", 0, 5, "accept"]]}
+    sync_ack = {"group": "sg", "mode": "sync", "acks": [["t", 0, 0, "accept"]]}
+    h._add(1170, A, "invoke", "share_ack", async_ack)._add(7200, A, "invoke", "share_ack", sync_ack)
+    h._add(7210, A, "ok", "share_ack", async_ack)
+    h._add(7220, A, "ok", "share_ack", {**sync_ack, "partition_errors": {"t/0": "INVALID_RECORD_STATE"}})
+    h.poll(B, 7300, 7400, count=2)
+    assert REDELIVERED not in [a.name for a in h.judged()[0]]
+    # the same history with the sync ack answered without error: then the redelivery is one
+    h = ShareHistory()
+    h._records = [r for r in _base()._records]
+    h._add(1200, A, "invoke", "share_ack", sync_ack)._add(1210, A, "ok", "share_ack", sync_ack).poll(B, 7300, 7400, count=2)
+    assert REDELIVERED in [a.name for a in h.judged()[0]]
+
+
 def test_an_accept_answered_with_an_error_may_be_redelivered():
     h = _base().ack(A, "accept", 1200, 1210, refused=True).poll(B, 1300, 1400, count=2)
     assert REDELIVERED not in [a.name for a in h.judged()[0]]

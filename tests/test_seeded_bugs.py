@@ -8,8 +8,9 @@ from pathlib import Path
 
 from kipcheck.checks.verdict import ANOMALY_NAMES
 from kipcheck.harness.backends import seeded
-from kipcheck.harness.selftest import (CONTROL, SELFTEST_GROUP_CONFIG, format_markdown, kip_evidence, matrix_passes,
-                                       restatus, status, window_rejoin)
+from kipcheck.checks.rules.share_rules import SHARE_ANOMALIES
+from kipcheck.harness.selftest import (CONTROL, SELFTEST_GROUP_CONFIG, SHARE, format_markdown, kip_evidence,
+                                       matrix_passes, restatus, status, window_rejoin, window_seconds, window_workload)
 
 AGENT = seeded.SOURCES / "src" / "main" / "java" / "kipcheck" / "seeded" / "Agent.java"
 PROFILES = ["kip", "kafka-4.3"]
@@ -146,6 +147,26 @@ def test_the_slow_rebalance_window_outlasts_the_selftest_clusters_bound(tmp_path
     assert int(config["group.consumer.session.timeout.ms"]) >= int(config["group.consumer.min.session.timeout.ms"])
     assert int(config["group.consumer.heartbeat.interval.ms"]) >= int(config["group.consumer.min.heartbeat.interval.ms"])
     assert int(config["group.consumer.heartbeat.interval.ms"]) < int(config["group.consumer.session.timeout.ms"])
+
+
+def test_each_share_rule_has_one_slip_on_the_share_workload():
+    """Issue 31 §4: one seeded slip per KIP-932 anomaly, flagged by its own name; its window runs share consumers."""
+    share = [b for b in seeded.BUGS if b.workload == SHARE]
+    assert sorted(b.anomaly for b in share) == sorted(SHARE_ANOMALIES)
+    assert all(b.name == b.anomaly and b.clients for b in share)
+
+
+def test_the_control_runs_the_share_workload_and_length_of_a_share_slip_in_the_matrix():
+    """With a share slip in the matrix the control runs the share consumers too (beside the default
+    workload's clients), for at least as long, so that a healthy Kafka is judged by the share rules as well."""
+    slip = next(b for b in seeded.BUGS if b.workload == SHARE)
+    assert window_workload(CONTROL, ["poll-skip", slip.name]) == SHARE
+    assert window_workload(CONTROL, ["poll-skip", "aborted-read"]) == "default"  # the txn slips' control stays default
+    assert window_workload(slip.name, [slip.name]) == SHARE and window_workload("poll-skip", [slip.name]) == "default"
+    assert window_seconds(CONTROL, ["poll-skip", slip.name], 6.0) == max(6.0, slip.min_window)
+    assert window_seconds(CONTROL, ["poll-skip", "aborted-read"], 6.0) == 6.0  # the control runs no txn workload
+    assert window_seconds("aborted-read", ["aborted-read"], 6.0) == seeded.bug("aborted-read").min_window
+    assert window_seconds(CONTROL, [slip.name], 90.0) == 90.0
 
 
 def test_switch_writes_the_bug_name_and_refuses_unknown_ones(tmp_path):

@@ -78,7 +78,9 @@ class _Delivery:
 
 @dataclass
 class _Judge:
-    open: dict = field(default_factory=dict)  # (process, f) -> invoke record
+    open: dict = field(default_factory=dict)  # (process, f) -> invoke record (polls, subscribes)
+    # (process) -> its open share_ack invokes: a consumer's async acks stay open while it polls and acks again
+    open_acks: dict = field(default_factory=dict)
     started: dict = field(default_factory=dict)  # process -> first record time
     last: dict = field(default_factory=dict)  # process -> last record time
     deliveries: dict = field(default_factory=dict)  # (topic, partition, offset) -> [_Delivery]
@@ -118,7 +120,10 @@ class _Judge:
             self.started.setdefault(p, now)
             self.last[p] = now
         if t == "invoke":
-            self.open[(p, f)] = r
+            if f == ACK:
+                self.open_acks.setdefault(p, []).append(r)
+            else:
+                self.open[(p, f)] = r
             if f == POLL:
                 self.lock_ms = v.get("lock_duration_ms", self.lock_ms)
                 self.limit = v.get("delivery_count_limit", self.limit)
@@ -128,7 +133,7 @@ class _Judge:
                 self.topics.update(v.get("topics") or ())
                 self.from_earliest = self.from_earliest is not False and v.get("offset_reset") == EARLIEST
             return
-        inv = self.open.pop((p, f), None) or r
+        inv = (self._ack_invoke(p, v) if f == ACK else self.open.pop((p, f), None)) or r
         if f == POLL and t == "ok":
             self._poll(p, inv, r, v)
         elif f == ACK:
@@ -156,6 +161,16 @@ class _Judge:
             self.figures["acks"][kind] += 1
             if d is not None:
                 d.ack_invoke, d.ack_invoked, d.ack_type = r["index"], r.get("time", 0), kind
+
+    def _ack_invoke(self, p, v: dict) -> dict | None:
+        """The open share_ack of process `p` a completion answers: the one with its acks (a completion
+        carries its invoke's value). The process's latest one would be wrong: an async ack's answer comes
+        through the callback inside a later sync ack's commit, while that sync ack is open."""
+        opened = self.open_acks.get(p) or []
+        for i, inv in enumerate(opened):
+            if (inv.get("value") or {}).get("acks") == v.get("acks"):
+                return opened.pop(i)
+        return None
 
     def _ack_answered(self, p, inv: dict, r: dict, v: dict, t: str) -> None:
         refused = v.get("partition_errors") or {}

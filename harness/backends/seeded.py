@@ -33,7 +33,7 @@ class SeededBug:
     tiered: bool = False  # its window needs a tiered topic (remote storage on)
     min_window: float = 0.0  # seconds its window needs at least (the probe that can see it comes late)
     clients: bool = True  # its window runs the producers and consumers (False: only the prober and observer)
-    workload: str = "default"  # its window's workload (WorkloadOptions.workload): "txn" for transaction slips
+    workload: str = "default"  # its window's workload (WorkloadOptions.workload): "txn", "share" for those slips
     expects: str = ""  # the anomaly the checker must flag, when it is not `name` (a second slip of one family)
     provoke: str = ""  # what its window must make happen (harness.provocations.PROVOCATIONS): "" for nothing
     # its window's subscribers rejoin after this many seconds of each membership (WorkloadOptions.rejoin_after_s):
@@ -45,6 +45,9 @@ class SeededBug:
         return self.expects or self.name
 
 
+#: the share slips' windows: their share consumers get records only ~6 s after subscribing (measured 2026-11-29 on
+#: 4.3.1: the assignment comes with a later heartbeat, group.share.heartbeat.interval.ms is 5 s by default)
+SHARE_WINDOW_S = 15.0
 #: the commit slips' subscriber stays: each membership's OffsetFetch comes a few seconds after the last one's commits
 REJOIN_SOON_S = (1.5, 2.5)
 #: the ownership slip's stays: long enough that a member is still there when the next one joins, so partitions
@@ -170,6 +173,23 @@ BUGS: tuple[SeededBug, ...] = (
               # ISR (harness.provocations.outsider_election, 35 s measured; the window waits for it). The
               # proof is in the controller's metadata log, which no client touches: no producers, no consumers
               provoke="outsider-election", min_window=20.0, clients=False),
+    # KIP-932 share groups: their windows run the share workload (harness.clients.share_workload: five share
+    # consumers, 5 s locks, delivery limit 3, set on the brokers: `share_broker_config`)
+    SeededBug("share-double-acquire", "kafka.server.share.SharePartition.scheduleAcquisitionLockTimeout",
+              "every acquisition lock's timer is scheduled with a fifth of the group's record lock duration (1 s of "
+              "5 s): a record its consumer still holds becomes available and another member's fetch acquires it",
+              "KIP-932: an acquired record is not available to another consumer for the duration of its lock",
+              workload="share", min_window=SHARE_WINDOW_S),
+    SeededBug("share-accepted-redelivered", "kafka.server.share.SharePartition.acknowledge",
+              "on one acknowledgement call in three that carries an ACCEPT, ACCEPT is decoded as RELEASE: the "
+              "records go back to AVAILABLE and the call is answered without error",
+              "KIP-932: an accepted record is Acknowledged, a final state: it is not delivered again",
+              workload="share", min_window=SHARE_WINDOW_S),
+    SeededBug("share-delivery-limit-exceeded", "org.apache.kafka.server.share.fetch.InFlightState.tryUpdateState",
+              "the delivery-count limit check is off by one (count > limit for >=): a record released or timed out "
+              "after its limit-th delivery is made available and delivered once more instead of archived",
+              "KIP-932: a record is delivered at most group.share.delivery.count.limit times",
+              workload="share", min_window=SHARE_WINDOW_S),
 )
 BY_NAME = {b.name: b for b in BUGS}
 

@@ -70,7 +70,13 @@ public final class Agent {
             new Target("group-ownership-violation", "org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup",
                     "addPartitionEpochs", SLIPS + "PartitionEpochConflict"),
             new Target("slow-rebalance", "org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup",
-                    "maybeUpdatePartitionEpoch", SLIPS + "RemovedMemberEpochs"));
+                    "maybeUpdatePartitionEpoch", SLIPS + "RemovedMemberEpochs"),
+            new Target("share-double-acquire", "kafka.server.share.SharePartition", "scheduleAcquisitionLockTimeout",
+                    SLIPS + "ShareLockDuration"),
+            new Target("share-accepted-redelivered", "kafka.server.share.SharePartition", "acknowledge",
+                    SLIPS + "ShareAcknowledge"),
+            new Target("share-delivery-limit-exceeded", "org.apache.kafka.server.share.fetch.InFlightState",
+                    "tryUpdateState", SLIPS + "ShareDeliveryLimit"));
 
     /** Matchers narrowing a method name to the one overload each slip is written for. */
     static ElementMatcher<MethodDescription> methodMatcher(Target t) {
@@ -92,6 +98,10 @@ public final class Agent {
             case "withCurrentPartitionEpoch": return m.and(ElementMatchers.takesArguments(1));
             case "maybeUpdatePartitionEpoch": return m.and(ElementMatchers.takesArguments(2));
             case "addPartitionEpochs": return m.and(ElementMatchers.takesArguments(2)).and(ElementMatchers.takesArgument(1, int.class));
+            case "scheduleAcquisitionLockTimeout": return m.and(ElementMatchers.takesArguments(String.class, long.class,
+                    long.class, long.class));
+            case "acknowledge": return m.and(ElementMatchers.takesArguments(String.class, List.class));
+            case "tryUpdateState": return m.and(ElementMatchers.takesArguments(4));
             case "fetchOffsets": return m.and(ElementMatchers.takesArguments(2)).and(ElementMatchers.takesArgument(1, long.class));
             default: return m;
         }

@@ -1,14 +1,17 @@
 package kipcheck.seeded;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.BiFunction;
 
 import net.bytebuddy.asm.Advice;
 
+import org.apache.kafka.clients.consumer.AcknowledgeType;
+import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.errors.OffsetNotAvailableException;
 import org.apache.kafka.common.errors.OffsetOutOfRangeException;
-import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.message.OffsetFetchResponseData;
 import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.replica.ClientMetadata;
@@ -17,6 +20,10 @@ import org.apache.kafka.common.replica.ReplicaView;
 import org.apache.kafka.common.requests.FetchMetadata;
 import org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup;
 import org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroupMember;
+import org.apache.kafka.server.share.acknowledge.ShareAcknowledgementBatch;
+import org.apache.kafka.server.share.fetch.DeliveryCountOps;
+import org.apache.kafka.server.share.fetch.InFlightState;
+import org.apache.kafka.server.share.fetch.RecordState;
 import org.apache.kafka.server.storage.log.FetchIsolation;
 import org.apache.kafka.storage.internals.log.LogReadInfo;
 import org.apache.kafka.storage.internals.log.UnifiedLog;
@@ -437,6 +444,78 @@ public final class Slips {
                 return true;
             }
             return false;
+        }
+    }
+
+    /**
+     * kafka.server.share.SharePartition.scheduleAcquisitionLockTimeout(String, long, long, long) (private; every
+     * acquisition's lock goes through it): share-double-acquire. The acquisition lock's timer is scheduled
+     * with a fifth of the group's record lock duration (1 s of 5 s), so a record a consumer still holds
+     * becomes AVAILABLE and the next ShareFetch of another member acquires it. Breaks KIP-932 "Share group
+     * concepts": an acquired record is not available to another consumer for the duration of its lock.
+     */
+    public static final class ShareLockDuration {
+        @Advice.OnMethodEnter
+        public static void enter(@Advice.Argument(value = 3, readOnly = false) long delayMs) {
+            if (Bugs.on("share-double-acquire") && delayMs >= 5) {
+                delayMs = delayMs / 5;
+                Bugs.fired("share-double-acquire");
+            }
+        }
+    }
+
+    /**
+     * kafka.server.share.SharePartition.acknowledge(String, List): share-accepted-redelivered. On one
+     * acknowledgement call in three that carries an ACCEPT, its ACCEPT types are decoded as RELEASE:
+     * the records go back to AVAILABLE (persisted so) and the call is answered without error, so a
+     * record the consumer accepted is acquired and delivered again. Breaks KIP-932 "Record states and
+     * transitions": an accepted record is Acknowledged, a final state.
+     */
+    public static final class ShareAcknowledge {
+        @Advice.OnMethodEnter
+        public static void enter(@Advice.Argument(value = 1, readOnly = false) List<ShareAcknowledgementBatch> batches) {
+            if (!Bugs.on("share-accepted-redelivered") || batches == null) {
+                return;
+            }
+            Byte accept = AcknowledgeType.ACCEPT.id;
+            boolean accepts = false;
+            for (ShareAcknowledgementBatch b : batches) {
+                accepts |= b.acknowledgeTypes().contains(accept);
+            }
+            if (!accepts || !Bugs.every("share-accepted-redelivered", 3)) {
+                return;
+            }
+            List<ShareAcknowledgementBatch> decoded = new ArrayList<>(batches.size());
+            for (ShareAcknowledgementBatch b : batches) {
+                List<Byte> types = new ArrayList<>(b.acknowledgeTypes().size());
+                for (Byte t : b.acknowledgeTypes()) {
+                    types.add(accept.equals(t) ? AcknowledgeType.RELEASE.id : t);
+                }
+                decoded.add(new ShareAcknowledgementBatch(b.firstOffset(), b.lastOffset(), types));
+            }
+            batches = decoded;
+            Bugs.fired("share-accepted-redelivered");
+        }
+    }
+
+    /**
+     * org.apache.kafka.server.share.fetch.InFlightState.tryUpdateState: share-delivery-limit-exceeded.
+     * The delivery-count limit check that archives a record instead of making it AVAILABLE again (on a
+     * release or a lock timeout) is off by one ({@code deliveryCount > max} for {@code >=}): a record
+     * delivered `limit` times is made available and delivered once more. Breaks KIP-932 "Record states
+     * and transitions": a record is delivered at most group.share.delivery.count.limit times.
+     */
+    public static final class ShareDeliveryLimit {
+        @Advice.OnMethodEnter
+        public static void enter(@Advice.This InFlightState self, @Advice.Argument(0) RecordState newState,
+                                 @Advice.Argument(1) DeliveryCountOps ops,
+                                 @Advice.Argument(value = 2, readOnly = false) int maxDeliveryCount) {
+            if (Bugs.on("share-delivery-limit-exceeded") && newState == RecordState.AVAILABLE
+                    && ops != DeliveryCountOps.DECREASE && self.state() == RecordState.ACQUIRED
+                    && self.deliveryCount() == maxDeliveryCount && !self.hasOngoingStateTransition()) {
+                maxDeliveryCount = maxDeliveryCount + 1;
+                Bugs.fired("share-delivery-limit-exceeded");
+            }
         }
     }
 }
