@@ -51,6 +51,10 @@ SHARE = "share"  # the KIP-932 slips' workload (harness.clients.share_workload)
 # at once and none took the records over; at 15 share-double-acquire was still missed in 3 runs of 3 (docs/checker.md,
 # "Slips in the share-partition code"). The control's share consumers stall as often
 SHARE_STALL = 0.15
+# the share windows' producers send this many records per second in all (the workload's default: 2500): the share
+# consumers then keep up, so a record is acquired within moments of its append and its LogAppendTime bounds the
+# acquisition closely; at 2500/s they lagged by seconds and a stalled poll's records were older than one lock
+SHARE_RATE = 300.0
 
 
 def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, window: float = 20.0,
@@ -151,7 +155,7 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
     w = WorkloadOptions(topic=topic, producer_modes=PRODUCER_MODES,
                         **({"producers": 0, "consumers": 0} if no_clients else {}),
                         **({"rejoin_after_s": rejoin} if rejoin else {}),
-                        workload=workload, **({"share_stall": SHARE_STALL} if workload == SHARE else {}),
+                        workload=workload, **({"share_stall": SHARE_STALL, "rate": SHARE_RATE} if workload == SHARE else {}),
                         group_protocol=group_protocol(None, version))  # the release's, as a run's: KIP-848 from 4.0
     ctx = RunContext(cluster, topic)
     # the share rules bound each acquisition by its record's LogAppendTime (the brokers share this machine's

@@ -190,6 +190,16 @@ BUGS: tuple[SeededBug, ...] = (
               "after its limit-th delivery is made available and delivered once more instead of archived",
               "KIP-932: a record is delivered at most group.share.delivery.count.limit times",
               workload="share", min_window=SHARE_WINDOW_S),
+    SeededBug("share-record-lost", "kafka.server.share.SharePartition.acquireNewBatchRecords",
+              "on one first acquisition in five of a range of new records, the range starts one past its first "
+              "offset: that record never enters the in-flight cache while the share-partition end offset moves "
+              "past it, so no fetch asks for it again and no consumer is given it",
+              "KIP-932 in-flight records: every record up to the share-partition end offset is delivered or "
+              "archived after a delivery",
+              # a record is proven lost only by a later offset acquired two locks and 1 s (11 s) after it was
+              # available (kip932.available_record_delivered): in a 15 s window the first losses (~13 s in) had
+              # no acquisition late enough after them (measured 2026-11-29: 8 fires, 8 records missing, missed)
+              workload="share", min_window=2 * SHARE_WINDOW_S),
 )
 BY_NAME = {b.name: b for b in BUGS}
 

@@ -76,7 +76,9 @@ public final class Agent {
             new Target("share-accepted-redelivered", "kafka.server.share.SharePartition", "acknowledge",
                     SLIPS + "ShareAcknowledge"),
             new Target("share-delivery-limit-exceeded", "org.apache.kafka.server.share.fetch.InFlightState",
-                    "tryUpdateState", SLIPS + "ShareDeliveryLimit"));
+                    "tryUpdateState", SLIPS + "ShareDeliveryLimit"),
+            new Target("share-record-lost", "kafka.server.share.SharePartition", "acquireNewBatchRecords",
+                    SLIPS + "ShareNewBatchStart"));
 
     /** Matchers narrowing a method name to the one overload each slip is written for. */
     static ElementMatcher<MethodDescription> methodMatcher(Target t) {
@@ -102,6 +104,8 @@ public final class Agent {
                     long.class, long.class));
             case "acknowledge": return m.and(ElementMatchers.takesArguments(String.class, List.class));
             case "tryUpdateState": return m.and(ElementMatchers.takesArguments(4));
+            case "acquireNewBatchRecords": return m.and(ElementMatchers.takesArguments(7))
+                    .and(ElementMatchers.takesArgument(3, long.class)).and(ElementMatchers.takesArgument(4, long.class));
             case "fetchOffsets": return m.and(ElementMatchers.takesArguments(2)).and(ElementMatchers.takesArgument(1, long.class));
             default: return m;
         }

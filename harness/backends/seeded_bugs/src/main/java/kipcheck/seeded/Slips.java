@@ -518,4 +518,24 @@ public final class Slips {
             }
         }
     }
+
+    /**
+     * kafka.server.share.SharePartition.acquireNewBatchRecords(String, Iterable, boolean, long, long, int, int)
+     * (private; records past the share-partition end offset, fetched for the first time, are acquired through
+     * it): share-record-lost. On one call in five whose range holds more than one record, the range starts one
+     * past the fetched first offset: that record is never put in the in-flight cache, while the end offset
+     * (and the start offset, for a first batch) moves past it, so no fetch ever asks for it again and no
+     * consumer is given it. Breaks KIP-932 "In-flight records": every record up to the share-partition end
+     * offset is available, acquired, acknowledged or archived, and archived only after a delivery.
+     */
+    public static final class ShareNewBatchStart {
+        @Advice.OnMethodEnter
+        public static void enter(@Advice.Argument(value = 3, readOnly = false) long firstOffset,
+                                 @Advice.Argument(4) long lastOffset) {
+            if (Bugs.on("share-record-lost") && lastOffset > firstOffset && Bugs.every("share-record-lost", 5)) {
+                firstOffset = firstOffset + 1;
+                Bugs.fired("share-record-lost");
+            }
+        }
+    }
 }
