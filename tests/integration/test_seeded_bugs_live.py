@@ -22,6 +22,15 @@ SHORT_WINDOW, LONG_WINDOW = 6.0, 30.0
 #: (bug, profile kind) pairs today's checker cannot flag, and why. The lead flips them
 #: (strict xfail: a pass fails the suite) once the checker work they wait for is merged.
 BLIND: dict[tuple[str, str], str] = {}
+#: bugs whose slip fires but shows in the clients' records only when a race goes its way: their flagged and
+#: caught rows are non-strict xfails (reported as xpassed or xfailed, never failing the suite); their fired
+#: row stays strict. Each names its measured rate; the fix named is what would make it certain.
+RACY: dict[str, str] = {
+    "group-ownership-violation": "1-2 fires a window, each shown only when the new member's assign callback "
+                                 "begins before the owner's revoke (each hears at its own heartbeat): caught in "
+                                 "4 of 6 windows, 2026-11-29; the coordinator's own view (ConsumerGroupDescribe "
+                                 "in the prober) would show every fire",
+}
 
 
 @pytest.fixture(scope="module", params=[pytest.param(SHORT_WINDOW, id="short"),
@@ -55,8 +64,12 @@ def _cases():
     for b in seeded.BUGS:
         for kind in ("kip", "version"):
             why = BLIND.get((b.name, kind))
-            marks = [pytest.mark.xfail(reason=why, strict=True)] if why else []
+            marks = [pytest.mark.xfail(reason=why, strict=True)] if why else _racy(b.name)
             yield pytest.param(b.name, kind, marks=marks, id=f"{b.name}-{kind}")
+
+
+def _racy(bug: str) -> list:
+    return [pytest.mark.xfail(reason=RACY[bug], strict=False)] if bug in RACY else []
 
 
 @pytest.mark.cluster
@@ -69,7 +82,7 @@ def test_seeded_bug_is_flagged_by_name(matrix, bug, kind):
 
 
 @pytest.mark.cluster
-@pytest.mark.parametrize("bug", [b.name for b in seeded.BUGS])
+@pytest.mark.parametrize("bug", [pytest.param(b.name, marks=_racy(b.name)) for b in seeded.BUGS])
 def test_seeded_bug_is_caught(matrix, bug):
     """The matrix's own verdict: under `kip` a name the control shows too counts only above the
     control's count (harness.selftest.kip_evidence); the version's profile must flag it."""
