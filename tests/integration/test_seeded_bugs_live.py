@@ -28,7 +28,7 @@ BLIND: dict[tuple[str, str], str] = {}
 RACY: dict[str, str] = {
     "group-ownership-violation": "1-2 fires a window, each shown only when the new member's assign callback "
                                  "begins before the owner's revoke (each hears at its own heartbeat): caught in "
-                                 "4 of 6 windows, 2026-11-29; the coordinator's own view (ConsumerGroupDescribe "
+                                 "4 of 7 windows, 2026-11-29; the coordinator's own view (ConsumerGroupDescribe "
                                  "in the prober) would show every fire",
 }
 
