@@ -241,11 +241,13 @@ class _Judge:
         """`share-record-lost`, one anomaly per share-partition (its lowest lost offset, and how many)."""
         out = []
         ends = sorted([*self.last.values(), *(e for _, e, _ in windows if e != float("inf"))])
+        by_partition: dict = {}  # (topic, partition) -> [(offset, delivery)], one pass over the deliveries
+        for (t, pt, o), ds in self.deliveries.items():
+            by_partition.setdefault((t, pt), []).extend((o, d) for d in ds)
         for (topic, partition), (offsets, times, indices) in sorted(self.acked.items(), key=str):
             if topic not in self.topics:
                 continue
-            later = sorted(((o, d) for (t, pt, o), ds in self.deliveries.items() if (t, pt) == (topic, partition)
-                            for d in ds), key=lambda od: od[0])
+            later = sorted(by_partition.get((topic, partition), ()), key=lambda od: od[0])
             if not later:
                 continue
             keys = [o for o, _ in later]
