@@ -84,20 +84,53 @@ def exclusive_acquisition(first: Delivery, second: Delivery, lock_ms: int) -> bo
     return latest >= min(lock_held_until(first, lock_ms), lock_held_until(second, lock_ms))
 
 
-def accepted_not_redelivered(accepted: Delivery, accept_answered: int, later: Delivery) -> bool:
+def accepted_count_bound(accepted: Delivery, accept_answered: int, others: tuple[Delivery, ...],
+                         lock_ms: int) -> int:
+    """The highest delivery count the acquisition an accept applied to can have had. The accepting
+    consumer acknowledges what its application polled (`accepted`), but its client fetches ahead: an
+    acknowledgement of a member applies to whatever acquisition of the record that member holds when
+    the broker takes it, and the client may have acquired the record again after a lock ended. Each
+    acquisition after `accepted` needs the one before it to end: its lock lapsing (no sooner than one
+    tick before `lock_ms` after it was acquired), or its holder releasing it, which that holder can do
+    only for a delivery its application polled: one in `others` answered by `accept_answered`, after
+    whose lock (`lock_held_until`, `released_by` a release) the next acquisition may follow at once.
+    (A holder that left or a leader change ends a lock early too: the checker does not judge across
+    another consumer's end, a fault or a leader change.)"""
+    step = (lock_ms - TIMER_TICK_MS) * 1_000_000
+
+    def lapses(since: float) -> int:
+        return max(0, int((accept_answered - since) // step))
+
+    bound = accepted.count + lapses(accepted.acquired_after)
+    for d in others:
+        if d.count is not None and d.count >= accepted.count and d.answered <= accept_answered:
+            bound = max(bound, d.count + 1 + lapses(lock_held_until(d, lock_ms)))
+    return bound
+
+
+def accepted_not_redelivered(accepted: Delivery, accept_answered: int, later: Delivery, lock_ms: int,
+                             others: tuple[Delivery, ...] = ()) -> bool:
     """KIP-932 "Record states and transitions": a record a consumer accepted (its acknowledgement
     answered without error for the record's partition) is Acknowledged, a final state: it is not
     delivered again. The broker answers an acknowledgement only after the share coordinator
-    persisted it, so a leader change does not undo it. `later` is another consumer's delivery of the
-    record: it breaks the rule when its count is above the accepted delivery's (it is a later
-    acquisition) and its poll was asked after the accept was answered. (The accepting consumer's
-    own later deliveries are not judged, and `accepted` carries the highest count that consumer
-    saw: librdkafka fetches ahead, so an acknowledgement may apply to a re-acquisition its
-    application had not polled yet.) False: an accepted record was delivered again
+    persisted it, so a leader change does not undo it. `later` is a delivery of the record, to any
+    consumer (the accepting one included), whose poll was asked after the accept was answered.
+
+    It breaks the rule when its count is above the highest the accepted acquisition can have had
+    (`accepted_count_bound`; `others` are the record's other deliveries). Another consumer's
+    delivery with a count above the accepted one's and not above that bound was acquired before the
+    accept, and its lock must have lapsed before the accept was answered (that consumer polled it
+    only after the answer, so it cannot have released it), for the accepting consumer to hold the
+    record again when the broker took the accept. `acquired_after` of a redelivery may be bounded by
+    the end of the previous acquisition's lock. False: an accepted record was delivered again
     (`share-accepted-redelivered`)."""
-    if later.count is None or accepted.count is None:
+    if later.count is None or accepted.count is None or later.asked <= accept_answered:
         return True
-    return not (later.count > accepted.count and later.asked > accept_answered)
+    if later.count > accepted_count_bound(accepted, accept_answered, others, lock_ms):
+        return False
+    if later.consumer == accepted.consumer or later.count <= accepted.count:
+        return True
+    return later.acquired_after + (lock_ms - TIMER_TICK_MS) * 1_000_000 <= accept_answered
 
 
 def delivery_count_allowed(count: int | None, limit: int) -> bool:

@@ -222,13 +222,40 @@ def test_the_engine_counts_share_observations():
     assert not any(v["anomalies"][n] for n in (DOUBLE, REDELIVERED, LIMIT))
 
 
-def test_the_accepting_consumers_own_later_acquisition_is_not_a_redelivery():
-    """A accepted the record; its client had acquired it again (count 2) and another consumer's
-    count-2 delivery cannot be later than that: only a count above A's highest is judged."""
-    h = _base().ack(A, "accept", 1200, 1210).poll(A, 1300, 1400, count=2).poll(B, 1500, 1600, count=2)
-    assert REDELIVERED not in [a.name for a in h.judged()[0]]
-    h = _base().ack(A, "accept", 1200, 1210).poll(A, 1300, 1400, count=2).poll(B, 1500, 1600, count=3)
+def test_the_accepting_consumers_own_reacquisition_needs_its_lock_to_lapse_first():
+    """A's client fetches ahead: after A's count-1 lock lapsed it may have acquired the record again
+    (count 2), and A's accept applied to that. A's lock was acquired after 995 ms (stamp 1000 less the
+    5 ms slack) and lapses no sooner than 4999 ms later: with the accept answered at 5994 ms A's
+    count 2 and B's count 2 (acquired after that lapse, lapsing in turn only at 10993) are explained,
+    a count 3 is not. Answered at 5993 ms, A's own count 2 is a redelivery (the campaign's CI shape,
+    2026-11-29: every redelivery went back to the consumer that had accepted it)."""
+    lapsed = _base().ack(A, "accept", 1200, 5994)
+    assert REDELIVERED not in [a.name for a in lapsed.poll(A, 6000, 6100, count=2).judged()[0]]
+    assert REDELIVERED in [a.name for a in _base().ack(A, "accept", 1200, 5994).poll(A, 6000, 6100, count=3).judged()[0]]
+    held = _base().ack(A, "accept", 1200, 5993).poll(A, 6000, 6100, count=2)
+    assert [a.name for a in held.judged()[0]] == [REDELIVERED]
+
+
+def test_another_consumers_acquisition_before_the_accept_must_have_lapsed():
+    """B's count 2 came after A's count-1 lock (from 5994 ms), and B polled it only after A's accept
+    was answered, so B cannot have released it: for A to hold the record again at its accept, B's
+    lock must have lapsed too (by 10993 ms)."""
+    def history(answered):
+        return _base().ack(A, "accept", 1200, answered).poll(A, answered + 10, answered + 20, count=3) \
+            .poll(B, answered + 30, answered + 40, count=2, appended=1000)
+    assert REDELIVERED not in [a.name for a in history(10993).judged()[0]]
+    assert REDELIVERED in [a.name for a in history(10992).judged()[0]]
+
+
+def test_a_release_in_between_lets_the_next_acquisition_follow_at_once():
+    """B got count 2 and released it at 1300 ms, so A's count 3 may follow at once, and A accepted it.
+    A's count 3 seen again is no new acquisition; a count 4 would need A's count-3 lock to lapse first."""
+    h = (_base().ack(A, "release", 1110, 1120).poll(B, 1150, 1200, count=2).ack(B, "release", 1300, 1310)
+         .poll(A, 1350, 1400, count=3).ack(A, "accept", 1500, 1510).poll(B, 1600, 1700, count=4))
     assert REDELIVERED in [a.name for a in h.judged()[0]]
+    h = (_base().ack(A, "release", 1110, 1120).poll(B, 1150, 1200, count=2).ack(B, "release", 1300, 1310)
+         .poll(A, 1350, 1400, count=3).ack(A, "accept", 1500, 1510).poll(A, 1600, 1700, count=3))
+    assert REDELIVERED not in [a.name for a in h.judged()[0]]
 
 
 # --- share-record-lost ---------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 from kipcheck.reference_model import kip932
@@ -70,8 +70,11 @@ class _Delivery:
     ack_answered: int | None = None  # time, when answered without error for this partition
     process_end: int | None = None
 
-    def model(self) -> kip932.Delivery:
-        ends = [t for t in (self.ack_invoked, self.process_end) if t is not None]
+    def model(self, freed_by_release_only: bool = False) -> kip932.Delivery:
+        """`freed_by_release_only`: the lock's end as the start of the next acquisition (an accept or a
+        reject ends the lock too, but never makes the record available again)."""
+        ack = self.ack_invoked if not freed_by_release_only or self.ack_type == kip932.RELEASE else None
+        ends = [t for t in (ack, self.process_end) if t is not None]
         return kip932.Delivery(self.process, self.asked, self.answered, self.acquired_after, self.count,
                                min(ends) if ends else None)
 
@@ -96,7 +99,8 @@ class _Judge:
     figures: dict = field(default_factory=lambda: {"polls": 0, "records_acquired": 0, "acks": Counter(),
                                                    "ack_outcomes": Counter(), "redeliveries": 0,
                                                    "not_judged_fault": 0, "judged": 0, "lost_judged": 0,
-                                                   "lost_not_judged": 0})
+                                                   "lost_not_judged": 0, "redelivery_judged": 0,
+                                                   "redelivery_not_judged": 0})
 
     def add(self, r: dict) -> None:
         f, t, v, p = r.get("f"), r.get("type"), r.get("value") or {}, r.get("process")
@@ -210,28 +214,17 @@ class _Judge:
                 out += self._limit(ds, limit, quiet, where, topic, partition, offset)
             for i, a in enumerate(ds):
                 for b in ds[i + 1:]:
-                    if a.process == b.process:
+                    if a.process == b.process or lock is None:
                         continue
-                    if lock is not None:
-                        pair = (min(a.acquired_after, b.acquired_after), max(a.answered, b.answered))
-                        if self._changed(topic, partition, *pair, windows):
-                            self.figures["not_judged_fault"] += 1
-                        else:
-                            self.figures["judged"] += 1
-                            if not kip932.exclusive_acquisition(a.model(), b.model(), lock):
-                                out.append(self._double(a, b, lock, where, topic, partition, offset))
-                    for acc, other in ((a, b), (b, a)):
-                        if acc.ack_type == kip932.ACCEPT and acc.ack_answered is not None and \
-                                not kip932.accepted_not_redelivered(self._latest(acc, ds), acc.ack_answered,
-                                                                    other.model()):
-                            out.append(Anomaly(REDELIVERED, tuple(sorted({acc.poll_index, acc.ack_invoke, acc.ack_index,
-                                                                          other.poll_invoke, other.poll_index})),
-                                               f"{where}: accepted by process {acc.process} (acknowledgement answered "
-                                               f"without error at record {acc.ack_index}) and delivered again to "
-                                               f"process {other.process} with delivery count {other.count} (record "
-                                               f"{other.poll_index})",
-                                               details={"topic": topic, "partition": partition, "offset": offset,
-                                                        RULE: "kip932.accepted_not_redelivered"}))
+                    pair = (min(a.acquired_after, b.acquired_after), max(a.answered, b.answered))
+                    if self._changed(topic, partition, *pair, windows):
+                        self.figures["not_judged_fault"] += 1
+                    else:
+                        self.figures["judged"] += 1
+                        if not kip932.exclusive_acquisition(a.model(), b.model(), lock):
+                            out.append(self._double(a, b, lock, where, topic, partition, offset))
+            if lock is not None:
+                out += self._redelivered(ds, lock, windows, where, topic, partition, offset)
         if lock is not None and self.from_earliest:
             out += self._lost(windows, lock)
         out.append(Anomaly(SHARE_GROUPS, (), "share groups", details=self._summary()))
@@ -285,15 +278,53 @@ class _Judge:
                                             RULE: "kip932.available_record_delivered"}))
         return out
 
+    def _redelivered(self, ds: list, lock: int, windows, where, topic, partition, offset) -> list[Anomaly]:
+        """`share-accepted-redelivered`: each accepted delivery against the record's deliveries asked after
+        the accept was answered. Not judged when another share consumer ended between the accepted acquisition
+        and the accept's answer, or a fault was in force or the leader changed between that acquisition
+        and the later delivery: each can end a lock early (kip932.accepted_count_bound)."""
+        out = []
+        models = self._chained(ds, lock)
+        for acc in ds:
+            if acc.ack_type != kip932.ACCEPT or acc.ack_answered is None:
+                continue
+            others = tuple(models[id(d)] for d in ds if d is not acc)
+            for later in ds:
+                if later is acc or later.asked <= acc.ack_answered:
+                    continue
+                if self._changed(topic, partition, acc.acquired_after, later.answered, windows) or \
+                        any(acc.acquired_after <= end <= acc.ack_answered for p, end in self.last.items() if p != acc.process):
+                    self.figures["redelivery_not_judged"] += 1
+                    continue
+                self.figures["redelivery_judged"] += 1
+                if not kip932.accepted_not_redelivered(models[id(acc)], acc.ack_answered, models[id(later)], lock, others):
+                    out.append(Anomaly(REDELIVERED, tuple(sorted({acc.poll_index, acc.ack_invoke, acc.ack_index,
+                                                                  later.poll_invoke, later.poll_index})),
+                                       f"{where}: accepted by process {acc.process} (delivery count {acc.count}, "
+                                       f"acknowledgement answered without error at record {acc.ack_index}) and "
+                                       f"delivered again to process {later.process} with delivery count "
+                                       f"{later.count} (record {later.poll_index}), above the "
+                                       f"{kip932.accepted_count_bound(models[id(acc)], acc.ack_answered, others, lock)} "
+                                       f"the accepted acquisition can have had ({lock} ms lock)",
+                                       details={"topic": topic, "partition": partition, "offset": offset,
+                                                RULE: "kip932.accepted_not_redelivered"}))
+        return out
+
     @staticmethod
-    def _latest(acc: _Delivery, ds: list) -> kip932.Delivery:
-        """The accepted delivery, with the highest count its consumer ever saw of the record: librdkafka
-        fetches ahead, so the consumer may have acquired the record again (after its lock expired)
-        before its acknowledgement, which then applied to that later acquisition."""
-        counts = [d.count for d in ds if d.process == acc.process and d.count is not None]
-        m = acc.model()
-        return kip932.Delivery(m.consumer, m.asked, m.answered, m.acquired_after, max(counts, default=m.count),
-                               m.released_by)
+    def _chained(ds: list, lock: int) -> dict:
+        """The record's deliveries as the model sees them (by id), each acquisition bounded from below by
+        the end of the one before it too: an acquisition adds one to the delivery count, and the record is
+        acquired again only once the lock of the previous count ended (kip932.lock_held_until). The append
+        stamp alone bounds a redelivery poorly when the consumers lag."""
+        models, ended = {}, {}  # count -> the earliest the lock of an acquisition with that count can have ended
+        for d in sorted(ds, key=lambda d: -1 if d.count is None else d.count):
+            m = d.model(freed_by_release_only=True)
+            if d.count is not None and d.count - 1 in ended:
+                m = replace(m, acquired_after=max(m.acquired_after, int(ended[d.count - 1])))
+            models[id(d)] = m
+            if d.count is not None:
+                ended[d.count] = min(ended.get(d.count, float("inf")), kip932.lock_held_until(m, lock))
+        return models
 
     def _limit(self, ds, limit, quiet, where, topic, partition, offset) -> list[Anomaly]:
         over = [d for d in ds if not kip932.delivery_count_allowed(d.count, limit)]
@@ -330,7 +361,9 @@ class _Judge:
                 "ack_outcomes": dict(f["ack_outcomes"]), "redeliveries": f["redeliveries"],
                 "records": len(self.deliveries), "pairs_judged": f["judged"], "pairs_not_judged_fault": f["not_judged_fault"],
                 "lock_duration_ms": self.lock_ms, "delivery_count_limit": self.limit,
-                "records_judged_lost_rule": f["lost_judged"], "records_not_judged_lost_rule_fault": f["lost_not_judged"]}
+                "records_judged_lost_rule": f["lost_judged"], "records_not_judged_lost_rule_fault": f["lost_not_judged"],
+                "redeliveries_judged_accept_rule": f["redelivery_judged"],
+                "redeliveries_not_judged_accept_rule": f["redelivery_not_judged"]}
 
 
 class ShareGroupRule(BaseRule):
