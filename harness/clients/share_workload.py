@@ -61,7 +61,8 @@ def warm_up(bootstrap: str, topic: str, timeout: float) -> bool:
     reads one record of a throwaway topic (True once it did, at most `timeout` s). The first share
     group makes the brokers create __share_group_state and load its partitions; a 4.3.1 run whose
     group initialized its share-partitions meanwhile got NotCoordinatorException, and its members
-    stayed without partitions for the rest of the 30 s run (the group coordinator did not retry)."""
+    stayed without partitions for the rest of the 30 s run: Kafka retries such an initialization only
+    after `group.share.initialize.retry.interval.ms` (30 s), longer than the run (docs/history.md)."""
     name, group = f"{topic}-share-warmup", share_group(f"{topic}-warmup", secrets.token_hex(3))
     admin = AdminClient({"bootstrap.servers": bootstrap, "logger": quiet_logger()})
     deadline = time.monotonic() + timeout
