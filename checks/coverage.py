@@ -27,7 +27,7 @@ from kipcheck.reference_model import (kip32, kip227, kip392, kip455, kip734, kip
 from kipcheck.checks.rules.base import Anomaly, BaseRule
 from kipcheck.checks.rules.election_rules import decides as election_decided
 from kipcheck.checks.rules.commit_rules import is_offset_fetch_answer
-from kipcheck.checks.rules.group_rules import is_group_assign
+from kipcheck.checks.rules.group_rules import is_assigning_describe, is_group_assign
 from kipcheck.checks.rules.kip1166_rules import counted_probes
 from kipcheck.checks.rules.reassignment_rules import ends_a_move
 from kipcheck.checks.rules.share_rules import is_share_delivery
@@ -71,6 +71,8 @@ OBSERVED: dict[str, str] = {
     "kip32.offset_for_time_allowed": "ListOffsets answers with an offset for a real timestamp",
     "kip734.max_timestamp_answer_allowed": "ListOffsets answers with an offset for the largest timestamp (-3)",
     "kip848.handoff_allowed": "partitions a rebalance gave a consumer group member (its assign callbacks)",
+    "kip848.assigned_to_one_member": "the group coordinator's ConsumerGroupDescribe answers that listed a member's "
+                                     "assigned partitions",
     "kip848.committed_offset_kept": "partitions of a group member's OffsetFetch answers (`committed`)",
     "kip848.reowned_in_time": "partitions a group member gave up (its revoke callbacks), judged where a member stayed",
     "kip848.resume_within_commits": "partitions of a group member's OffsetFetch answers (`committed`)",
@@ -115,6 +117,8 @@ REACHED_BY: dict[str, tuple[str, ...]] = {
     "kip455.completion_allowed": ("harness.metadata_log",),
     # every partition a rebalance gives a subscriber (the run's consumers cycle assign and subscribe)
     "kip848.handoff_allowed": ("group_members",),
+    # the group describer asks the coordinator once a second (consumer-protocol subscribers, 4.0 on)
+    "kip848.assigned_to_one_member": ("probes", "consumer_protocol_members", "observer.group_describe"),
     # every partition a rebalance gives a subscriber: it asks the group's committed offset first
     "kip848.committed_offset_kept": ("group_members",),
     "kip848.resume_within_commits": ("group_members",),
@@ -229,6 +233,8 @@ def opportunities(record: dict) -> tuple[str, ...]:
         return ("kip734.max_timestamp_answer_allowed",)
     if is_group_assign(record):
         return ("kip848.handoff_allowed",) * len(v.get("partitions") or ())
+    if is_assigning_describe(record):
+        return ("kip848.assigned_to_one_member",)
     if f == "revoke" and isinstance(v.get("group"), str):
         return ("kip848.reowned_in_time",) * len(v.get("partitions") or ())
     if is_offset_fetch_answer(record):
@@ -375,6 +381,7 @@ def reachable(config: dict) -> list[str]:
             and "read_committed" in (workload.get("consumer_isolation") or ("read_committed",)),
             "stamped_polls": workload.get("consumers", 1) > 0,
             "group_members": _subscribes(workload),
+            "consumer_protocol_members": _subscribes(workload) and workload.get("group_protocol") == "consumer",
             "share_consumers": workload.get("workload") == "share" and workload.get("share_consumers", 0) > 0}
     skipped = {s.get("key") for s in config.get("skipped") or []}
     return [rid for rid, needs in REACHED_BY.items()
@@ -394,6 +401,7 @@ NOT_DEMANDED = {
     # partitions) is created by the first join: 2 of 4 20 s runs of 3.3.2 and 3.9.2 ended before any
     # subscriber was given a partition (2026-11-28); the table still says "not asked" then
     "kip848.handoff_allowed": "the first assignment waits on the group coordinator's start, not on the set-up",
+    "kip848.assigned_to_one_member": "the first assignment waits on the group coordinator's start, not on the set-up",
     "kip848.committed_offset_kept": "the first assignment waits on the group coordinator's start, not on the set-up",
     "kip848.resume_within_commits": "the first assignment waits on the group coordinator's start, not on the set-up",
     # a revocation needs a membership to end (10-20 s after its first assignment) or a rebalance

@@ -14,6 +14,7 @@ from kipcheck.harness.errors import HarnessError
 from kipcheck.rundir.writer import History
 from kipcheck.harness.backends.node import OFFSETS_TOPIC_REPLICATION
 from kipcheck.harness.clients.admin import wait_group_coordinator
+from kipcheck.harness.clients.group_describer import GroupDescriber
 from kipcheck.harness.clients.observer import Observer
 from kipcheck.harness.clients.prober import Prober
 from kipcheck.harness.runlog import internal_error, one_line
@@ -64,7 +65,12 @@ class WorkloadService:
         self.probes = [Prober(bootstrap, list(options.topics), history, self.stop_event, seed=seed, skip=prober_skip),
                        Observer(bootstrap, [options.topic], history, self.stop_event, kraft=cluster.kraft_settings(),
                                 seed=seed, **no_propagation)] if probes else []
-        self.threads = [*self.producers, *self.consumers, *self.share_consumers, *self.probes, self.nemesis]
+        # the coordinator's view of the subscribers' KIP-848 group (harness.clients.group_describer)
+        self.describers = [GroupDescriber(bootstrap, group, history, self.stop_event)] if (
+            probes and self.coordinator_possible and "observer.group_describe" not in skip
+            and any(c.mode == "subscribe" and c.protocol == "consumer" for c in self.consumers)) else []
+        self.threads = [*self.producers, *self.consumers, *self.share_consumers, *self.probes, *self.describers,
+                        self.nemesis]
         self.started = self.stopped = False
 
     def start(self) -> "WorkloadService":

@@ -42,6 +42,24 @@ def handoff_allowed(owner: str) -> bool:
     return owner != HELD
 
 
+def assigned_to_one_member(assigned: Sequence[Sequence[tuple]]) -> bool:
+    """KIP-848 "Reconciliation", as the coordinator itself states it: the coordinator assigns a
+    partition to a member only once its previous owner revoked it (the partition's epoch is freed when
+    the owner confirms the revocation, `CurrentAssignmentBuilder`), and a ConsumerGroupDescribe answer
+    lists each member's assigned partitions from one committed state of the group, without those
+    pending revocation (`ConsumerGroupMember.asConsumerGroupDescribeMember`, 4.3.1). So no partition is
+    listed for two members of one answer. `assigned`: per member, its assigned (topic, partition)s.
+    False: the coordinator said two members were assigned one partition at once
+    (`group-ownership-violation`)."""
+    seen: set = set()
+    for partitions in assigned:
+        mine = {tuple(tp) for tp in partitions}
+        if mine & seen:
+            return False
+        seen |= mine
+    return True
+
+
 # --- offset commits and where a new owner resumes ---------------------------------------------
 #
 # What Kafka does, read in its sources (apache/kafka trunk, group-coordinator module, the

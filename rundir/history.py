@@ -57,6 +57,7 @@ KNOWN_F = frozenset({
     "partition_change", "metadata_feature",  # the controller's metadata log, read after the run
     "txn-begin", "txn-commit", "txn-abort",  # transactions (docs/history.md)
     "committed",  # a group member's OffsetFetch of its group's committed offsets (docs/history.md)
+    "group_describe",  # the coordinator's ConsumerGroupDescribe answer (harness.clients.group_describer)
     "share_subscribe", "share_poll", "share_ack",  # share consumers, KIP-932 (docs/history.md, "Share groups")
     # sane extras: consumer positioning and bookkeeping, admin probes, run markers
     "seek", "subscribe", "commit", "create_topics", "describe_cluster", "log",

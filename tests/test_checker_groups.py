@@ -166,3 +166,45 @@ def test_a_fetch_for_other_partitions_or_another_member_does_not_start_the_assig
         h.revoke(A, 2)
         h.assign(B, 2)
         assert h.judged() == [], fetch
+
+
+# --- the coordinator's own view (ConsumerGroupDescribe answers, `group_describe`) ------------------
+
+def _describe(h: GroupHistory, *members):
+    """One answered `group_describe`: `members` are (member id, assigned partitions of topic t)."""
+    value = {"group": "g", "state": "STABLE", "type": "CONSUMER", "coordinator": 1,
+             "members": [{"member": m, "client": "c", "assigned": [["t", p] for p in parts], "target": []}
+                         for m, parts in members]}
+    return h._op("describer", "group_describe", {"group": "g"}, **value)
+
+
+def test_an_answer_listing_a_partition_for_two_members_is_two_owners():
+    """Just outside: partition 2 listed for both members in one answer; the callbacks show nothing."""
+    h = GroupHistory()
+    _describe(h, ("ma", [0, 1, 2]), ("mb", [2]))
+    [a] = h.judged()
+    assert a.name == ANOMALY and a.details["rule"] == "kip848.assigned_to_one_member"
+    assert (a.details["topic"], a.details["partition"], a.details["members"]) == ("t", 2, ["ma", "mb"])
+
+
+def test_answers_that_move_a_partition_between_members_are_allowed():
+    """Just inside: the owner's assignment drops the partition in one answer (pending revocation is not
+    listed) and the next lists it for the new member; a member listing it twice is no second owner."""
+    h = GroupHistory()
+    _describe(h, ("ma", [0, 1, 2]), ("mb", []))
+    _describe(h, ("ma", [0, 1]), ("mb", []))
+    _describe(h, ("ma", [0, 1]), ("mb", [2]))
+    assert h.judged() == []
+    assert kip848.assigned_to_one_member([[("t", 0), ("t", 0)], [("t", 1)]])
+    assert not kip848.assigned_to_one_member([[("t", 0)], [("u", 1)], [("t", 0)]])
+
+
+def test_failed_or_empty_answers_are_not_judged_or_counted():
+    from kipcheck.checks.coverage import opportunities as rules_for
+    h = GroupHistory()
+    _describe(h, ("ma", []), ("mb", []))
+    h.records.append({"index": 2, "time": 2000, "process": "describer", "type": "fail", "f": "group_describe",
+                      "value": {"group": "g", "error": "timed out"}})
+    assert h.judged() == [] and [rules_for(r) for r in h.records if r["type"] != "invoke"] == [(), ()]
+    _describe(h, ("ma", [0]))
+    assert rules_for(h.records[-1]) == ("kip848.assigned_to_one_member",)

@@ -110,6 +110,9 @@ GROUP_RULES = ("kip848.handoff_allowed", "kip848.committed_offset_kept", "kip848
 #: the KIP-932 rules a share consumer reaches (only `--workload share` has them)
 SHARE_RULES = ("kip932.exclusive_acquisition", "kip932.accepted_not_redelivered", "kip932.delivery_count_allowed",
                "kip932.available_record_delivered")
+#: the coordinator's view: only consumer-protocol subscribers' groups are described
+DESCRIBE_RULE = "kip848.assigned_to_one_member"
+KIP848_MEMBERS = {"consumers": 2, "consumer_modes": ["subscribe"], "group_protocol": "consumer"}
 
 
 def test_every_judged_rule_says_what_makes_it_reachable():
@@ -117,8 +120,16 @@ def test_every_judged_rule_says_what_makes_it_reachable():
 
 
 @pytest.mark.parametrize("config, absent, present", [
-    (MAIN_JOB, set(SHARE_RULES), set(coverage.OBSERVED) - set(SHARE_RULES)),
-    ({**MAIN_JOB, "workload": {"workload": "share", "share_consumers": 3}}, set(), set(coverage.OBSERVED)),
+    (MAIN_JOB, {*SHARE_RULES, DESCRIBE_RULE}, set(coverage.OBSERVED) - {*SHARE_RULES, DESCRIBE_RULE}),
+    ({**MAIN_JOB, "workload": {"workload": "share", "share_consumers": 3}}, {DESCRIBE_RULE},
+     set(coverage.OBSERVED) - {DESCRIBE_RULE}),
+    ({**MAIN_JOB, "workload": KIP848_MEMBERS}, set(SHARE_RULES), {DESCRIBE_RULE, *GROUP_RULES}),
+    ({**MAIN_JOB, "workload": {**KIP848_MEMBERS, "group_protocol": "classic"}}, {DESCRIBE_RULE}, set(GROUP_RULES)),
+    ({**MAIN_JOB, "workload": {**KIP848_MEMBERS, "consumer_modes": ["assign"]}}, {DESCRIBE_RULE, *GROUP_RULES},
+     {"kip32.append_time_allowed"}),
+    ({**MAIN_JOB, "workload": KIP848_MEMBERS, "skipped": [{"key": "observer.group_describe"}]}, {DESCRIBE_RULE},
+     set(GROUP_RULES)),
+    ({"options": {"probes": False}, "workload": KIP848_MEMBERS}, {DESCRIBE_RULE}, set(GROUP_RULES)),
     ({**MAIN_JOB, "workload": {"workload": "share", "share_consumers": 0}}, set(SHARE_RULES), {"kip227.may_omit"}),
     ({**MAIN_JOB, "skipped": [{"key": "prober.list_offsets@-4"}]}, {"kip1023.offset_order"}, {"kip227.may_omit"}),
     # the metadata log is read after every run, probes or not; the consumers' polls carry the stamps

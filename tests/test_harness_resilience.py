@@ -89,7 +89,7 @@ def test_response_class_of_refuses_what_has_no_sibling_response():
 
 
 KAFKA_4 = {0: (0, 13), 1: (4, 18), 2: (1, 11), 3: (0, 13), 19: (2, 7), 20: (1, 6), 23: (2, 4), 32: (1, 4),
-           44: (0, 1), 18: (0, 4), 55: (0, 2), 65: (0, 0), 66: (0, 2)}
+           44: (0, 1), 18: (0, 4), 55: (0, 2), 65: (0, 0), 66: (0, 2), 69: (0, 1)}
 TANSU = {0: (0, 11), 1: (0, 17), 2: (0, 9), 3: (0, 12), 19: (0, 7), 20: (0, 6), 32: (0, 4), 44: (0, 1),
          18: (0, 4)}
 
@@ -102,7 +102,8 @@ def test_a_full_kafka_skips_nothing():
 def test_a_broker_without_an_api_or_version_skips_exactly_those_probes():
     gaps = {g.key: g.reason for g in api_gaps(TANSU, "127.0.0.1:1")}
     assert set(gaps) == {"prober.offsets_for_leader_epoch", "prober.list_offsets@-6", "observer.metadata_propagation",
-                         "prober.transactions"}
+                         "prober.transactions", "observer.group_describe"}
+    assert gaps["observer.group_describe"] == "127.0.0.1:1 does not answer ConsumerGroupDescribe (API key 69)"
     assert gaps["prober.transactions"] == "127.0.0.1:1 does not answer ListTransactions (API key 66)"
     assert gaps["prober.offsets_for_leader_epoch"] == "127.0.0.1:1 does not answer OffsetForLeaderEpoch (API key 23)"
     assert "DescribeQuorum (API key 55): no KRaft metadata quorum" in gaps["observer.metadata_propagation"]

@@ -16,6 +16,11 @@ Per group and partition the rule keeps who owns it. When a member is given a par
 member still owns, the handoff waits for what that owner does next: it is judged by
 `kip848.handoff_allowed` once the owner revokes it (lost or not) or its client fails, and a
 handoff whose owner did neither before the history ends is not judged (nothing proves it held on).
+
+The coordinator's own view is judged too: every answered `group_describe` (its ConsumerGroupDescribe
+answer, harness/clients/group_describer.py) by `kip848.assigned_to_one_member`. The callbacks show a
+handoff only when the new member heard of it before the owner revoked; an answer listing one
+partition for two members shows it while both are assigned, whichever callback runs first.
 """
 from __future__ import annotations
 
@@ -26,8 +31,14 @@ from kipcheck.reference_model import kip848
 
 from kipcheck.checks.rules.base import RULE, Anomaly, BaseRule
 
-ASSIGN, REVOKE, COMMITTED = "assign", "revoke", "committed"
+ASSIGN, REVOKE, COMMITTED, DESCRIBE = "assign", "revoke", "committed", "group_describe"
 ANOMALY = "group-ownership-violation"
+
+
+def is_assigning_describe(record: dict) -> bool:
+    """An answered `group_describe` in which some member has assigned partitions."""
+    members = (record.get("value") or {}).get("members") if record.get("f") == DESCRIBE else None
+    return record.get("type") == "ok" and isinstance(members, list) and any(m.get("assigned") for m in members)
 
 
 def is_group_assign(record: dict) -> bool:
@@ -88,7 +99,7 @@ class GroupOwnershipRule(BaseRule):
 
     def group_keys(self, record: dict) -> Iterable[str]:
         if record.get("type") == "invoke" and (is_group_assign(record) or record.get("f") == REVOKE) \
-                or is_callback_fetch(record) or _ends_a_client(record):
+                or is_callback_fetch(record) or _ends_a_client(record) or is_assigning_describe(record):
             yield self.key
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
@@ -110,6 +121,8 @@ class GroupOwnershipRule(BaseRule):
                     ownership = owners.get((v.get("group"), topic, partition), {}).pop(process, None)
                     if ownership is not None:
                         out += _judge(ownership, state, r, v.get("group"), topic, partition)
+            elif is_assigning_describe(r):
+                out += _judge_answer(r)
             elif _ends_a_client(r):
                 for key, held in owners.items():
                     ownership = held.pop(process, None)
@@ -131,3 +144,21 @@ def _judge(ownership: _Ownership, state: str, ended: dict, group, topic, partiti
         f"members owned it at once",
         details={"group": group, "topic": topic, "partition": partition, "owner_process": ownership.process,
                  "owner_state": state, "handoffs": len(ownership.handed_to), RULE: "kip848.handoff_allowed"})]
+
+
+def _judge_answer(r: dict) -> list[Anomaly]:
+    """A coordinator's answer that lists one partition for two members."""
+    members = r["value"]["members"]
+    if kip848.assigned_to_one_member([m.get("assigned") or () for m in members]):
+        return []
+    holders: dict[tuple, list] = {}
+    for m in members:
+        for tp in m.get("assigned") or ():
+            holders.setdefault(tuple(tp), []).append(m.get("member"))
+    (topic, partition), both = next((tp, ms) for tp, ms in sorted(holders.items()) if len(ms) > 1)
+    group = r["value"].get("group")
+    return [Anomaly(ANOMALY, (r["index"],),
+                    f"the coordinator of group {group} listed partition {topic}/{partition} as assigned to members "
+                    f"{', '.join(map(str, both))} in one ConsumerGroupDescribe answer (record {r['index']})",
+                    details={"group": group, "topic": topic, "partition": partition, "members": both,
+                             "source": "coordinator", RULE: "kip848.assigned_to_one_member"})]

@@ -34,6 +34,8 @@ PROPAGATION_APIS = {19: "CreateTopics", 20: "DeleteTopics", 44: "IncrementalAlte
 #: "listeners": ["broker", "controller"] from 3.3.2 to 4.3.1). KIP-1166 is about how brokers
 #: fetch the KRaft metadata log; a broker without a KRaft quorum cannot be asked about it.
 KRAFT_QUORUM_API = (55, "DescribeQuorum")
+#: ConsumerGroupDescribe (KIP-848, Kafka 4.0 on): the group describer asks only it (harness.clients.group_describer)
+GROUP_DESCRIBE_API = (69, "ConsumerGroupDescribe")
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,9 @@ def api_gaps(versions: dict[int, tuple[int, int]], address: str = "the cluster")
             if newest_common(versions, ListOffsetsRequest, lowest) is None:
                 out.append(Skipped(f"prober.list_offsets@{ts}", f"ListOffsets with timestamp {ts}",
                                    _lacks(versions, ListOffsetsRequest, lowest, address)))
+    if GROUP_DESCRIBE_API[0] not in versions:
+        out.append(Skipped("observer.group_describe", "the coordinator's view of the consumer group (KIP-848)",
+                           f"{address} does not answer {GROUP_DESCRIBE_API[1]} (API key {GROUP_DESCRIBE_API[0]})"))
     missing = [name for key, name in PROPAGATION_APIS.items() if key not in versions]
     if newest_common(versions, DescribeConfigsRequest, 1) is None:
         missing.append("DescribeConfigs v1+")
