@@ -62,6 +62,13 @@ def test_run_is_valid_and_leaves_report_and_nothing_running(tmp_path, kafka_vers
     assert verdict["coverage"]["kip848.committed_offset_kept"]["observations"] == \
         sum(len(r["value"]["offsets"]) for r in fetched)
     assert all(set(r["value"]["resume"]) == {f"{t}/{p}" for t, p in r["value"]["partitions"]} for r in given)
+    # the coordinator's own view, asked once a second where the release answers ConsumerGroupDescribe
+    described = [r for r in records if r["f"] == "group_describe" and r["type"] == "ok"
+                 and any(m["assigned"] for m in r["value"]["members"])]
+    if protocol == "consumer":
+        assert described and {tuple(tp) for r in described for m in r["value"]["members"] for tp in m["assigned"]} \
+            <= {(config["workload"]["topic"], p) for p in range(config["workload"]["partitions"])}
+    assert verdict["coverage"]["kip848.assigned_to_one_member"]["observations"] == len(described)
 
     # KIP-392: the consumer sits in a follower's rack, so it reads some partition from a follower
     sources = json.loads((run_dir / "config.json").read_text())["consumer_fetch_sources"]
