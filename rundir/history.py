@@ -300,6 +300,32 @@ def key_columns(record: dict) -> tuple[str | None, int | None]:
     return None, None
 
 
+def dumps_value(value: dict) -> str:
+    """A record's value as the Parquet column keeps it (JSON text): through orjson when it is installed
+    and the value holds no float orjson would write as null (NaN, infinities: json writes them as
+    tokens `loads` reads back), else through json itself."""
+    if _orjson is not None:
+        try:
+            text = _orjson.dumps(value, option=_orjson.OPT_NON_STR_KEYS)
+        except TypeError:  # an integer beyond 64 bits, a lone surrogate
+            pass
+        else:
+            if b"null" not in text or not _has_odd_float(value):
+                return text.decode()
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _has_odd_float(value) -> bool:
+    """A NaN or infinity anywhere in `value` (x != x is NaN; an infinity equals itself doubled)."""
+    if isinstance(value, float):
+        return value != value or (value != 0 and value == value * 2)
+    if isinstance(value, dict):
+        return any(_has_odd_float(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_odd_float(v) for v in value)
+    return False
+
+
 class ParquetSink:
     """Appends records to a Parquet history in batches (the explicit schema above)."""
 
@@ -320,8 +346,7 @@ class ParquetSink:
         c["f"].append(record["f"])
         c["topic"].append(topic)
         c["partition"].append(partition)
-        c["value"].append(value_json if value_json is not None
-                          else json.dumps(record["value"], separators=(",", ":")))
+        c["value"].append(value_json if value_json is not None else dumps_value(record["value"]))
         self.rows += 1
         if len(c["index"]) >= self.batch_rows:
             self._flush()
