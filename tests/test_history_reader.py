@@ -89,3 +89,12 @@ def test_cli_missing_path(tmp_path, capsys):
     args = add_check_arguments(argparse.ArgumentParser()).parse_args([str(tmp_path / "nope")])
     assert run_check_command(args) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", [{"a": float("nan")}, {"a": [1, float("inf")]}, {"x": -float("inf"), "n": None},
+                                   {"big": 2 ** 70, "n": None}, {1: "int key"}, {"s": "\ud800"}, {"n": None, "f": 0.5},
+                                   {"nested": {"deep": [{"v": float("nan")}]}}])
+def test_the_parquet_value_column_reads_back_as_json_would_write_it(value):
+    """orjson writes NaN and infinities as null and refuses huge ints: those go through json."""
+    from kipcheck.rundir.history import dumps_value, loads
+    assert json.dumps(loads(dumps_value(value))) == json.dumps(json.loads(json.dumps(value)))
