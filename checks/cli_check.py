@@ -97,6 +97,8 @@ def share_line(verdict: dict) -> str | None:
     return (f"  share group: {block['polls']} polls, {block.get('records_acquired', 0)} records acquired "
             f"({block.get('records', 0)} distinct, {block.get('redeliveries', 0)} redeliveries); acks: {acks}; "
             f"pairs across consumers judged {block.get('pairs_judged', 0)}, not (fault) {block.get('pairs_not_judged_fault', 0)}; "
+            f"deliveries after an accept judged {block.get('redeliveries_judged_accept_rule', 0)}, "
+            f"not {block.get('redeliveries_not_judged_accept_rule', 0)}; "
             f"lock {block.get('lock_duration_ms')} ms, delivery limit {block.get('delivery_count_limit')}")
 
 
