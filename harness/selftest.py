@@ -4,7 +4,7 @@ One cluster whose brokers carry every seeded bug (harness.backends.seeded), all 
 per bug, after a control window with none: a fresh topic, the bug switched on, the usual
 workload (one idempotent and one non-idempotent acks=all producer, a rack-aware consumer;
 none for a bug whose slip no client reaches, `SeededBug.clients`; subscribers that rejoin within
-seconds for a slip seen only at an assignment, `SeededBug.rejoin_after_s`, and then in the control
+seconds for a slip seen only at an assignment, `SeededBug.rejoin_after_s` (and `rejoin_gap_s`), and then in the control
 too; share consumers beside them for a KIP-932 slip, on a LogAppendTime topic, and then in the control
 too, `window_workload`), the raw-protocol prober
 and the metadata observer (the brokers' KIP-848 session timeout is short, `SELFTEST_GROUP_CONFIG`, so that
@@ -103,7 +103,8 @@ def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, 
                 seconds = window_seconds(name, names, window)
                 row = _window(cluster, control, root / name, None if name == CONTROL else name, seconds, profiles,
                               dist.version, tiered, ui, propagation_sample=name in kip1166_judged,
-                              rejoin=window_rejoin(name, names), workload=window_workload(name, names))
+                              rejoin=window_rejoin(name, names), rejoin_gap=window_rejoin_gap(name, names),
+                              workload=window_workload(name, names))
             row["status"] = status(row, profiles, _control(matrix))
             matrix["rows"].append(row)
             (root / "matrix.json").write_text(json.dumps(matrix, indent=2))
@@ -126,6 +127,17 @@ def window_rejoin(name: str, names) -> tuple[float, float] | None:
     return min((seeded.bug(n).rejoin_after_s for n in names if seeded.bug(n).rejoin_after_s), default=None)
 
 
+def window_rejoin_gap(name: str, names) -> float:
+    """A window's pause between a subscriber's memberships (`WorkloadOptions.rejoin_gap_s`): the bug's; for
+    the control that of a bug whose stays it takes (`window_rejoin`), the shortest, so that the control
+    hands partitions over as that window does and its rejoin rate is never below another's."""
+    if name != CONTROL:
+        return seeded.bug(name).rejoin_gap_s
+    stays = window_rejoin(CONTROL, names)
+    return min((seeded.bug(n).rejoin_gap_s for n in names if stays and seeded.bug(n).rejoin_after_s == stays),
+               default=0.0)
+
+
 def window_seconds(name: str, names, window: float) -> float:
     """A window's length: at least its bug's `min_window`; the control's at least that of every bug whose
     workload it runs (a share slip's: its share consumers first wait seconds for their assignment)."""
@@ -146,7 +158,8 @@ def window_workload(name: str, names) -> str:
 
 
 def _window(cluster, control: Path, wdir: Path, name: str | None, window: float, profiles, version, tiered: bool,
-            ui, propagation_sample: bool, rejoin: tuple[float, float] | None = None, workload: str = "default") -> dict:
+            ui, propagation_sample: bool, rejoin: tuple[float, float] | None = None, rejoin_gap: float = 0.0,
+            workload: str = "default") -> dict:
     from kipcheck.checks.api import check, write_verdict
     from kipcheck.harness.run import RunOptions, group_protocol
     wdir.mkdir(parents=True)
@@ -154,7 +167,7 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
     no_clients = name is not None and not seeded.bug(name).clients
     w = WorkloadOptions(topic=topic, producer_modes=PRODUCER_MODES,
                         **({"producers": 0, "consumers": 0} if no_clients else {}),
-                        **({"rejoin_after_s": rejoin} if rejoin else {}),
+                        **({"rejoin_after_s": rejoin, "rejoin_gap_s": rejoin_gap} if rejoin else {}),
                         workload=workload, **({"share_stall": SHARE_STALL, "rate": SHARE_RATE} if workload == SHARE else {}),
                         group_protocol=group_protocol(None, version))  # the release's, as a run's: KIP-848 from 4.0
     ctx = RunContext(cluster, topic)
@@ -194,7 +207,7 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
     report = seeded.read_reports(node_dirs)
     row = {"bug": name or CONTROL, "window_dir": str(wdir), "window": window, "driven": round(driven, 1), "fires": 0,
            "flagged": {}, "valid": {}, "seconds_to_detection": {}, **({"provoked": provoked} if provoked else {}),
-           **({"rejoin_after_s": list(rejoin)} if rejoin else {})}
+           **({"rejoin_after_s": list(rejoin)} if rejoin else {}), **({"rejoin_gap_s": rejoin_gap} if rejoin_gap else {})}
     if name:
         b = seeded.bug(name)
         row.update(kafka_method=b.kafka_method, rule=b.rule, slip=b.slip, anomaly=b.anomaly,

@@ -10,7 +10,8 @@ from kipcheck.checks.verdict import ANOMALY_NAMES
 from kipcheck.harness.backends import seeded
 from kipcheck.checks.rules.share_rules import SHARE_ANOMALIES
 from kipcheck.harness.selftest import (CONTROL, SELFTEST_GROUP_CONFIG, SHARE, format_markdown, kip_evidence,
-                                       matrix_passes, restatus, status, window_rejoin, window_seconds, window_workload)
+                                       matrix_passes, restatus, status, window_rejoin, window_rejoin_gap, window_seconds,
+                                       window_workload)
 
 AGENT = seeded.SOURCES / "src" / "main" / "java" / "kipcheck" / "seeded" / "Agent.java"
 PROFILES = ["kip", "kafka-4.3"]
@@ -126,6 +127,21 @@ def test_the_group_slips_expect_their_own_anomalies_and_short_stays():
     assert window_rejoin("poll-skip", ["poll-skip", "resume-skip"]) is None
     assert window_rejoin(CONTROL, ["poll-skip", "resume-skip"]) == short
     assert window_rejoin(CONTROL, ["poll-skip"]) is None
+
+
+def test_the_ownership_slips_subscribers_pause_between_memberships_and_the_control_with_them_only_alone():
+    """group-ownership-violation fires only when a newcomer's target takes a partition another member holds:
+    its subscribers stay out long enough for the members still there to take the freed partitions (the
+    selftest's 2 s heartbeat plus Kafka 4.3's 1 s assignment interval). The control pauses so only when its
+    stays are that slip's (alone in the matrix); the commit slips' windows and stays keep rejoining at once."""
+    own = "group-ownership-violation"
+    assert seeded.bug(own).rejoin_gap_s > 2.0 + 1.0
+    assert [b.name for b in seeded.BUGS if b.rejoin_gap_s] == [own]
+    assert window_rejoin_gap(own, [own]) == seeded.bug(own).rejoin_gap_s
+    assert window_rejoin_gap(CONTROL, [own]) == seeded.bug(own).rejoin_gap_s
+    assert window_rejoin_gap(CONTROL, [own, "resume-skip"]) == 0.0  # the control takes resume-skip's stays
+    assert window_rejoin_gap(CONTROL, ["poll-skip"]) == 0.0
+    assert window_rejoin_gap("resume-skip", [own, "resume-skip"]) == 0.0
 
 
 def test_the_slow_rebalance_window_outlasts_the_selftest_clusters_bound(tmp_path):

@@ -359,6 +359,27 @@ def test_a_subscriber_leaves_a_seeded_stay_after_its_first_assignment_an_assigni
         history.close()
 
 
+def test_a_subscriber_that_left_pauses_before_its_new_client_and_a_stop_cuts_the_pause_short(tmp_path):
+    """`rejoin_gap_s`: the next membership's client comes only after the pause (the members still there
+    take the freed partitions meanwhile); a stop during the pause ends it at once, with no new client."""
+    history = History(tmp_path / "history.jsonl")
+    stop = threading.Event()
+    worker = ConsumerWorker("127.0.0.1:1", WorkloadOptions(rejoin_gap_s=0.8), history, stop, seq=1, rack=None)
+    try:
+        old = worker.consumer
+        started = time.monotonic()
+        worker._replace(0, pause=worker.options.rejoin_gap_s)
+        assert time.monotonic() - started >= 0.8 and worker.consumer is not old
+        old = worker.consumer
+        threading.Timer(0.2, stop.set).start()
+        started = time.monotonic()
+        worker._replace(0, pause=30.0)
+        assert time.monotonic() - started < 5.0 and worker.consumer is old  # stopped: no new client
+    finally:
+        stop.set()
+        history.close()
+
+
 def test_an_answer_for_other_offsets_does_not_complete_the_open_commit(tmp_path):
     """A synchronous commit's callback served in a later poll is not the open async commit's answer."""
     from kipcheck.harness.clients.commits import Committer

@@ -39,6 +39,8 @@ class SeededBug:
     # its window's subscribers rejoin after this many seconds of each membership (WorkloadOptions.rejoin_after_s):
     # None keeps the workload's 10-20 s, which a short window may never reach
     rejoin_after_s: tuple[float, float] | None = None
+    # seconds its window's subscribers stay out of the group between two memberships (WorkloadOptions.rejoin_gap_s)
+    rejoin_gap_s: float = 0.0
 
     @property
     def anomaly(self) -> str:
@@ -53,6 +55,14 @@ REJOIN_SOON_S = (1.5, 2.5)
 #: the ownership slip's stays: long enough that a member is still there when the next one joins, so partitions
 #: move by revocation (the handoff the slip breaks), not only by a member leaving with all of them
 REJOIN_OVERLAP_S = (3.0, 5.0)
+#: ...and the pause before each rejoin. A subscriber that rejoins at once (0.1-0.5 s) joins before the member still
+#: there heartbeats: Kafka 4.3 computes the target when the newcomer joins, and its sticky assignor gives the
+#: newcomer exactly what its predecessor freed. No owned partition moved, so the slipped lookup was never asked
+#: about a held one: 0 fires in CI's 45 s window (2026-11-29); the only fires came from the two first joins.
+#: After a pause, the member still there has taken the freed partitions (at its next heartbeat, within the
+#: selftest's 2 s interval, once Kafka's group.consumer.assignment.interval.ms, 1 s, passed since the last target),
+#: and the newcomer's join computes a target that moves some of them: the slipped lookup frees them at once.
+REJOIN_GAP_S = 4.0
 
 # Same names and targets as Agent.TARGETS (tests/test_seeded_bugs.py keeps them in step).
 BUGS: tuple[SeededBug, ...] = (
@@ -148,9 +158,10 @@ BUGS: tuple[SeededBug, ...] = (
               "to its new member before its owner revoked it (or was even asked to)",
               "KIP-848 reconciliation: a partition is revoked from its owner before it is assigned to another member",
               # a handoff shows only when the new member hears of its assignment before the owner of its
-              # revocation (each hears at its own heartbeat): 20 s windows held 1-2 fires, and one window's
-              # only fire had the owner's revoke two records before the new member's callback (2026-11-29)
-              rejoin_after_s=REJOIN_OVERLAP_S, min_window=45.0),
+              # revocation (each hears at its own heartbeat). Rejoining at once, only the two first joins raced
+              # (1-2 fires a window, none in one CI window); with REJOIN_GAP_S the newcomer's own join takes a
+              # held partition, before the owner's next heartbeat: 4-5 fires in 45 s, each one flagged (2026-11-29)
+              rejoin_after_s=REJOIN_OVERLAP_S, rejoin_gap_s=REJOIN_GAP_S, min_window=45.0),
     SeededBug("slow-rebalance", "org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup.maybeUpdatePartitionEpoch",
               "the assignment tombstone of a member that left (or whose session expired) no longer releases its "
               "partitions' epochs, so they stay held by no one and every member the target assignment gives them "

@@ -454,7 +454,7 @@ class ConsumerWorker(Worker):
                     if self.committer:
                         self.committer.commit(process, self.consumer, records, self._member(self.consumer))
                 if not self.stop_event.is_set():  # leaves the group (its close revokes) and joins anew
-                    self._replace(0)
+                    self._replace(0, pause=self.options.rejoin_gap_s)
             except _Crashed as crash:
                 log.warning("%s: client replaced after %s", self.name, crash)
                 consecutive = 0 if self.read > read_before else consecutive + 1
@@ -478,9 +478,13 @@ class ConsumerWorker(Worker):
         if self.committer:  # an async commit its close did not answer may still be applied
             self.committer.unanswered("no commit answer before the client closed")
 
-    def _replace(self, consecutive: int) -> None:
+    def _replace(self, consecutive: int, pause: float = 0.0) -> None:
+        """A new client after the old one closed: after the crash backoff, and `pause` more seconds
+        out of the group (`WorkloadOptions.rejoin_gap_s`), both cut short by the stop event."""
         self._close()
         self._backoff(consecutive)
+        if pause > 0:
+            self.stop_event.wait(pause)
         while not self.stop_event.is_set():
             try:
                 self.consumer = Consumer(self.config)

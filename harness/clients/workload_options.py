@@ -51,6 +51,10 @@ class WorkloadOptions:
     # number) and joins again as a new member: its partitions go to the other member and come back
     # (KIP-848 handoffs under the run's faults); None: members stay for the whole run
     rejoin_after_s: tuple[float, float] | None = (10.0, 20.0)
+    # seconds a subscriber that left waits before it joins anew (0: at once). At once, KIP-848's sticky
+    # assignor gives the newcomer exactly the partitions its predecessor freed, so no owned partition moves;
+    # after a pause the members still there have taken them, and the newcomer's share is revoked from them
+    rejoin_gap_s: float = 0.0
     rackless_consumers: int = 1  # the last N consumers send no client.rack (they read from leaders)
     consumer_isolation: tuple[str, ...] = ("read_committed", "read_committed", "read_uncommitted")  # cycled
     # delivery.timeout.ms: longer than a leader failover, because a send that times out makes

@@ -26,10 +26,11 @@ BLIND: dict[tuple[str, str], str] = {}
 #: caught rows are non-strict xfails (reported as xpassed or xfailed, never failing the suite); their fired
 #: row stays strict. Each names its measured rate; the fix named is what would make it certain.
 RACY: dict[str, str] = {
-    "group-ownership-violation": "1-2 fires a window, each shown only when the new member's assign callback "
-                                 "begins before the owner's revoke (each hears at its own heartbeat): caught in "
-                                 "4 of 7 windows, 2026-11-29; the coordinator's own view (ConsumerGroupDescribe "
-                                 "in the prober) would show every fire",
+    "group-ownership-violation": "each fire shown only when the new member's assign callback begins before the "
+                                 "owner's revoke (each hears at its own heartbeat): rejoining at once, 1-2 fires a "
+                                 "window and caught in 4 of 7; with the 4 s pause before each rejoin "
+                                 "(seeded.REJOIN_GAP_S) 4-5 fires, all flagged, in 4 of 4 windows, 2026-11-29; the "
+                                 "coordinator's own view (ConsumerGroupDescribe in the prober) would show every fire",
 }
 
 
