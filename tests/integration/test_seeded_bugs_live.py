@@ -25,13 +25,11 @@ BLIND: dict[tuple[str, str], str] = {}
 #: bugs whose slip fires but shows in the clients' records only when a race goes its way: their flagged and
 #: caught rows are non-strict xfails (reported as xpassed or xfailed, never failing the suite); their fired
 #: row stays strict. Each names its measured rate; the fix named is what would make it certain.
-RACY: dict[str, str] = {
-    "group-ownership-violation": "each fire shown only when the new member's assign callback begins before the "
-                                 "owner's revoke (each hears at its own heartbeat): rejoining at once, 1-2 fires a "
-                                 "window and caught in 4 of 7; with the 4 s pause before each rejoin "
-                                 "(seeded.REJOIN_GAP_S) 4-5 fires, all flagged, in 4 of 4 windows, 2026-11-29; the "
-                                 "coordinator's own view (ConsumerGroupDescribe in the prober) would show every fire",
-}
+RACY: dict[str, str] = {}
+# group-ownership-violation was here until 2026-11-29: rejoining at once it fired 1-2 times a window (0 in one CI
+# window) and was caught in 4 of 7. With the 4 s pause before each rejoin (seeded.REJOIN_GAP_S) it fired 4-5
+# times and was flagged in 5 of 5 windows, by the members' callbacks, and in the last one by the coordinator's
+# own ConsumerGroupDescribe answers too (3 of its 4 fires; checks/rules/group_rules.py)
 
 
 @pytest.fixture(scope="module", params=[pytest.param(SHORT_WINDOW, id="short"),
