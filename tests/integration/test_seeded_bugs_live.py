@@ -10,6 +10,9 @@ deviations.
 """
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from kipcheck.harness.backends import seeded
@@ -39,9 +42,33 @@ def matrix(request, kafka_version, tmp_path_factory):
     return {"rows": {r["bug"]: r for r in m["rows"]}, "profiles": m["profiles"]}
 
 
+#: where a failing row's window is copied: pytest keeps its last three base directories only, so a window
+#: under tmp_path is gone minutes later when anyone runs pytest again (a CI failure's was, 2026-11-29)
+KEPT = Path(__file__).resolve().parents[2] / "runs" / "failed-selftest-windows"
+
+
 def describe(row: dict) -> str:
+    """A failing row, its window kept (`KEPT`): evaluated only when its assertion fails."""
     return (f"{row['bug']}: status {row['status']}, fires {row['fires']}, flagged {row['flagged']}, "
-            f"valid {row['valid']}, KIP-1166 figures {row.get('kip1166')}, window {row['window_dir']}")
+            f"valid {row['valid']}, KIP-1166 figures {row.get('kip1166')}, window {_kept(row['window_dir'])}")
+
+
+def _kept(window_dir: str) -> str:
+    """A copy of the window, with its matrix.json and the brokers' server.log beside it, under `KEPT` (the
+    copy's path; the original's when the copy fails)."""
+    src = Path(window_dir)
+    dest = KEPT / src.parent.name / src.name
+    try:
+        if not dest.exists():
+            shutil.copytree(src, dest, ignore=shutil.ignore_patterns("*.parquet"))
+            shutil.copy2(src.parent / "matrix.json", dest.parent / "matrix.json")
+            for log in (src.parent / "cluster").glob("node-*/server.log"):  # the brokers' logs, not their data
+                (dest.parent / "cluster" / log.parent.name).mkdir(parents=True, exist_ok=True)
+                if not (dest.parent / "cluster" / log.parent.name / log.name).exists():
+                    shutil.copy2(log, dest.parent / "cluster" / log.parent.name / log.name)
+        return str(dest)
+    except OSError as e:
+        return f"{window_dir} (not kept: {e})"
 
 
 @pytest.mark.cluster
