@@ -290,6 +290,21 @@ def test_the_latest_acquisition_of_a_later_offset_is_the_one_judged():
     assert LOST in [a.name for a in found]
 
 
+def test_a_consumer_end_after_a_proof_does_not_hide_it():
+    """CI's share-record-lost window (2026-11-29): a consumer's last record came late in the window, and
+    judged against the latest later acquisition alone (after that end) nothing was lost. Each later
+    acquisition is judged with the ends before it: B's offset 1, acquired after 12005 ms (stamp 12010),
+    is 11 s after offset 0 was acknowledged (1000 ms), before consumer 23's last record (13000 ms); B's
+    offset 2 (after 13995 ms) counts from that end and proves nothing. Just inside: stamp 12004."""
+    def history(stamp):
+        return (_lost_base().subscribe(B, 0).poll(B, 12100, 12110, offset=1, appended=stamp).subscribe(23, 13000)
+                .poll(B, 14000, 14100, offset=2, appended=14000))
+    found, _ = history(12010).judged()
+    [lost] = [a for a in found if a.name == LOST]
+    assert lost.details["offset"] == 0 and "12.005 s" in lost.message
+    assert LOST not in [a.name for a in history(12004).judged()[0]]
+
+
 def test_a_delivered_record_and_the_tail_are_not_lost():
     h = _lost_base().poll(A, 1100, 1200, offset=0, appended=1000).send(1002, 2).poll(A, 20000, 20100, offset=1,
                                                                                     appended=20000)

@@ -244,10 +244,8 @@ class _Judge:
             if not later:
                 continue
             keys = [o for o, _ in later]
-            latest = [None] * len(later)  # latest[i]: the latest-acquired delivery at keys[i] or above
-            for i in range(len(later) - 1, -1, -1):
-                d = later[i][1]
-                latest[i] = d if i == len(later) - 1 or d.acquired_after > latest[i + 1].acquired_after else latest[i + 1]
+            clear = [(o, d) for o, d in later if not touched(windows, d.acquired_after, d.acquired_after, None)]
+            latest = _latest_by_segment(clear, keys, ends)
             lost = []
             for offset, acked_at, index in zip(offsets, times, indices):
                 i = bisect_right(keys, offset)
@@ -256,14 +254,18 @@ class _Judge:
                 if (topic, partition, offset) in self.deliveries:
                     self.figures["lost_judged"] += 1
                     continue
-                d = latest[i]
-                if touched(windows, d.acquired_after, d.acquired_after, None):
+                # each later delivery is judged with the ends before it; per stretch between two ends the
+                # latest-acquired one says most, and any one that proves the loss is enough
+                candidates = [(d, max(acked_at, ends[seg - 1] if seg else acked_at))
+                              for seg, suffix in latest.items() if (d := suffix[i]) is not None]
+                if not candidates:
                     self.figures["lost_not_judged"] += 1
                     continue
-                j = bisect_right(ends, d.acquired_after)
-                available_by = max(acked_at, ends[j - 1] if j else acked_at)
                 self.figures["lost_judged"] += 1
-                if not kip932.available_record_delivered(False, available_by, d.acquired_after, lock):
+                proofs = [(d, by) for d, by in candidates
+                          if not kip932.available_record_delivered(False, by, d.acquired_after, lock)]
+                if proofs:
+                    d, available_by = max(proofs, key=lambda p: p[0].acquired_after - p[1])
                     lost.append((offset, index, d, available_by))
             if lost:
                 offset, index, d, available_by = lost[0]
@@ -411,3 +413,27 @@ def _acknowledged_send(record: dict) -> bool:
     v = record.get("value") or {}
     return (record.get("f") == "send" and record.get("type") == "ok" and type(v.get("offset")) is int
             and v["offset"] >= 0 and not v.get("txn"))
+
+
+def _latest_by_segment(deliveries: list, keys: list, ends: list) -> dict:
+    """For each stretch between two consecutive ends (`ends` sorted; segment k lies after k of them) in
+    which some of `deliveries` ([(offset, delivery)] sorted by offset) were acquired: per index i of
+    `keys` (every delivered offset, sorted), the latest-acquired delivery of that stretch at an offset
+    above keys[i - 1], i.e. at keys[i] or above (None if none)."""
+    by_segment: dict = {}
+    for o, d in deliveries:
+        by_segment.setdefault(bisect_right(ends, d.acquired_after), []).append((o, d))
+    out = {}
+    for seg, items in by_segment.items():
+        suffix = [None] * (len(keys) + 1)
+        j = len(items) - 1
+        for i in range(len(keys) - 1, -1, -1):
+            best = suffix[i + 1]
+            while j >= 0 and items[j][0] >= keys[i]:
+                d = items[j][1]
+                if best is None or d.acquired_after > best.acquired_after:
+                    best = d
+                j -= 1
+            suffix[i] = best
+        out[seg] = suffix
+    return out
