@@ -305,9 +305,9 @@ class _Judge:
                                        f"{where}: accepted by process {acc.process} (delivery count {acc.count}, "
                                        f"acknowledgement answered without error at record {acc.ack_index}) and "
                                        f"delivered again to process {later.process} with delivery count "
-                                       f"{later.count} (record {later.poll_index}), above the "
-                                       f"{kip932.accepted_count_bound(models[id(acc)], acc.ack_answered, others, lock)} "
-                                       f"the accepted acquisition can have had ({lock} ms lock)",
+                                       f"{later.count} (record {later.poll_index}); the accepted acquisition can "
+                                       f"have had count {kip932.accepted_count_bound(models[id(acc)], acc.ack_answered, others, lock)} "
+                                       f"at most, and a later one only after it ({lock} ms lock)",
                                        details={"topic": topic, "partition": partition, "offset": offset,
                                                 RULE: "kip932.accepted_not_redelivered"}))
         return out
