@@ -9,7 +9,8 @@ two members at once is a `group-ownership-violation` whichever member heard firs
 (checks/rules/group_rules.py).
 
 Only for subscribers of the consumer protocol, on a cluster that answers ConsumerGroupDescribe
-(capabilities.GROUP_DESCRIBE_API, 4.0 on): the older DescribeGroups path is not taken, because librdkafka 2.16's admin response parser once aborted the process against 3.3.2
+(capabilities.GROUP_DESCRIBE_API, 4.0 on): the older DescribeGroups path is not taken, because
+librdkafka 2.16's admin response parser once aborted the process against 3.3.2
 (harness.clients.admin.Admin.broker_ids).
 """
 from __future__ import annotations
@@ -34,7 +35,6 @@ class GroupDescriber(Worker):
         self.bootstrap, self.group, self.interval, self.timeout = bootstrap, group, interval, timeout
         self._generations = itertools.count(1)
         self.process = "describer"
-        self.answers = 0
 
     def work(self):
         admin = self._admin()
@@ -49,7 +49,6 @@ class GroupDescriber(Worker):
                 admin = self._admin()
                 continue
             op.ok(**describe_value(described))
-            self.answers += 1
 
     def _admin(self) -> AdminClient:
         return AdminClient({"bootstrap.servers": self.bootstrap, "logger": quiet_logger()})
