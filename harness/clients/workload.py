@@ -48,6 +48,9 @@ DEFINITE_SEND_ERRORS = {
 # After the stop: how long the sends still open may take to be acknowledged before they
 # are purged (`info`); well under the run's 30 s join, even while a fault is still on.
 STOP_WAIT = 5.0
+# How long a produce refused with `_FATAL` waits for the error callback that names the cause
+# (CI 2026-11-29: the refusal came before the callback was served and `_FATAL` was recorded).
+FATAL_CAUSE_WAIT = 1.0
 
 
 def _is_fatal(error: BaseException) -> bool:
@@ -152,6 +155,18 @@ class ProducerWorker(Worker):
         if err.fatal() and self._crash is None:
             self._crash = error_text(err)
 
+    def _await_fatal_cause(self, timeout: float = FATAL_CAUSE_WAIT) -> None:
+        """A produce refused with librdkafka's generic `_FATAL` says only that the client is
+        broken; the cause (PRODUCER_FENCED, ...) reaches the error callback, queued by the same
+        step that set the fatal state (a transactional producer's poll raises it instead).
+        Serve it, within a bound, so the history names the cause."""
+        deadline = time.monotonic() + timeout
+        while self._crash is None and time.monotonic() < deadline:
+            try:
+                self.producer.poll(0.05)
+            except Exception as e:
+                self._crash = error_text(e)
+
     # --- one send -----------------------------------------------------------------------
 
     def _issue(self, slot: _Slot, partition: int) -> bool:
@@ -169,6 +184,7 @@ class ProducerWorker(Worker):
             self._complete(slot, "fail", {"error": "_QUEUE_FULL"})
         except Exception as e:  # not enqueued: certainly not written
             if _is_fatal(e):
+                self._await_fatal_cause()
                 self._crash = self._crash or error_text(e)
                 log.info("%s: produce failed", self.name, exc_info=True)
             kafka_error = e.args[0] if isinstance(e, KafkaException) and e.args else None

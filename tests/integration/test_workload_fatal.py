@@ -75,3 +75,31 @@ def test_fenced_producer_is_recorded_replaced_and_the_workload_goes_on(cluster, 
         else:
             assert open_ops.pop(r["process"])["value"]["value"] == r["value"]["value"]
     assert not open_ops
+
+
+def test_a_send_refused_before_the_error_callback_records_the_cause_not_fatal(cluster, topic, history):
+    """CI 2026-11-29: a produce refused with librdkafka's generic `_FATAL` before the error
+    callback was served recorded `_FATAL`. The worker's loop is not run here, so nothing polls
+    between the fence and the refusal: exactly that order, every time."""
+    txn_id = f"kipcheck-fence-{uuid.uuid4().hex[:8]}"
+    options = WorkloadOptions(topic=topic, partitions=3, producers=1, in_flight=8, rate=200,
+                              transactional_id=txn_id, send_timeout=10)
+    worker = ProducerWorker(cluster.bootstrap_servers(), options, history, threading.Event(), seq=0)
+    worker._new_slots()
+    fencer = Producer({"bootstrap.servers": cluster.bootstrap_servers(), "transactional.id": txn_id})
+    try:
+        fencer.init_transactions(30)
+        refused = False
+        deadline = time.monotonic() + 20
+        while not refused and worker._free and time.monotonic() < deadline:
+            refused = not worker._issue(worker._free.popleft(), 0)  # enqueued sends are never polled
+            time.sleep(1.0)
+        assert refused, "the fenced producer never refused a send"
+    finally:
+        fencer.close()
+        worker._close()
+    history.flush()
+    fatal = [r for r in read_history(history.path) if r["f"] == "send" and r["value"].get("fatal")]
+    assert len(fatal) == 1
+    assert fatal[0]["value"]["error"].split(":")[0] in ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "_FENCED"), \
+        fatal[0]["value"]["error"]
