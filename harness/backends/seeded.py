@@ -190,9 +190,9 @@ BUGS: tuple[SeededBug, ...] = (
               "every acquisition lock's timer is scheduled with a fifth of the group's record lock duration (1 s of "
               "5 s): a record its consumer still holds becomes available and another member's fetch acquires it",
               "KIP-932: an acquired record is not available to another consumer for the duration of its lock",
-              # a double acquisition is provable only for a stalled poll's fresh records (selftest.SHARE_STALL):
+              # a double acquisition is provable only for a stalled poll's fresh records (selftest.SHARE_OPTIONS):
               # 15 s windows held about a dozen such polls after the consumers' ~6 s start, and missed 1 in 2 even
-              # at selftest.SHARE_RATE (2026-11-29); 30 s give the stalls twice the fresh records
+              # at 300 records/s (2026-11-29); 30 s give the stalls twice the fresh records
               workload="share", min_window=2 * SHARE_WINDOW_S),
     SeededBug("share-accepted-redelivered", "kafka.server.share.SharePartition.acknowledge",
               "on one acknowledgement call in three that carries an ACCEPT, ACCEPT is decoded as RELEASE: the "

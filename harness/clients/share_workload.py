@@ -176,9 +176,11 @@ class ShareConsumerWorker(Worker):
 
     def _acknowledge(self, msgs: list) -> None:
         """Acknowledge every record of a poll with a seeded type, then commit (sync or async)."""
-        stalled = self._choice.random() < self.options.share_stall
-        if stalled:  # hold the records past their lock: the broker makes them available again
-            self.stop_event.wait(self.lock_ms / 1000 + 1.0)
+        stalled = self._choice.random() < self.options.share_stall and \
+            (not self.options.share_stall_fresh_only or any(m.delivery_count() == 1 for m in msgs))
+        if stalled:  # hold the records (past their lock by default: the broker makes them available again)
+            lengths = self.options.share_stall_ms
+            self.stop_event.wait((self._choice.choice(lengths) if lengths else self.lock_ms + 1000) / 1000)
         acks = []
         for m in msgs:
             kind = self._choice.choices(list(ACK_TYPES), weights=self.options.share_ack_weights)[0]

@@ -72,7 +72,10 @@ class WorkloadOptions:
     # (harness.clients.share_workload), explicit acknowledgements of a seeded type per record
     share_consumers: int = 5  # more than the partitions: librdkafka's SimpleAssignor shares some among members
     share_ack_weights: tuple[float, float, float] = (0.85, 0.10, 0.05)  # accept, release, reject
-    share_stall: float = 0.03  # polls whose consumer holds its records past the lock before acknowledging
+    share_stall: float = 0.03  # polls whose consumer holds its records a while before acknowledging
+    # how long a stalled poll holds its records, one drawn per stall (ms); empty: past the lock (lock + 1 s)
+    share_stall_ms: tuple[int, ...] = ()
+    share_stall_fresh_only: bool = False  # stall only on polls that returned a first delivery (count 1)
     # the brokers' share group settings (share_broker_config): locks short enough to expire within a
     # run (the release's floor is 1000 ms) and a delivery limit a few releases reach (its floor is 2)
     share_lock_ms: int = 5000

@@ -28,13 +28,11 @@ BLIND: dict[tuple[str, str], str] = {}
 #: bugs whose slip fires but shows in the clients' records only when a race goes its way: their flagged and
 #: caught rows are non-strict xfails (reported as xpassed or xfailed, never failing the suite); their fired
 #: row stays strict. Each names its measured rate; the fix named is what would make it certain.
-RACY: dict[str, str] = {
-    "share-double-acquire": "the lock rule judges deliveries of a record to two consumers, and the early release goes "
-                            "to another consumer only when the partition's records are shared between members: "
-                            "caught in 2 of 3 suite matrices, 2026-11-29 (missed with 411 fires and 141 pairs "
-                            "across consumers judged, every redelivery back to its own consumer); judging a "
-                            "consumer's own early re-acquisition needs its share-session resets bounded first",
-}
+RACY: dict[str, str] = {}
+# share-double-acquire was here until 2026-11-29: with every stall past the lock on any poll it was caught in 2 of 3
+# suite matrices (missed with 411 fires, the consumers stalled most of the time, both members of a share-partition at
+# once). Stalling on polls of first deliveries, half inside the lock (selftest.SHARE_OPTIONS), its window flagged 25,
+# 24 and 11 double acquisitions in 3 runs of 3, the control valid (docs/checker.md, "Slips in the share-partition code")
 # group-ownership-violation was here until 2026-11-29: rejoining at once it fired 1-2 times a window (0 in one CI
 # window) and was caught in 4 of 7. With the 4 s pause before each rejoin (seeded.REJOIN_GAP_S) it fired 4-5
 # times and was flagged in 5 of 5 windows, by the members' callbacks, and in the last one by the coordinator's
