@@ -168,3 +168,81 @@ def available_record_delivered(delivered: bool, available_by: int, later_acquire
     share-partition, delivered in the history, can have been acquired. False: the record was never
     delivered, though a later offset was acquired after all that (`share-record-lost`)."""
     return delivered or later_acquired_after < available_by + (2 * lock_ms + FETCH_SLACK_MS) * 1_000_000
+
+
+# --- share sessions (the prober's ShareFetch / ShareAcknowledge) ---------------------------------
+#
+# Read in Kafka's sources (kafka.server.share.SharePartitionManager `newContext` and
+# `acknowledgeSessionUpdate`, 4.3.1): a share session is keyed by (group, member) on one
+# share-partition leader and holds the epoch it expects next. Besides what these rules follow, the
+# leader drops a session when its cache evicts it, when the connection that opened it closes, or
+# when the broker restarts: the history shows none of that, so SHARE_SESSION_NOT_FOUND is always
+# allowed for a request that names a session (any epoch but 0).
+
+SHARE_FETCH, SHARE_ACKNOWLEDGE = "share_fetch", "share_acknowledge"
+#: the epochs of ShareRequestMetadata: 0 opens a session (ShareFetch only), -1 closes it
+SHARE_INITIAL_EPOCH, SHARE_FINAL_EPOCH = 0, -1
+MAX_INT32 = 2**31 - 1
+NONE = "NONE"
+SHARE_SESSION_NOT_FOUND = "SHARE_SESSION_NOT_FOUND"
+INVALID_SHARE_SESSION_EPOCH = "INVALID_SHARE_SESSION_EPOCH"
+SHARE_SESSION_LIMIT_REACHED = "SHARE_SESSION_LIMIT_REACHED"
+#: the answers the session rules speak about; any other top-level error (INVALID_REQUEST,
+#: GROUP_AUTHORIZATION_FAILED, UNSUPPORTED_VERSION, ...) is decided before the session is looked at
+SHARE_SESSION_ANSWERS = frozenset({NONE, SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH,
+                                   SHARE_SESSION_LIMIT_REACHED})
+#: a session state the history cannot tell (after an answer outside SHARE_SESSION_ANSWERS)
+UNKNOWN_SESSION = "unknown"
+
+
+def next_share_epoch(epoch: int) -> int:
+    """The epoch a share session expects after one that `epoch` answered (ShareRequestMetadata.nextEpoch,
+    KIP-932 "Share sessions"): one more, 1 after MAX_INT, and -1 stays -1."""
+    if epoch < 0:
+        return SHARE_FINAL_EPOCH
+    return 1 if epoch == MAX_INT32 else epoch + 1
+
+
+def share_session_answer(request: str, epoch: int, expected: int | None | str) -> frozenset[str] | None:
+    """KIP-932 "Share sessions": the session answers a leader may give a ShareFetch or ShareAcknowledge
+    (`request`) of `epoch` from a member whose session there expects `expected` (None: the member
+    has no session there; UNKNOWN_SESSION: the history cannot tell). None: not judged.
+
+    - ShareFetch 0 opens a new session, discarding one the member had: never a session error,
+      though the cache may be full (SHARE_SESSION_LIMIT_REACHED).
+    - ShareAcknowledge 0 cannot open one: INVALID_SHARE_SESSION_EPOCH.
+    - -1 closes the member's session, whatever its epoch: NONE, or SHARE_SESSION_NOT_FOUND without one.
+    - Any other epoch continues the session: with none, SHARE_SESSION_NOT_FOUND; the epoch it
+      expects, NONE; any other, INVALID_SHARE_SESSION_EPOCH.
+    SHARE_SESSION_NOT_FOUND is allowed for every request that names a session (it may have been
+    dropped unseen: evicted, its connection closed, its broker restarted)."""
+    if request == SHARE_ACKNOWLEDGE and epoch == SHARE_INITIAL_EPOCH:
+        return frozenset({INVALID_SHARE_SESSION_EPOCH})
+    if epoch == SHARE_INITIAL_EPOCH:
+        return frozenset({NONE, SHARE_SESSION_LIMIT_REACHED})
+    if expected == UNKNOWN_SESSION:
+        return None
+    if expected is None:
+        return frozenset({SHARE_SESSION_NOT_FOUND})
+    if epoch == SHARE_FINAL_EPOCH or epoch == expected:
+        return frozenset({NONE, SHARE_SESSION_NOT_FOUND})
+    return frozenset({INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_NOT_FOUND})
+
+
+def share_session_after(request: str, epoch: int, expected: int | None | str, answer: str) -> int | None | str:
+    """The epoch the member's session expects after `answer` to a request of `epoch`
+    (SharePartitionManager, KIP-932 "Share sessions"): an open starts at 1, a continuation moves one on,
+    a close or SHARE_SESSION_NOT_FOUND leaves no session, a wrong epoch changes nothing. After an answer
+    outside the session rules the history cannot tell (UNKNOWN_SESSION) until the next open."""
+    if answer not in SHARE_SESSION_ANSWERS:
+        return UNKNOWN_SESSION
+    if answer == SHARE_SESSION_NOT_FOUND:
+        return None
+    if answer in (INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_LIMIT_REACHED):
+        # an open refused for a full cache has already discarded the member's old session
+        return None if epoch == SHARE_INITIAL_EPOCH and request == SHARE_FETCH else expected
+    if epoch == SHARE_INITIAL_EPOCH:
+        return next_share_epoch(SHARE_INITIAL_EPOCH)
+    if epoch == SHARE_FINAL_EPOCH:
+        return None
+    return next_share_epoch(epoch)
