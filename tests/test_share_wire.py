@@ -102,3 +102,12 @@ def test_the_acquired_records_and_the_null_assignment_decode():
     empty = R(throttle_time_ms=0, error_code=0, error_message=None, member_id="m", member_epoch=1,
               heartbeat_interval_ms=5000, assignment=None)
     assert R.decode(empty.encode(version=1), version=1).assignment is None
+
+
+def test_the_prober_accepts_what_it_acquired_in_ascending_merged_ranges():
+    from kipcheck.harness.clients.share_prober import accept_all
+    answers = [{"topic": "t", "partition": 1, "acquired": [[20, 29, 1], [5, 9, 2]]},
+               {"topic": "t", "partition": 1, "acquired": [[10, 12, 1], [30, 30, 1]]},
+               {"topic": "t", "partition": 0, "acquired": []}, {"topic": "u", "partition": 0, "acquired": [[7, 7, 3]]}]
+    assert accept_all(answers) == [["t", 1, 5, 12, "accept"], ["t", 1, 20, 30, "accept"], ["u", 0, 7, 7, "accept"]]
+    assert accept_all([]) == []

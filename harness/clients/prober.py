@@ -83,8 +83,9 @@ class Prober(Worker):
 
     # -- the loop ----------------------------------------------------------------------
     def rounds(self):
-        every = [self.kip392_cases, self.fetch_session, self.list_offsets, self.offsets_for_leader_epoch,
-                 self.read_committed, self.transactions, *([self.share_session] if self.share_group else [])]
+        # a share workload's run asks share sessions second: its first round waits on the group's share state
+        every = [self.kip392_cases, *([self.share_session] if self.share_group else []), self.fetch_session,
+                 self.list_offsets, self.offsets_for_leader_epoch, self.read_committed, self.transactions]
         return [r for r in every if r.__name__ not in self.skip]
 
     def work(self):

@@ -81,7 +81,7 @@ class ShareSessionRound:
         more = self._fetch(broker, member, 1, [])
         acquired += (more or {}).get("partitions") or []
         self._fetch(broker, member, 2 + WRONG_EPOCH_STEP, [])  # wrong: the session expects 2
-        acks = accept_all(acquired)
+        acks = [a for a in accept_all(acquired) if a[0] in self.prober._view.topic_ids]
         epoch = 2
         if acks:
             self._acknowledge(broker, member, epoch, acks)
@@ -137,7 +137,7 @@ class ShareSessionRound:
         def send(conn):
             version = conn.version_for(ShareGroupHeartbeatRequest, SHARE_MIN_VERSION)
             answer = conn.request(request, version)
-            out = {"version": version, "error": error_name(answer.error_code), "member_epoch": answer.member_epoch,
+            out = {"version": version, "error": error_name(answer.error_code), "new_member_epoch": answer.member_epoch,
                    "heartbeat_interval_ms": answer.heartbeat_interval_ms, "assignment": None}
             if answer.assignment is not None:
                 out["assignment"] = sorted([names.get(t.topic_id, str(t.topic_id)), q]
@@ -146,7 +146,7 @@ class ShareSessionRound:
 
         answer = p.call("share_heartbeat", value, coordinator, send)
         if answer is not None and answer.get("error") == "NONE" and not leave:
-            member.epoch = answer["member_epoch"]
+            member.epoch = answer["new_member_epoch"]
             member.interval_s = max(0.1, answer["heartbeat_interval_ms"] / 1000)
             if answer["assignment"] is not None:
                 member.assigned = [(t, q) for t, q in answer["assignment"] if t in p.topics]
@@ -186,7 +186,7 @@ class ShareSessionRound:
                         for t, qs in sorted(by_topic.items())],
                     forgotten_topics_data=[])
         value = {"broker": broker, "group": self.group, "member_id": member.id, "session_epoch": epoch,
-                 "partitions": [[t, q] for t, q in partitions]}
+                 "adds": [[t, q] for t, q in partitions]}
         names = {v: k for k, v in ids.items()}
 
         def send(conn):
