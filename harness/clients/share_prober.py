@@ -10,9 +10,10 @@ one of them:
 1. ShareFetch, epoch 0: opens a share session on the assigned partitions it leads;
 2. ShareFetch, epoch 1: the session continues;
 3. ShareFetch, a wrong epoch: KIP-932 answers INVALID_SHARE_SESSION_EPOCH, the session stays;
-4. ShareAcknowledge, the right epoch: accepts every record the session acquired;
-5. ShareFetch, epoch -1: closes the session (the leader releases what it still held);
-6. ShareFetch, the next epoch of the closed session: SHARE_SESSION_NOT_FOUND.
+4. ShareAcknowledge, epoch 0 (an acknowledgement cannot open a session): INVALID_SHARE_SESSION_EPOCH;
+5. ShareAcknowledge, the right epoch: accepts every record the session acquired;
+6. ShareFetch, epoch -1: closes the session (the leader releases what it still held);
+7. ShareFetch, the next epoch of the closed session: SHARE_SESSION_NOT_FOUND.
 
 Then it leaves the group (a heartbeat with member epoch -1). Every request is one history
 operation (`share_heartbeat`, `share_fetch`, `share_acknowledge`) through `Prober.call`: `ok` when
@@ -82,6 +83,7 @@ class ShareSessionRound:
         acquired += (more or {}).get("partitions") or []
         self._fetch(broker, member, 2 + WRONG_EPOCH_STEP, [])  # wrong: the session expects 2
         acks = [a for a in accept_all(acquired) if a[0] in self.prober._view.topic_ids]
+        self._acknowledge(broker, member, 0, acks)  # refused whatever it carries: 0 opens sessions only by fetch
         epoch = 2
         if acks:
             self._acknowledge(broker, member, epoch, acks)

@@ -1,6 +1,7 @@
 """The prober's KIP-932 share sessions on a live cluster (issue 31 §3): in a share run it joins a
 share group of its own, opens a share session on a partition leader, continues it, sends a
-deliberately wrong epoch (answered INVALID_SHARE_SESSION_EPOCH), accepts what it acquired, closes
+deliberately wrong epoch (answered INVALID_SHARE_SESSION_EPOCH), acknowledges at epoch 0 (refused
+alike), accepts what it acquired, closes
 the session and finds it gone; the checker's share-session rule finds the history valid."""
 from __future__ import annotations
 
@@ -41,9 +42,9 @@ def test_the_prober_drives_share_sessions_and_the_history_is_valid(workload, his
     assert all(r["value"]["session_epoch"] > 0 for r in wrong)
     acquired = [a for r in fetches for p in r["value"]["partitions"] for a in p["acquired"]]
     assert acquired and all(first <= last and count >= 1 for first, last, count in acquired)
-    acks = [r for r in records if r["f"] == "share_acknowledge" and r["type"] == "ok"]
-    assert acks and acks[0]["value"]["top_error"] == "NONE"
-    assert all(a[4] == "accept" for a in acks[0]["value"]["acks"])
+    acks = {r["value"]["session_epoch"]: r["value"] for r in records if r["f"] == "share_acknowledge" and r["type"] == "ok"}
+    assert acks[0]["top_error"] == "INVALID_SHARE_SESSION_EPOCH"  # an acknowledgement never opens a session
+    assert acks[2]["top_error"] == "NONE" and all(a[4] == "accept" for a in acks[2]["acks"])
     assert any(r["f"] == "share_heartbeat" and r["type"] == "ok" and r["value"]["member_epoch"] == -1
                and r["value"]["error"] == "NONE"
                for r in records), "the prober's member never left its group"
