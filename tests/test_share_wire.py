@@ -39,7 +39,8 @@ def fetch_response():
              responses=[R.ShareFetchableTopicResponse(topic_id=TOPIC, partitions=[P(
                  partition_index=0, error_code=0, error_message=None, acknowledge_error_code=0,
                  acknowledge_error_message=None, current_leader=P.LeaderIdAndEpoch(leader_id=1, leader_epoch=4),
-                 records=None, acquired_records=[P.AcquiredRecords(first_offset=10, last_offset=19, delivery_count=2)])])],
+                 records=None,
+                 acquired_records=[P.AcquiredRecords(first_offset=10, last_offset=19, delivery_count=2)])])],
              node_endpoints=[R.NodeEndpoint(node_id=1, host="localhost", port=9092, rack=None)])
 
 

@@ -474,7 +474,8 @@ def _share_answered(h: History, rng: random.Random, candidates: list, name: str,
 
 
 @operator("share-wrong-epoch-accepted", "share-session-violation",
-          "KIP-932: a ShareFetch or ShareAcknowledge whose epoch is not the session's next gets INVALID_SHARE_SESSION_EPOCH")
+          "KIP-932: a ShareFetch or ShareAcknowledge whose epoch is not the session's next gets "
+          "INVALID_SHARE_SESSION_EPOCH")
 def _share_wrong_epoch(h: History, rng: random.Random):
     return _share_answered(h, rng, [r for r in _share_answers(h, "INVALID_SHARE_SESSION_EPOCH")
                                     if as_int(r["value"].get("session_epoch"), 0) != 0],

@@ -1,4 +1,6 @@
-"""The prober's KIP-932 round: one share session's life, driven by hand (docs/history.md, "The prober's share sessions").
+"""The prober's KIP-932 round: one share session's life, driven by hand.
+
+docs/history.md, "The prober's share sessions", says what it records.
 
 A share consumer library never sends a wrong share-session epoch, nor tells which answer it got;
 this round does, as the KIP-227 round does for fetch sessions. It joins a share group of its own

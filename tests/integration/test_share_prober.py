@@ -42,7 +42,8 @@ def test_the_prober_drives_share_sessions_and_the_history_is_valid(workload, his
     assert all(r["value"]["session_epoch"] > 0 for r in wrong)
     acquired = [a for r in fetches for p in r["value"]["partitions"] for a in p["acquired"]]
     assert acquired and all(first <= last and count >= 1 for first, last, count in acquired)
-    acks = {r["value"]["session_epoch"]: r["value"] for r in records if r["f"] == "share_acknowledge" and r["type"] == "ok"}
+    acks = {r["value"]["session_epoch"]: r["value"] for r in records
+            if r["f"] == "share_acknowledge" and r["type"] == "ok"}
     assert acks[0]["top_error"] == "INVALID_SHARE_SESSION_EPOCH"  # an acknowledgement never opens a session
     assert acks[2]["top_error"] == "NONE" and all(a[4] == "accept" for a in acks[2]["acks"])
     assert any(r["f"] == "share_heartbeat" and r["type"] == "ok" and r["value"]["member_epoch"] == -1
