@@ -112,3 +112,22 @@ def test_the_prober_accepts_what_it_acquired_in_ascending_merged_ranges():
                {"topic": "t", "partition": 0, "acquired": []}, {"topic": "u", "partition": 0, "acquired": [[7, 7, 3]]}]
     assert accept_all(answers) == [["t", 1, 5, 12, "accept"], ["t", 1, 20, 30, "accept"], ["u", 0, 7, 7, "accept"]]
     assert accept_all([]) == []
+
+
+def test_the_prober_asks_share_sessions_only_in_a_share_run_and_second(tmp_path):
+    import threading
+    from kipcheck.harness.clients.prober import Prober
+    from kipcheck.harness.clients.share_prober import prober_group
+    from kipcheck.rundir.writer import History
+    history = History(tmp_path / "history.jsonl")
+    try:
+        stop = threading.Event()
+        plain = [r.__name__ for r in Prober("localhost:1", ["t"], history, stop).rounds()]
+        share = [r.__name__ for r in Prober("localhost:1", ["t"], history, stop, share_group="g").rounds()]
+        skipped = [r.__name__ for r in Prober("localhost:1", ["t"], history, stop, share_group="g",
+                                              skip=frozenset({"share_session"})).rounds()]
+    finally:
+        history.close()
+    assert "share_session" not in plain and share[1] == "share_session" and skipped == plain
+    assert share[:1] + share[2:] == plain
+    assert prober_group("kipcheck-share-t-abc123") == "kipcheck-share-t-abc123-prober"
