@@ -175,9 +175,10 @@ def available_record_delivered(delivered: bool, available_by: int, later_acquire
 # Read in Kafka's sources (kafka.server.share.SharePartitionManager `newContext` and
 # `acknowledgeSessionUpdate`, 4.3.1): a share session is keyed by (group, member) on one
 # share-partition leader and holds the epoch it expects next. Besides what these rules follow, the
-# leader drops a session when its cache evicts it, when the connection that opened it closes, or
-# when the broker restarts: the history shows none of that, so SHARE_SESSION_NOT_FOUND is always
-# allowed for a request that names a session (any epoch but 0).
+# leader drops a session when the connection that opened it closes (ShareSessionCache's
+# ClientConnectionDisconnectListener), when its cache makes room, or when the broker restarts: the
+# history shows none of that, so SHARE_SESSION_NOT_FOUND is always allowed for a request that names
+# a session (any epoch but 0).
 
 SHARE_FETCH, SHARE_ACKNOWLEDGE = "share_fetch", "share_acknowledge"
 #: the epochs of ShareRequestMetadata: 0 opens a session (ShareFetch only), -1 closes it
