@@ -172,13 +172,19 @@ def available_record_delivered(delivered: bool, available_by: int, later_acquire
 
 # --- share sessions (the prober's ShareFetch / ShareAcknowledge) ---------------------------------
 #
-# Read in Kafka's sources (kafka.server.share.SharePartitionManager `newContext` and
-# `acknowledgeSessionUpdate`, 4.3.1): a share session is keyed by (group, member) on one
-# share-partition leader and holds the epoch it expects next. Besides what these rules follow, the
-# leader drops a session when the connection that opened it closes (ShareSessionCache's
-# ClientConnectionDisconnectListener), when its cache makes room, or when the broker restarts: the
-# history shows none of that, so SHARE_SESSION_NOT_FOUND is always allowed for a request that names
-# a session (any epoch but 0).
+# Read in Kafka's sources (kafka.server.share.SharePartitionManager `newContext`,
+# `acknowledgeSessionUpdate` and `releaseSession`; org.apache.kafka.server.share.session.ShareSessionCache;
+# 4.3.1): a share session is keyed by (group, member) on one share-partition leader and holds the
+# epoch it expects next. Besides the member's own requests (epoch 0 replaces it, -1 closes it), it
+# leaves the cache only
+# - when the connection that opened it closes (`maybeCreateSession` maps that connection id to the
+#   session; ClientConnectionDisconnectListener.onDisconnect removes it),
+# - when the broker's cache is emptied: a new life of the broker (the cache is in memory), or
+#   share.version turned off (`onShareVersionToggle`, which no run does),
+# and never to make room: 4.3.1's cache has no eviction (no `tryEvict`, no eviction time); full at
+# group.share.max.share.sessions (2000 by default), it refuses the new session instead
+# (SHARE_SESSION_LIMIT_REACHED). So SHARE_SESSION_NOT_FOUND for a live session is allowed only where
+# one of those can have acted (`share_session_may_be_gone`).
 
 SHARE_FETCH, SHARE_ACKNOWLEDGE = "share_fetch", "share_acknowledge"
 #: the epochs of ShareRequestMetadata: 0 opens a session (ShareFetch only), -1 closes it
@@ -204,7 +210,23 @@ def next_share_epoch(epoch: int) -> int:
     return 1 if epoch == MAX_INT32 else epoch + 1
 
 
-def share_session_answer(request: str, epoch: int, expected: int | None | str) -> frozenset[str] | None:
+#: fault effects (kipcheck.effects) through which a session can go unseen: a new life empties the
+#: broker's cache; a stopped node or cut links can close, on the broker's side, the connection that
+#: opened it
+SESSION_DROPPING_EFFECTS = frozenset({"loses-state", "stops-node", "cuts-links"})
+
+
+def share_session_may_be_gone(opened_on, sent_on, fault_since_open: bool) -> bool:
+    """Whether a leader can have dropped a member's live session before answering a request of it
+    (the mechanisms above): the request went on another connection than the one that opened the
+    session (`opened_on`, `sent_on`: the client's connection ids; None: not recorded, so unknown;
+    the opening one may have closed), or a fault with a SESSION_DROPPING_EFFECTS effect on that
+    broker overlapped the time from the open's invoke to the answer (`fault_since_open`)."""
+    return fault_since_open or opened_on is None or sent_on is None or opened_on != sent_on
+
+
+def share_session_answer(request: str, epoch: int, expected: int | None | str,
+                         may_be_gone: bool = False) -> frozenset[str] | None:
     """KIP-932 "Share sessions": the session answers a leader may give a ShareFetch or ShareAcknowledge
     (`request`) of `epoch` from a member whose session there expects `expected` (None: the member
     has no session there; UNKNOWN_SESSION: the history cannot tell). None: not judged.
@@ -215,8 +237,8 @@ def share_session_answer(request: str, epoch: int, expected: int | None | str) -
     - -1 closes the member's session, whatever its epoch: NONE, or SHARE_SESSION_NOT_FOUND without one.
     - Any other epoch continues the session: with none, SHARE_SESSION_NOT_FOUND; the epoch it
       expects, NONE; any other, INVALID_SHARE_SESSION_EPOCH.
-    SHARE_SESSION_NOT_FOUND is allowed for every request that names a session (it may have been
-    dropped unseen: evicted, its connection closed, its broker restarted)."""
+    SHARE_SESSION_NOT_FOUND is allowed too for a live session that `may_be_gone`
+    (`share_session_may_be_gone`: its connection closed, its broker lost its cache), never else."""
     if request == SHARE_ACKNOWLEDGE and epoch == SHARE_INITIAL_EPOCH:
         return frozenset({INVALID_SHARE_SESSION_EPOCH})
     if epoch == SHARE_INITIAL_EPOCH:
@@ -225,9 +247,10 @@ def share_session_answer(request: str, epoch: int, expected: int | None | str) -
         return None
     if expected is None:
         return frozenset({SHARE_SESSION_NOT_FOUND})
+    gone = frozenset({SHARE_SESSION_NOT_FOUND}) if may_be_gone else frozenset()
     if epoch == SHARE_FINAL_EPOCH or epoch == expected:
-        return frozenset({NONE, SHARE_SESSION_NOT_FOUND})
-    return frozenset({INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_NOT_FOUND})
+        return frozenset({NONE}) | gone
+    return frozenset({INVALID_SHARE_SESSION_EPOCH}) | gone
 
 
 def share_session_after(request: str, epoch: int, expected: int | None | str, answer: str) -> int | None | str:

@@ -498,9 +498,9 @@ def _share_closed_continued(h: History, rng: random.Random):
 
 
 @operator("share-session-dropped-unseen", None,
-          "a share-partition leader may drop a share session the history does not see go (its cache evicts it, the "
-          "connection that opened it closes): every later request of it, up to the member's next open, is "
-          "answered SHARE_SESSION_NOT_FOUND")
+          "a share-partition leader drops a share session when the connection that opened it closes (Kafka "
+          "4.3.1's cache never evicts one): every later request of it, up to the member's next open, goes on a "
+          "new connection and is answered SHARE_SESSION_NOT_FOUND")
 def _share_dropped(h: History, rng: random.Random):
     def member(r):
         return (r["value"].get("broker"), r["value"].get("group"), r["value"].get("member_id"))
@@ -510,6 +510,7 @@ def _share_dropped(h: History, rng: random.Random):
     if r is None:
         return None
     e, changed = Edit(h), []
+    reconnected = 1 + max((as_int(r["value"].get("connection"), 0) for r in requests), default=0)
     for later in requests:
         if later["index"] < r["index"] or member(later) != member(r):
             continue
@@ -517,6 +518,9 @@ def _share_dropped(h: History, rng: random.Random):
             if later["f"] == "share_fetch":
                 break  # the member opens a new session
             continue  # an acknowledgement of epoch 0 is refused either way
+        for i in (later["index"], h.invoke_of.get(later["index"])):
+            if i is not None:
+                e.take(i)["value"]["connection"] = reconnected
         v = e.take(later["index"])["value"]
         v["top_error"] = "SHARE_SESSION_NOT_FOUND"
         v.update({"partitions": []} if later["f"] == "share_fetch" else {"partition_errors": {}})

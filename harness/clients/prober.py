@@ -76,6 +76,7 @@ class Prober(Worker):
         self.probes = 0
         self.process = history.new_process()
         self._connections: dict[int, BrokerConnection] = {}
+        self._opened = itertools.count(1)  # numbers the connections it opens, for the records that name them
         self._view: MetadataView | None = None
         self._hwm: dict[tuple, int] = {}  # (broker, topic, partition) -> last HWM it reported
         self._log_start: dict[tuple, int] = {}  # (topic, partition) -> last log start offset seen
@@ -157,8 +158,14 @@ class Prober(Worker):
         conn = self._connections.get(broker)
         if conn is None:
             conn = BrokerConnection(self._view.brokers[broker][0], timeout=self.timeout)
+            conn.number = next(self._opened)
             self._connections[broker] = conn
         return conn
+
+    def connection_number(self, broker: int) -> int:
+        """The number of the connection to `broker` the next request goes on (opening it if none is):
+        KIP-932's leader drops a share session when the connection that opened it closes."""
+        return self.connection(broker).number
 
     def close(self) -> None:
         for conn in self._connections.values():

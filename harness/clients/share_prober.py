@@ -190,7 +190,7 @@ class ShareSessionRound:
                         for t, qs in sorted(by_topic.items())],
                     forgotten_topics_data=[])
         value = {"broker": broker, "group": self.group, "member_id": member.id, "session_epoch": epoch,
-                 "adds": [[t, q] for t, q in partitions]}
+                 "connection": p.connection_number(broker), "adds": [[t, q] for t, q in partitions]}
         names = {v: k for k, v in ids.items()}
 
         def send(conn):
@@ -221,7 +221,8 @@ class ShareSessionRound:
             topics.setdefault(t, []).append(P(partition_index=q, acknowledgement_batches=batches))
         request = A(group_id=self.group, member_id=member.id, share_session_epoch=epoch,
                     topics=[A.AcknowledgeTopic(topic_id=ids[t], partitions=ps) for t, ps in topics.items()])
-        value = {"broker": broker, "group": self.group, "member_id": member.id, "session_epoch": epoch, "acks": acks}
+        value = {"broker": broker, "group": self.group, "member_id": member.id, "session_epoch": epoch,
+                 "connection": p.connection_number(broker), "acks": acks}
         names = {v: k for k, v in ids.items()}
 
         def send(conn):
