@@ -79,6 +79,7 @@ OBSERVED: dict[str, str] = {
     "kip932.exclusive_acquisition": "records a share consumer's poll acquired (each against the record's other deliveries)",
     "kip932.accepted_not_redelivered": "records a share consumer's poll acquired (each against the record's accepts)",
     "kip932.delivery_count_allowed": "records a share consumer's poll acquired (the delivery count it was told)",
+    "kip932.share_session_answer": "the prober's ShareFetch and ShareAcknowledge answers (its own share group's sessions)",
     "kip932.available_record_delivered": "records a share consumer's poll acquired (the acknowledged sends below each "
                                          "judged for loss, where the group starts at the earliest offset)",
     "transactions.lso_within_hwm": "fetch answers that carried a last stable offset",
@@ -136,6 +137,8 @@ REACHED_BY: dict[str, tuple[str, ...]] = {
     "kip932.accepted_not_redelivered": ("share_consumers",),
     "kip932.delivery_count_allowed": ("share_consumers",),
     "kip932.available_record_delivered": ("share_consumers",),
+    # the prober's share round runs only on a share workload's run, on brokers that answer KIP-932's APIs
+    "kip932.share_session_answer": ("probes", "share_consumers", "prober.share_session"),
     # KIP-98: every fetch answer carries an LSO; the prober's read_committed round returns records;
     # read_committed consumers poll (the default consumers cycle read_committed in)
     "transactions.lso_within_hwm": ("probes", "prober.kip392_cases"),
@@ -239,6 +242,8 @@ def opportunities(record: dict) -> tuple[str, ...]:
         return ("kip848.reowned_in_time",) * len(v.get("partitions") or ())
     if is_offset_fetch_answer(record):
         return ("kip848.committed_offset_kept", "kip848.resume_within_commits") * len(v.get("offsets") or ())
+    if f in ("share_fetch", "share_acknowledge") and isinstance(v.get("top_error"), str):
+        return ("kip932.share_session_answer",)
     if is_share_delivery(record):
         return ("kip932.exclusive_acquisition", "kip932.accepted_not_redelivered",
                 "kip932.delivery_count_allowed", "kip932.available_record_delivered") * len(v.get("records") or ())
@@ -406,6 +411,9 @@ NOT_DEMANDED = {
     "kip848.resume_within_commits": "the first assignment waits on the group coordinator's start, not on the set-up",
     # a revocation needs a membership to end (10-20 s after its first assignment) or a rebalance
     "kip848.reowned_in_time": "a revocation waits on a member leaving or joining, not on the set-up",
+    # the prober's share member fetches only once its group's share state is initialized (up to ~75 s
+    # after a coordinator failover, docs/history.md "Share groups"), and its round comes every seventh
+    "kip932.share_session_answer": "the prober's share member waits on its group's share state, not on the set-up",
     # only a fault that moves replicas (their `moves-replicas` effect) starts a reassignment
     "kip455.completion_allowed": "a reassignment is started by a fault that moves replicas, not by the set-up",
 }

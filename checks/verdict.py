@@ -30,7 +30,7 @@ ANOMALY_NAMES = (
     "group-ownership-violation", "slow-rebalance", "committed-offset-regression", "resume-skip",
     # share groups (checks/rules/share_rules.py)
     "share-double-acquire", "share-accepted-redelivered", "share-delivery-limit-exceeded",
-    "share-record-lost",
+    "share-record-lost", "share-session-violation",
     # transactions (checks/rules/txn_rules.py)
     "aborted-read", "precommitted-read", "torn-transaction", "lso-violation",
     # liveness (checks/rules/liveness_rules.py)

@@ -63,7 +63,7 @@ PLAN: tuple[Step, ...] = (
          "torn-transaction, lso-violation, hanging-transaction", workload="txn"),
     Step("share", "kill,partition,latency", "KIP-932 on the share workload, the consumer links slower than the "
          "record lock: share-double-acquire, share-accepted-redelivered, share-delivery-limit-exceeded, "
-         "share-record-lost",
+         "share-record-lost, share-session-violation (the prober's own share sessions)",
          workload="share", needs="share-groups"),
     Step("tiered", "kill", "KIP-405/KIP-1023 on a tiered topic: tiered-offset-violation, remote reads",
          tiered=True, needs="tiered-storage"),

@@ -62,7 +62,8 @@ class WorkloadService:
         if "workload.log_append_time" in skip:  # CreateTime topics: no stamps to judge an answer by time against
             prober_skip |= {"list_offsets@time"}
         no_propagation = {"propagation_every": 0} if "observer.metadata_propagation" in skip else {}
-        self.probes = [Prober(bootstrap, list(options.topics), history, self.stop_event, seed=seed, skip=prober_skip),
+        self.probes = [Prober(bootstrap, list(options.topics), history, self.stop_event, seed=seed, skip=prober_skip,
+                              share_group=self.share_group),
                        Observer(bootstrap, [options.topic], history, self.stop_event, kraft=cluster.kraft_settings(),
                                 seed=seed, **no_propagation)] if probes else []
         # the coordinator's view of the subscribers' KIP-848 group (harness.clients.group_describer)

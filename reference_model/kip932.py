@@ -168,3 +168,105 @@ def available_record_delivered(delivered: bool, available_by: int, later_acquire
     share-partition, delivered in the history, can have been acquired. False: the record was never
     delivered, though a later offset was acquired after all that (`share-record-lost`)."""
     return delivered or later_acquired_after < available_by + (2 * lock_ms + FETCH_SLACK_MS) * 1_000_000
+
+
+# --- share sessions (the prober's ShareFetch / ShareAcknowledge) ---------------------------------
+#
+# Read in Kafka's sources (kafka.server.share.SharePartitionManager `newContext`,
+# `acknowledgeSessionUpdate` and `releaseSession`; org.apache.kafka.server.share.session.ShareSessionCache;
+# 4.3.1): a share session is keyed by (group, member) on one share-partition leader and holds the
+# epoch it expects next. Besides the member's own requests (epoch 0 replaces it, -1 closes it), it
+# leaves the cache only
+# - when the connection that opened it closes (`maybeCreateSession` maps that connection id to the
+#   session; ClientConnectionDisconnectListener.onDisconnect removes it),
+# - when the broker's cache is emptied: a new life of the broker (the cache is in memory), or
+#   share.version turned off (`onShareVersionToggle`, which no run does),
+# and never to make room: 4.3.1's cache has no eviction (no `tryEvict`, no eviction time); full at
+# group.share.max.share.sessions (2000 by default), it refuses the new session instead
+# (SHARE_SESSION_LIMIT_REACHED). So SHARE_SESSION_NOT_FOUND for a live session is allowed only where
+# one of those can have acted (`share_session_may_be_gone`).
+
+SHARE_FETCH, SHARE_ACKNOWLEDGE = "share_fetch", "share_acknowledge"
+#: the epochs of ShareRequestMetadata: 0 opens a session (ShareFetch only), -1 closes it
+SHARE_INITIAL_EPOCH, SHARE_FINAL_EPOCH = 0, -1
+MAX_INT32 = 2**31 - 1
+NONE = "NONE"
+SHARE_SESSION_NOT_FOUND = "SHARE_SESSION_NOT_FOUND"
+INVALID_SHARE_SESSION_EPOCH = "INVALID_SHARE_SESSION_EPOCH"
+SHARE_SESSION_LIMIT_REACHED = "SHARE_SESSION_LIMIT_REACHED"
+#: the answers the session rules speak about; any other top-level error (INVALID_REQUEST,
+#: GROUP_AUTHORIZATION_FAILED, UNSUPPORTED_VERSION, ...) is decided before the session is looked at
+SHARE_SESSION_ANSWERS = frozenset({NONE, SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH,
+                                   SHARE_SESSION_LIMIT_REACHED})
+#: a session state the history cannot tell (after an answer outside SHARE_SESSION_ANSWERS)
+UNKNOWN_SESSION = "unknown"
+
+
+def next_share_epoch(epoch: int) -> int:
+    """The epoch a share session expects after one that `epoch` answered (ShareRequestMetadata.nextEpoch,
+    KIP-932 "Share sessions"): one more, 1 after MAX_INT, and -1 stays -1."""
+    if epoch < 0:
+        return SHARE_FINAL_EPOCH
+    return 1 if epoch == MAX_INT32 else epoch + 1
+
+
+#: fault effects (kipcheck.effects) through which a session can go unseen: a new life empties the
+#: broker's cache; a stopped node or cut links can close, on the broker's side, the connection that
+#: opened it
+SESSION_DROPPING_EFFECTS = frozenset({"loses-state", "stops-node", "cuts-links"})
+
+
+def share_session_may_be_gone(opened_on, sent_on, fault_since_open: bool) -> bool:
+    """Whether a leader can have dropped a member's live session before answering a request of it
+    (the mechanisms above): the request went on another connection than the one that opened the
+    session (`opened_on`, `sent_on`: the client's connection ids; None: not recorded, so unknown;
+    the opening one may have closed), or a fault with a SESSION_DROPPING_EFFECTS effect on that
+    broker overlapped the time from the open's invoke to the answer (`fault_since_open`)."""
+    return fault_since_open or opened_on is None or sent_on is None or opened_on != sent_on
+
+
+def share_session_answer(request: str, epoch: int, expected: int | None | str,
+                         may_be_gone: bool = False) -> frozenset[str] | None:
+    """KIP-932 "Share sessions": the session answers a leader may give a ShareFetch or ShareAcknowledge
+    (`request`) of `epoch` from a member whose session there expects `expected` (None: the member
+    has no session there; UNKNOWN_SESSION: the history cannot tell). None: not judged.
+
+    - ShareFetch 0 opens a new session, discarding one the member had: never a session error,
+      though the cache may be full (SHARE_SESSION_LIMIT_REACHED).
+    - ShareAcknowledge 0 cannot open one: INVALID_SHARE_SESSION_EPOCH.
+    - -1 closes the member's session, whatever its epoch: NONE, or SHARE_SESSION_NOT_FOUND without one.
+    - Any other epoch continues the session: with none, SHARE_SESSION_NOT_FOUND; the epoch it
+      expects, NONE; any other, INVALID_SHARE_SESSION_EPOCH.
+    SHARE_SESSION_NOT_FOUND is allowed too for a live session that `may_be_gone`
+    (`share_session_may_be_gone`: its connection closed, its broker lost its cache), never else."""
+    if request == SHARE_ACKNOWLEDGE and epoch == SHARE_INITIAL_EPOCH:
+        return frozenset({INVALID_SHARE_SESSION_EPOCH})
+    if epoch == SHARE_INITIAL_EPOCH:
+        return frozenset({NONE, SHARE_SESSION_LIMIT_REACHED})
+    if expected == UNKNOWN_SESSION:
+        return None
+    if expected is None:
+        return frozenset({SHARE_SESSION_NOT_FOUND})
+    gone = frozenset({SHARE_SESSION_NOT_FOUND}) if may_be_gone else frozenset()
+    if epoch == SHARE_FINAL_EPOCH or epoch == expected:
+        return frozenset({NONE}) | gone
+    return frozenset({INVALID_SHARE_SESSION_EPOCH}) | gone
+
+
+def share_session_after(request: str, epoch: int, expected: int | None | str, answer: str) -> int | None | str:
+    """The epoch the member's session expects after `answer` to a request of `epoch`
+    (SharePartitionManager, KIP-932 "Share sessions"): an open starts at 1, a continuation moves one on,
+    a close or SHARE_SESSION_NOT_FOUND leaves no session, a wrong epoch changes nothing. After an answer
+    outside the session rules the history cannot tell (UNKNOWN_SESSION) until the next open."""
+    if answer not in SHARE_SESSION_ANSWERS:
+        return UNKNOWN_SESSION
+    if answer == SHARE_SESSION_NOT_FOUND:
+        return None
+    if answer in (INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_LIMIT_REACHED):
+        # an open refused for a full cache has already discarded the member's old session
+        return None if epoch == SHARE_INITIAL_EPOCH and request == SHARE_FETCH else expected
+    if epoch == SHARE_INITIAL_EPOCH:
+        return next_share_epoch(SHARE_INITIAL_EPOCH)
+    if epoch == SHARE_FINAL_EPOCH:
+        return None
+    return next_share_epoch(epoch)

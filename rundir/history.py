@@ -59,6 +59,7 @@ KNOWN_F = frozenset({
     "committed",  # a group member's OffsetFetch of its group's committed offsets (docs/history.md)
     "group_describe",  # the coordinator's ConsumerGroupDescribe answer (harness.clients.group_describer)
     "share_subscribe", "share_poll", "share_ack",  # share consumers, KIP-932 (docs/history.md, "Share groups")
+    "share_heartbeat", "share_fetch", "share_acknowledge",  # the prober's KIP-932 share sessions
     # sane extras: consumer positioning and bookkeeping, admin probes, run markers
     "seek", "subscribe", "commit", "create_topics", "describe_cluster", "log",
 })

@@ -24,7 +24,11 @@ GROUPS = CORPUS / "groups-slice"
 #: reassign-while-down --seed 1 --duration 60`, 2026-11-28): its partition_change records and the fault, renumbered,
 #: which is all the reassignment rule reads; two completed moves (kipcheck/1 to the spare broker and back)
 REASSIGN = CORPUS / "reassign-slice"
-RUNS = sorted(p for p in CORPUS.iterdir() if (p / "history.jsonl.gz").exists() and p not in (LONG, GROUPS, REASSIGN))
+#: the prober's share-session records of a live share run of 4.3.1 (tests/integration/test_share_prober.py,
+#: 2026-11-29): its share_heartbeat, share_fetch and share_acknowledge records, renumbered; three rounds
+SHARE_SESSIONS = CORPUS / "share-session-slice"
+RUNS = sorted(p for p in CORPUS.iterdir()
+              if (p / "history.jsonl.gz").exists() and p not in (LONG, GROUPS, REASSIGN, SHARE_SESSIONS))
 SEEDS = range(1)
 
 #: caught / judged, at least (measured 2026-11-28 on this corpus: every operator at every
@@ -37,6 +41,9 @@ LONG_ONLY = {"partition-never-acknowledges-after-heal", "transaction-described-o
 GROUP_ONLY = {"partition-given-before-revoked"}
 #: operators on reassignments: the corpus runs moved no replica with its metadata log's adding/removing read
 REASSIGN_ONLY = {"move-completed-short-of-a-target"}
+#: operators on the prober's share sessions: only share runs have them (the corpus runs are not)
+SHARE_SESSION_ONLY = {"share-wrong-epoch-accepted", "share-acknowledge-opens-session", "share-closed-session-continued",
+                      "share-session-dropped-unseen"}
 
 
 def _load(runs) -> tuple[dict, dict, dict]:
@@ -65,6 +72,11 @@ def reassign_corpus():
     return _load([REASSIGN])
 
 
+@pytest.fixture(scope="module")
+def share_session_corpus():
+    return _load([SHARE_SESSIONS])
+
+
 def _operator_forms():
     """Each operator under both profiles, as one test; a benign one as two, one per profile.
 
@@ -91,7 +103,8 @@ def _profiles(profiles: dict, form: str) -> dict:
 def test_operator_at_its_floor(name, form, request):
     histories, profiles, bounds = request.getfixturevalue(
         "long_corpus" if name in LONG_ONLY else "group_corpus" if name in GROUP_ONLY
-        else "reassign_corpus" if name in REASSIGN_ONLY else "corpus")
+        else "reassign_corpus" if name in REASSIGN_ONLY else "share_session_corpus" if name in SHARE_SESSION_ONLY
+        else "corpus")
     profiles = _profiles(profiles, form)
     assert all(profiles.values()), f"{name}: no profile of the form {form}"
     tallies = measure(histories, profiles, SEEDS, [name], bounds=bounds)

@@ -109,7 +109,7 @@ GROUP_RULES = ("kip848.handoff_allowed", "kip848.committed_offset_kept", "kip848
                "kip848.reowned_in_time")
 #: the KIP-932 rules a share consumer reaches (only `--workload share` has them)
 SHARE_RULES = ("kip932.exclusive_acquisition", "kip932.accepted_not_redelivered", "kip932.delivery_count_allowed",
-               "kip932.available_record_delivered")
+               "kip932.available_record_delivered", "kip932.share_session_answer")
 #: the coordinator's view: only consumer-protocol subscribers' groups are described
 DESCRIBE_RULE = "kip848.assigned_to_one_member"
 KIP848_MEMBERS = {"consumers": 2, "consumer_modes": ["subscribe"], "group_protocol": "consumer"}

@@ -146,4 +146,4 @@ def test_model_rules_exported():
                         "ineligible-leader", "premature-reassignment-completion", "append-time-violation",
                         "time-offset-violation", "group-ownership-violation", "slow-rebalance", "committed-offset-regression",
                         "resume-skip", "share-double-acquire", "share-accepted-redelivered",
-                        "share-delivery-limit-exceeded", "share-record-lost"}
+                        "share-delivery-limit-exceeded", "share-record-lost", "share-session-violation"}

@@ -65,7 +65,8 @@ def test_the_wheel_has_one_top_level_name_and_ships_its_data(installed):
                     "kipcheck/checks/samples/leader-isolation/history.jsonl",
                     "kipcheck/harness/backends/seeded_bugs/pom.xml",
                     "kipcheck/harness/backends/seeded_bugs/src/main/java/kipcheck/seeded/Agent.java",
-                    "kipcheck/harness/backends/remote_storage/pom.xml"):
+                    "kipcheck/harness/backends/remote_storage/pom.xml",
+                    "kipcheck/harness/clients/share_schemas/ShareFetchRequest.json"):
         assert shipped in names, shipped
     assert not any(n.startswith("kipcheck/tests/") for n in names)
 

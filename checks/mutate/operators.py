@@ -454,6 +454,80 @@ def _epoch_reused(h: History, rng: random.Random):
     return _set_epoch(h, rng, -1, "session-epoch-reused")
 
 
+# -- KIP-932 share sessions (checks/rules/share_session_rules.py) ----------------------------
+
+_SHARE_REQUESTS = ("share_fetch", "share_acknowledge")
+
+
+def _share_answers(h: History, answer: str, f: str | None = None) -> list:
+    """The prober's answered share-session requests (of `f`, else both kinds) answered `answer`."""
+    return [r for g in ((f,) if f else _SHARE_REQUESTS) for r in h.ok(g) if r["value"].get("top_error") == answer]
+
+
+def _share_answered(h: History, rng: random.Random, candidates: list, name: str, note: str):
+    r = _pick(rng, sorted(candidates, key=lambda r: r["index"]))
+    if r is None:
+        return None
+    e = Edit(h)
+    e.take(r["index"])["value"]["top_error"] = "NONE"
+    return e.done(name, h.proof(r["index"]), f"{r['f']} epoch {r['value'].get('session_epoch')} {note}")
+
+
+@operator("share-wrong-epoch-accepted", "share-session-violation",
+          "KIP-932: a ShareFetch or ShareAcknowledge whose epoch is not the session's next gets "
+          "INVALID_SHARE_SESSION_EPOCH")
+def _share_wrong_epoch(h: History, rng: random.Random):
+    return _share_answered(h, rng, [r for r in _share_answers(h, "INVALID_SHARE_SESSION_EPOCH")
+                                    if as_int(r["value"].get("session_epoch"), 0) != 0],
+                           "share-wrong-epoch-accepted", "answered NONE, not INVALID_SHARE_SESSION_EPOCH")
+
+
+@operator("share-acknowledge-opens-session", "share-session-violation",
+          "KIP-932: a ShareAcknowledge of epoch 0 cannot open a share session: INVALID_SHARE_SESSION_EPOCH")
+def _share_ack_opens(h: History, rng: random.Random):
+    return _share_answered(h, rng, [r for r in _share_answers(h, "INVALID_SHARE_SESSION_EPOCH", "share_acknowledge")
+                                    if as_int(r["value"].get("session_epoch")) == 0],
+                           "share-acknowledge-opens-session", "answered NONE: an acknowledgement opened a session")
+
+
+@operator("share-closed-session-continued", "share-session-violation",
+          "KIP-932: after a close (epoch -1) the member has no share session: SHARE_SESSION_NOT_FOUND")
+def _share_closed_continued(h: History, rng: random.Random):
+    return _share_answered(h, rng, _share_answers(h, "SHARE_SESSION_NOT_FOUND"), "share-closed-session-continued",
+                           "answered NONE for a session that was gone")
+
+
+@operator("share-session-dropped-unseen", None,
+          "a share-partition leader drops a share session when the connection that opened it closes (Kafka "
+          "4.3.1's cache never evicts one): every later request of it, up to the member's next open, goes on a "
+          "new connection and is answered SHARE_SESSION_NOT_FOUND")
+def _share_dropped(h: History, rng: random.Random):
+    def member(r):
+        return (r["value"].get("broker"), r["value"].get("group"), r["value"].get("member_id"))
+    requests = sorted((r for f in _SHARE_REQUESTS for r in h.ok(f)), key=lambda r: r["index"])
+    r = _pick(rng, [r for r in requests if r["value"].get("top_error") == "NONE"
+                    and as_int(r["value"].get("session_epoch"), 0) > 0])
+    if r is None:
+        return None
+    e, changed = Edit(h), []
+    reconnected = 1 + max((as_int(r["value"].get("connection"), 0) for r in requests), default=0)
+    for later in requests:
+        if later["index"] < r["index"] or member(later) != member(r):
+            continue
+        if later["index"] > r["index"] and as_int(later["value"].get("session_epoch")) == 0:
+            if later["f"] == "share_fetch":
+                break  # the member opens a new session
+            continue  # an acknowledgement of epoch 0 is refused either way
+        for i in (later["index"], h.invoke_of.get(later["index"])):
+            if i is not None:
+                e.take(i)["value"]["connection"] = reconnected
+        v = e.take(later["index"])["value"]
+        v["top_error"] = "SHARE_SESSION_NOT_FOUND"
+        v.update({"partitions": []} if later["f"] == "share_fetch" else {"partition_errors": {}})
+        changed.append(later["index"])
+    return e.done("share-session-dropped-unseen", (), f"session dropped before {r['index']}: {len(changed)} answers")
+
+
 # -- KIP-98 / KIP-32 / KIP-966 / KIP-1166 ----------------------------------------------------
 
 @operator("lso-above-later-hwm", "lso-violation",

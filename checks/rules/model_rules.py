@@ -10,6 +10,7 @@ from kipcheck.checks.rules.reassignment_rules import ReassignmentRule
 from kipcheck.checks.rules.replica_rules import PreferredReplicaRule
 from kipcheck.checks.rules.session_rules import FetchSessionRule
 from kipcheck.checks.rules.share_rules import ShareGroupRule
+from kipcheck.checks.rules.share_session_rules import ShareSessionRule
 from kipcheck.checks.rules.timestamp_rules import AppendTimeRule
 
 MODEL_RULES = [
@@ -26,4 +27,5 @@ MODEL_RULES = [
     GroupLivenessRule(),
     CommitRule(),
     ShareGroupRule(),
+    ShareSessionRule(),
 ]

@@ -9,6 +9,9 @@ It asks the questions the KIPs answer and clients never ask on purpose:
   epoch, an unknown session id, a forgotten partition, and a close by ID/-1.
 - KIP-1023: ListOffsets with timestamps -1 to -6 (on a tiered topic -4..-6 mean something).
 - KIP-392: OffsetsForLeaderEpoch with replica id -1, to leaders and followers.
+- KIP-932 (a share workload's run only): a share session of the prober's own share-group member,
+  with a wrong epoch, an acknowledgement, a close and the closed session asked again
+  (harness.clients.share_prober).
 - KIP-664: ListTransactions to every broker, then DescribeTransactions of the open ones to the
   broker that listed them (their coordinator): how long the coordinator has kept each open.
 
@@ -62,8 +65,10 @@ class Prober(Worker):
     """Cycles through probe rounds over `topics` until stopped, one request at a time."""
 
     def __init__(self, bootstrap: str, topics: list[str], history: History, stop: threading.Event,
-                 pause: float = 0.05, seed: int = 0, timeout: float = 5.0, skip: frozenset[str] = frozenset()):
+                 pause: float = 0.05, seed: int = 0, timeout: float = 5.0, skip: frozenset[str] = frozenset(),
+                 share_group: str | None = None):
         super().__init__("prober", history, stop)
+        self.share_group = share_group  # the run's share group (a share workload), else None
         self.skip = skip  # probe rounds the cluster cannot answer (see harness.clients.capabilities)
         self.bootstrap = [a for a in bootstrap.split(",") if a]
         self.topics, self.pause, self.timeout = list(topics), pause, timeout
@@ -71,6 +76,7 @@ class Prober(Worker):
         self.probes = 0
         self.process = history.new_process()
         self._connections: dict[int, BrokerConnection] = {}
+        self._opened = itertools.count(1)  # numbers the connections it opens, for the records that name them
         self._view: MetadataView | None = None
         self._hwm: dict[tuple, int] = {}  # (broker, topic, partition) -> last HWM it reported
         self._log_start: dict[tuple, int] = {}  # (topic, partition) -> last log start offset seen
@@ -78,8 +84,9 @@ class Prober(Worker):
 
     # -- the loop ----------------------------------------------------------------------
     def rounds(self):
-        every = [self.kip392_cases, self.fetch_session, self.list_offsets, self.offsets_for_leader_epoch,
-                 self.read_committed, self.transactions]
+        # a share workload's run asks share sessions second: its first round waits on the group's share state
+        every = [self.kip392_cases, *([self.share_session] if self.share_group else []), self.fetch_session,
+                 self.list_offsets, self.offsets_for_leader_epoch, self.read_committed, self.transactions]
         return [r for r in every if r.__name__ not in self.skip]
 
     def work(self):
@@ -151,8 +158,14 @@ class Prober(Worker):
         conn = self._connections.get(broker)
         if conn is None:
             conn = BrokerConnection(self._view.brokers[broker][0], timeout=self.timeout)
+            conn.number = next(self._opened)
             self._connections[broker] = conn
         return conn
+
+    def connection_number(self, broker: int) -> int:
+        """The number of the connection to `broker` the next request goes on (opening it if none is):
+        KIP-932's leader drops a share session when the connection that opened it closes."""
+        return self.connection(broker).number
 
     def close(self) -> None:
         for conn in self._connections.values():
@@ -243,6 +256,13 @@ class Prober(Worker):
         for broker in [state.leader, *(b for b in state.replicas if b != state.leader and b in self._view.brokers)]:
             self.fetch_batch_edge(broker, key, self.fetch_one(broker, key, start, None, state.leader_epoch, isolation=1),
                                   None, state.leader_epoch, isolation=1)
+
+    # -- KIP-932 ---------------------------------------------------------------------
+    def share_session(self, key) -> None:
+        """One share session's life, as a member of the prober's own share group (`key` is unused:
+        the coordinator decides which partitions the member fetches)."""
+        from kipcheck.harness.clients.share_prober import ShareSessionRound, prober_group
+        ShareSessionRound(self, prober_group(self.share_group)).run()
 
     # -- KIP-664: the coordinators' own view of open transactions ---------------------------
     def transactions(self, key) -> None:
