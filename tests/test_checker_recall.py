@@ -24,8 +24,9 @@ GROUPS = CORPUS / "groups-slice"
 #: reassign-while-down --seed 1 --duration 60`, 2026-11-28): its partition_change records and the fault, renumbered,
 #: which is all the reassignment rule reads; two completed moves (kipcheck/1 to the spare broker and back)
 REASSIGN = CORPUS / "reassign-slice"
-#: the prober's share-session records of a live share run of 4.3.1 (tests/integration/test_share_prober.py,
-#: 2026-11-29): its share_heartbeat, share_fetch and share_acknowledge records, renumbered; three rounds
+#: the prober's share-session records of a live share run of 4.3.1 (the control window of `kipcheck selftest --bugs
+#: share-session-violation`, 2026-11-29): its share_heartbeat, share_fetch and share_acknowledge records, renumbered;
+#: three rounds, each request's connection recorded
 SHARE_SESSIONS = CORPUS / "share-session-slice"
 RUNS = sorted(p for p in CORPUS.iterdir()
               if (p / "history.jsonl.gz").exists() and p not in (LONG, GROUPS, REASSIGN, SHARE_SESSIONS))
@@ -43,7 +44,7 @@ GROUP_ONLY = {"partition-given-before-revoked"}
 REASSIGN_ONLY = {"move-completed-short-of-a-target"}
 #: operators on the prober's share sessions: only share runs have them (the corpus runs are not)
 SHARE_SESSION_ONLY = {"share-wrong-epoch-accepted", "share-acknowledge-opens-session", "share-closed-session-continued",
-                      "share-session-dropped-unseen"}
+                      "share-session-dropped-unseen", "share-session-lost-on-its-connection"}
 
 
 def _load(runs) -> tuple[dict, dict, dict]:

@@ -9,6 +9,7 @@ from pathlib import Path
 from kipcheck.checks.verdict import ANOMALY_NAMES
 from kipcheck.harness.backends import seeded
 from kipcheck.checks.rules.share_rules import SHARE_ANOMALIES
+from kipcheck.checks.rules.share_session_rules import NAME as SHARE_SESSION_ANOMALY
 from kipcheck.harness.selftest import (CONTROL, SELFTEST_GROUP_CONFIG, SHARE, format_markdown, kip_evidence,
                                        matrix_passes, restatus, status, window_rejoin, window_rejoin_gap, window_seconds,
                                        window_workload)
@@ -168,7 +169,7 @@ def test_the_slow_rebalance_window_outlasts_the_selftest_clusters_bound(tmp_path
 def test_each_share_rule_has_one_slip_on_the_share_workload():
     """Issue 31 §4: one seeded slip per KIP-932 anomaly, flagged by its own name; its window runs share consumers."""
     share = [b for b in seeded.BUGS if b.workload == SHARE]
-    assert sorted(b.anomaly for b in share) == sorted(SHARE_ANOMALIES)
+    assert sorted(b.anomaly for b in share) == sorted([*SHARE_ANOMALIES, SHARE_SESSION_ANOMALY])
     assert all(b.name == b.anomaly and b.clients for b in share)
 
 

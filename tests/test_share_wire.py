@@ -131,3 +131,30 @@ def test_the_prober_asks_share_sessions_only_in_a_share_run_and_second(tmp_path)
     assert "share_session" not in plain and share[1] == "share_session" and skipped == plain
     assert share[:1] + share[2:] == plain
     assert prober_group("kipcheck-share-t-abc123") == "kipcheck-share-t-abc123-prober"
+
+
+def test_the_prober_numbers_its_connections_and_keeps_one_per_broker_until_closed(tmp_path, monkeypatch):
+    """A share session lives on the connection that opened it (ShareSessionCache's disconnect listener): the
+    records name it by the prober's number, the same while it stays open, a new one once reopened."""
+    import threading
+    from types import SimpleNamespace
+    from kipcheck.harness.clients import prober as prober_module
+    from kipcheck.rundir.writer import History
+
+    class FakeConnection:
+        def __init__(self, address, timeout):
+            self.address = address
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(prober_module, "BrokerConnection", FakeConnection)
+    history = History(tmp_path / "history.jsonl")
+    try:
+        p = prober_module.Prober("localhost:1", ["t"], history, threading.Event(), share_group="g")
+        p._view = SimpleNamespace(brokers={1: ("a:1", None), 2: ("b:1", None)})
+        first = [p.connection_number(1), p.connection_number(1), p.connection_number(2)]
+        p.close()
+        assert first == [1, 1, 2] and p.connection_number(1) == 3
+    finally:
+        history.close()

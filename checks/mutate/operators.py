@@ -497,6 +497,22 @@ def _share_closed_continued(h: History, rng: random.Random):
                            "answered NONE for a session that was gone")
 
 
+@operator("share-session-lost-on-its-connection", "share-session-violation",
+          "Kafka 4.3.1 drops a live share session only with the connection that opened it or its broker's cache (it "
+          "never evicts): a continuation on the opening connection, no fault since, gets no SHARE_SESSION_NOT_FOUND")
+def _share_lost_on_its_connection(h: History, rng: random.Random):
+    r = _pick(rng, sorted((r for r in _share_answers(h, "NONE") if as_int(r["value"].get("session_epoch"), 0) > 0),
+                          key=lambda r: r["index"]))
+    if r is None:
+        return None
+    e = Edit(h)
+    v = e.take(r["index"])["value"]
+    v["top_error"] = "SHARE_SESSION_NOT_FOUND"
+    v.update({"partitions": []} if r["f"] == "share_fetch" else {"partition_errors": {}})
+    return e.done("share-session-lost-on-its-connection", h.proof(r["index"]),
+                  f"{r['f']} epoch {v.get('session_epoch')} answered SHARE_SESSION_NOT_FOUND on its session's connection")
+
+
 @operator("share-session-dropped-unseen", None,
           "a share-partition leader drops a share session when the connection that opened it closes (Kafka "
           "4.3.1's cache never evicts one): every later request of it, up to the member's next open, goes on a "

@@ -214,6 +214,14 @@ BUGS: tuple[SeededBug, ...] = (
               # available (kip932.available_record_delivered): in a 15 s window the first losses (~13 s in) had
               # no acquisition late enough after them (measured 2026-11-29: 8 fires, 8 records missing, missed)
               workload="share", min_window=2 * SHARE_WINDOW_S),
+    SeededBug("share-session-violation", "kafka.server.share.SharePartitionManager.newContext",
+              "a ShareFetch that continues a share session with an epoch the session does not expect is taken as "
+              "the expected one: answered NONE and the session moved on (client libraries never send a wrong "
+              "epoch: the prober's share round does)",
+              "KIP-932 share sessions: a request whose epoch is not the session's next gets "
+              "INVALID_SHARE_SESSION_EPOCH and leaves the session unchanged",
+              # the prober's share round comes second in its cycle and waits for its own group's assignment
+              workload="share", min_window=SHARE_WINDOW_S),
 )
 BY_NAME = {b.name: b for b in BUGS}
 

@@ -19,8 +19,10 @@ one of them:
 
 Then it leaves the group (a heartbeat with member epoch -1). Every request is one history
 operation (`share_heartbeat`, `share_fetch`, `share_acknowledge`) through `Prober.call`: `ok` when
-answered whatever its error, `info` when the answer was lost. The coordinator lookup is not
-recorded (as the prober's metadata lookups are not).
+answered whatever its error, `info` when the answer was lost. A ShareFetch or ShareAcknowledge names
+the connection it goes on (`Prober.connection_number`): the leader drops a share session when the
+connection that opened it closes, and the checker allows SHARE_SESSION_NOT_FOUND only then (or after
+a fault). The coordinator lookup is not recorded (as the prober's metadata lookups are not).
 """
 from __future__ import annotations
 

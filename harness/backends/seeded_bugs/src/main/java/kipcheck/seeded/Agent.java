@@ -78,7 +78,9 @@ public final class Agent {
             new Target("share-delivery-limit-exceeded", "org.apache.kafka.server.share.fetch.InFlightState",
                     "tryUpdateState", SLIPS + "ShareDeliveryLimit"),
             new Target("share-record-lost", "kafka.server.share.SharePartition", "acquireNewBatchRecords",
-                    SLIPS + "ShareNewBatchStart"));
+                    SLIPS + "ShareNewBatchStart"),
+            new Target("share-session-violation", "kafka.server.share.SharePartitionManager", "newContext",
+                    SLIPS + "ShareSessionEpochCheck"));
 
     /** Matchers narrowing a method name to the one overload each slip is written for. */
     static ElementMatcher<MethodDescription> methodMatcher(Target t) {
@@ -104,6 +106,8 @@ public final class Agent {
                     long.class, long.class));
             case "acknowledge": return m.and(ElementMatchers.takesArguments(String.class, List.class));
             case "tryUpdateState": return m.and(ElementMatchers.takesArguments(4));
+            case "newContext": return m.and(ElementMatchers.takesArguments(7))
+                    .and(ElementMatchers.takesArgument(4, int.class));
             case "acquireNewBatchRecords": return m.and(ElementMatchers.takesArguments(7))
                     .and(ElementMatchers.takesArgument(3, long.class)).and(ElementMatchers.takesArgument(4, long.class));
             case "fetchOffsets": return m.and(ElementMatchers.takesArguments(2)).and(ElementMatchers.takesArgument(1, long.class));

@@ -24,6 +24,9 @@ import org.apache.kafka.server.share.acknowledge.ShareAcknowledgementBatch;
 import org.apache.kafka.server.share.fetch.DeliveryCountOps;
 import org.apache.kafka.server.share.fetch.InFlightState;
 import org.apache.kafka.server.share.fetch.RecordState;
+import org.apache.kafka.server.share.session.ShareSession;
+import org.apache.kafka.server.share.session.ShareSessionCache;
+import org.apache.kafka.server.share.session.ShareSessionKey;
 import org.apache.kafka.server.storage.log.FetchIsolation;
 import org.apache.kafka.storage.internals.log.LogReadInfo;
 import org.apache.kafka.storage.internals.log.UnifiedLog;
@@ -535,6 +538,30 @@ public final class Slips {
             if (Bugs.on("share-record-lost") && lastOffset > firstOffset && Bugs.every("share-record-lost", 5)) {
                 firstOffset = firstOffset + 1;
                 Bugs.fired("share-record-lost");
+            }
+        }
+    }
+
+    /**
+     * kafka.server.share.SharePartitionManager.newContext(String, List, List, String, int, Boolean, String)
+     * (every ShareFetch's session step): share-session-violation. A ShareFetch that continues a share
+     * session (epoch above 0) with an epoch the session does not expect is taken as if it named the expected
+     * one: answered NONE, the session moved on, instead of INVALID_SHARE_SESSION_EPOCH. Client libraries
+     * never send a wrong epoch, so only the prober's deliberately wrong one bites. Breaks KIP-932 "Share
+     * sessions": a request whose epoch is not the session's next is refused and the session is unchanged.
+     */
+    public static final class ShareSessionEpochCheck {
+        @Advice.OnMethodEnter
+        public static void enter(@Advice.FieldValue("cache") ShareSessionCache cache,
+                                 @Advice.Argument(0) String groupId, @Advice.Argument(3) String memberId,
+                                 @Advice.Argument(value = 4, readOnly = false) int shareSessionEpoch) {
+            if (!Bugs.on("share-session-violation") || shareSessionEpoch <= 0 || cache == null) {
+                return;
+            }
+            ShareSession session = cache.get(new ShareSessionKey(groupId, memberId));
+            if (session != null && session.epoch() != shareSessionEpoch) {
+                shareSessionEpoch = session.epoch();
+                Bugs.fired("share-session-violation");
             }
         }
     }
