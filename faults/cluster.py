@@ -193,6 +193,8 @@ class Admin(Protocol):
 
     def partitions(self, topic: str) -> list: ...  # views with topic, partition, leader, replicas, isr
 
+    def topic_id(self, topic: str) -> str: ...  # Kafka's Uuid.toString of the topic's id (share coordinators key on it)
+
     def wait_brokers(self, count: int, timeout: float) -> None: ...
 
     def wait_full_isr(self, topic: str, timeout: float) -> list: ...

@@ -30,13 +30,15 @@ class FaultPlan:
 
     @classmethod
     def asked(cls, names: list[str] | None, *, seed: int, duration: float, topic: str, intensity: float = 1.0,
-              partitions: int = 3, transactional_ids: tuple[str, ...] = (), runs: Collection[str] | None = None,
+              partitions: int = 3, transactional_ids: tuple[str, ...] = (),
+              share_group: str | None = None, runs: Collection[str] | None = None,
               why_not: Callable[[str], str] | None = None, default: tuple[str, ...] | None = None,
               brokers: int | None = None) -> FaultPlan:
         """The run's faults, checked: `names` are kinds or `all` (None: the run's default). The backend
         injects `runs` (None: every kind), `why_not` says why not another, and `default` replaces the
         run's default where it cannot isolate a leader. `brokers`: how many the run starts (None:
-        kipcheck starts none). An unknown kind or too few brokers is one line (FaultError)."""
+        kipcheck starts none). `share_group`: the share workload's group, whose coordinators the
+        schedule may aim at. An unknown kind or too few brokers is one line (FaultError)."""
         asked = None if names is None else parse_kinds(",".join(names))
         if asked is None:
             kinds = None if default is None else tuple(default)
@@ -49,7 +51,7 @@ class FaultPlan:
             specs = schedules.single_partition(duration, topic)
         else:
             specs = schedules.generate(seed, list(kinds), duration, topic, intensity, partitions=partitions,
-                                       transactional_ids=transactional_ids)
+                                       transactional_ids=transactional_ids, share_group=share_group)
         return cls(kinds, tuple(specs), refused, cluster_options(kinds or ()))
 
     @classmethod

@@ -88,35 +88,65 @@ def single_partition(duration: float, topic: str) -> list[FaultSpec]:
                       params={"target": "leader", "topic": topic, "partition": 0})]
 
 
-#: node and link faults that may hit a transaction coordinator instead of a partition's leader or follower
+#: node and link faults that may hit a coordinator (a transaction's, a share group's) instead of a
+#: partition's leader or follower
 COORDINATOR_KINDS = {"partition", "partition-oneway", "kill", "pause", "restart", "latency"}
 #: Latency on the clients' link to a coordinator (issue 22): longer than the txn producers' request
 #: timeout (5 s, harness.clients.workload.PRODUCER_REQUEST_TIMEOUT_MS), so a producer gives up on an
 #: AddPartitionsToTxn, EndTxn or produce request and retries it while the first is still on its way
 #: (the delayed-commit-lands-on-a-later-transaction case KIP-890 defends against)
 COORDINATOR_LATENCY_MS = (6000, 8000)
+#: Latency on a share run's client links (issue 31): longer than the record lock (5 s,
+#: WorkloadOptions.share_lock_ms), so the lock of records a share consumer acquired expires before
+#: its acknowledgement arrives, and a heartbeat answer comes after the records went to another member
+SHARE_LATENCY_MS = (6000, 8000)
+#: the share group's coordinators: the group coordinator (membership, assignment) and the share
+#: coordinator holding a share-partition's state (start offset, delivery counts)
+SHARE_COORDINATOR_TARGETS = ("group-coordinator", "share-coordinator")
 
 
 def generate(seed: int, kinds: list[str], duration: float, topic: str, intensity: float = 1.0,
-             partitions: int = 3, transactional_ids: tuple[str, ...] = ()) -> list[FaultSpec]:
+             partitions: int = 3, transactional_ids: tuple[str, ...] = (),
+             share_group: str | None = None) -> list[FaultSpec]:
     """Alternate fault windows and quiet gaps over the first 80% of the run, kinds drawn from `kinds`.
 
     `intensity` stretches windows and shortens gaps (2.0: twice as long, half the rest). With
     `transactional_ids` (the txn workload) half the node faults of `COORDINATOR_KINDS` hit the
     coordinator of one of them instead, drawn from a second generator so that the times and
     kinds stay those of the seed's schedule without transactions; such a latency is
-    `COORDINATOR_LATENCY_MS`, past the producers' request timeout."""
+    `COORDINATOR_LATENCY_MS`, past the producers' request timeout. With `share_group` (the share
+    workload) half of them hit its group coordinator or the share coordinator of the spec's
+    partition, the same way, and every latency is `SHARE_LATENCY_MS`, past the record lock."""
     specs = _generate(seed, kinds, duration, topic, intensity, partitions)
-    if not transactional_ids:
-        return specs
-    rng = random.Random(f"{seed}/coordinator")
+    if transactional_ids:
+        specs = _on_txn_coordinators(specs, random.Random(f"{seed}/coordinator"), transactional_ids)
+    if share_group:
+        specs = _on_share_coordinators(specs, random.Random(f"{seed}/share-coordinator"), share_group)
+    return specs
 
+
+def _on_txn_coordinators(specs: list[FaultSpec], rng: random.Random,
+                         transactional_ids: tuple[str, ...]) -> list[FaultSpec]:
     def on_coordinator(s: FaultSpec) -> FaultSpec:
         params = {**s.params, "target": "coordinator", "transactional_id": rng.choice(transactional_ids)}
         if s.kind == "latency":
             params["latency"] = rng.choice(COORDINATOR_LATENCY_MS)
         return FaultSpec(s.kind, s.start, s.duration, params)
     return [on_coordinator(s) if s.kind in COORDINATOR_KINDS and rng.random() < 0.5 else s for s in specs]
+
+
+def _on_share_coordinators(specs: list[FaultSpec], rng: random.Random, group: str) -> list[FaultSpec]:
+    """Half the `COORDINATOR_KINDS` faults moved to one of the share group's coordinators (the spec's
+    topic and partition name the share-partition whose share coordinator it is); every latency
+    longer than the lock, wherever it lands (the share consumers fetch from the leaders)."""
+    def on_share(s: FaultSpec) -> FaultSpec:
+        params = dict(s.params)
+        if s.kind in COORDINATOR_KINDS and rng.random() < 0.5:
+            params.update(target=rng.choice(SHARE_COORDINATOR_TARGETS), group=group)
+        if s.kind == "latency":
+            params["latency"] = rng.choice(SHARE_LATENCY_MS)
+        return FaultSpec(s.kind, s.start, s.duration, params)
+    return [on_share(s) for s in specs]
 
 
 def _generate(seed: int, kinds: list[str], duration: float, topic: str, intensity: float,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import platform
+import secrets
 import signal
 import threading
 import time
@@ -142,10 +143,12 @@ def _prepare(options: RunOptions, ui) -> tuple[Backend, RunOptions, FaultPlan]:
     run starts, the cluster they need and their schedule (faults.plan). `options.faults` becomes
     the kinds the run injects (config.json, the reproduce command)."""
     backend, options = registry.prepare(options)
+    # the share group is named here, before the schedule that may aim at its coordinators
+    options = replace(options, workload=options.workload.with_share_group(secrets.token_hex(3)))
     support, w = backend.capabilities.faults, options.workload
     faults = FaultPlan.asked(options.faults, seed=options.seed, duration=options.duration, topic=w.topic,
                              intensity=options.intensity, partitions=w.partitions,
-                             transactional_ids=w.transactional_ids, runs=support.kinds, why_not=support.why_not,
+                             transactional_ids=w.transactional_ids, share_group=w.share_group, runs=support.kinds, why_not=support.why_not,
                              default=support.default,
                              brokers=options.brokers if backend.capabilities.starts_kafka else None)
     if (note := support.default_note(options.faults)) is not None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kipcheck.faults.targets import kafka_uuid_string
 from kipcheck.harness.errors import HarnessError
 
 
@@ -81,6 +82,12 @@ class Admin:
         return [PartitionView(topic, p.id, p.leader.id if p.leader else -1,
                               tuple(r.id for r in p.replicas), tuple(r.id for r in p.isr))
                 for p in desc.partitions]
+
+    def topic_id(self, topic: str) -> str:
+        """The topic's id as Kafka's Uuid.toString writes it (the share coordinators' keys hold it)."""
+        fut = self.client.describe_topics(TopicCollection([topic]), request_timeout=self.timeout)[topic]
+        uuid = fut.result(timeout=self.timeout + 5).topic_id
+        return kafka_uuid_string(uuid.get_most_significant_bits(), uuid.get_least_significant_bits())
 
     def leader(self, topic: str, partition: int) -> int:
         for p in self.partitions(topic):

@@ -26,7 +26,7 @@ from kipcheck.harness.clients import values
 from kipcheck.harness.clients.admin import quiet_logger
 from kipcheck.harness.clients.client_errors import error_text
 from kipcheck.harness.clients.workload import Worker
-from kipcheck.harness.clients.workload_options import WorkloadOptions
+from kipcheck.harness.clients.workload_options import WorkloadOptions, share_group_name
 from kipcheck.rundir.writer import History, Operation
 
 log = logging.getLogger("kipcheck.workload")
@@ -39,7 +39,7 @@ POLL_TIMEOUT_S = 0.5
 
 def share_group(topic: str, token: str) -> str:
     """The run's share group: new for each run, so no state of an earlier run's group reaches it."""
-    return f"kipcheck-share-{topic}-{token}"
+    return share_group_name(topic, token)
 
 
 def start_from_earliest(bootstrap: str, group: str) -> str | None:

@@ -3,7 +3,7 @@
 loading a client library."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 #: `--workload`'s choices (kipcheck run, campaign): the producers alone, transactions, share groups
 WORKLOADS = ("default", "txn", "share")
@@ -11,6 +11,11 @@ WORKLOADS = ("default", "txn", "share")
 GROUP_PROTOCOLS = ("classic", "consumer")
 #: the producers' request.timeout.ms (also a part of the default liveness bound, harness.run)
 PRODUCER_REQUEST_TIMEOUT_MS = 5000
+
+
+def share_group_name(topic: str, token: str) -> str:
+    """A run's share group: new for each run (`token`), so no state of an earlier run's group reaches it."""
+    return f"kipcheck-share-{topic}-{token}"
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,9 @@ class WorkloadOptions:
     # run (the release's floor is 1000 ms) and a delivery limit a few releases reach (its floor is 2)
     share_lock_ms: int = 5000
     share_delivery_limit: int = 3
+    # the share workload's group, named before the run (kipcheck run: harness.run) so that the fault
+    # schedule can aim at its coordinators; None: the workload names one when it starts
+    share_group: str | None = None
 
     @property
     def transactional_ids(self) -> tuple[str, ...]:
@@ -106,6 +114,13 @@ class WorkloadOptions:
                 ("group.share.min.record.lock.duration.ms", str(min(self.share_lock_ms, 15000))),
                 ("group.share.delivery.count.limit", str(self.share_delivery_limit)),
                 ("group.share.min.delivery.count.limit", str(min(self.share_delivery_limit, 2))))
+
+    def with_share_group(self, token: str) -> WorkloadOptions:
+        """These options with the share workload's group named (`token`: new for each run, so no
+        state of an earlier run's group reaches it); the others, and a named one, unchanged."""
+        if self.workload != "share" or self.share_group:
+            return self
+        return replace(self, share_group=share_group_name(self.topic, token))
 
     def producer_mode(self, seq: int) -> tuple[str, bool]:
         modes = self.producer_modes or ((self.acks, self.idempotence),)
