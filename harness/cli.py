@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -30,6 +31,14 @@ def _positive(kind, zero: bool = False):
         return value
     parse.__name__ = kind.__name__
     return parse
+
+
+def _group_id(text: str) -> str:
+    """An argparse type: a group id kipcheck may create (Kafka's legal topic characters, so that it reads
+    the same in every tool and log); a bad one is argparse's one-line error, exit 2."""
+    if not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", text):
+        raise argparse.ArgumentTypeError(f"not a group id (letters, digits, '.', '_', '-'; at most 249): {text!r}")
+    return text
 
 
 def _kafka_args(p: argparse.ArgumentParser) -> None:
@@ -62,6 +71,8 @@ def cmd_run(args) -> int:
             parse_requirement(args.require_coverage)  # a typo fails before the cluster starts
         except ValueError as e:
             raise HarnessError(str(e)) from None
+    if args.share_group and args.workload != "share":
+        raise HarnessError("--share-group names the group of --workload share; this run has none")
     if args.profile:
         from kipcheck.reference_model import profiles
         try:
@@ -81,7 +92,7 @@ def cmd_run(args) -> int:
                       upgrade_from=args.upgrade_from, upgrade_to=args.upgrade_to,
                       workload=WorkloadOptions(producers=args.producers, in_flight=args.in_flight, rate=args.rate,
                                                consumers=args.consumers, workload=args.workload,
-                                               share_consumers=args.share_consumers))
+                                               share_consumers=args.share_consumers, share_group=args.share_group))
     ui = ProgressUI(quiet=args.quiet)
     run_dir, verdict = run(opts, ui)
     if verdict is not None:
@@ -289,6 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
                         f"(default {w.consumers})")
     r.add_argument("--share-consumers", type=_positive(int), default=w.share_consumers,
                    help=f"share consumers of --workload share (default {w.share_consumers})")
+    r.add_argument("--share-group", type=_group_id, default=None, metavar="GROUP",
+                   help="the share group of --workload share (default: a new one each run); a reproduce command "
+                        "names it, so the seed's coordinator faults hit the same brokers")
     r.add_argument("--backend", choices=registry.names(), default=registry.DEFAULT,
                    help="native: start an embedded cluster (default); external: use --bootstrap; testcontainers: "
                         "a cluster of Docker containers (DOCKER_HOST), node and election faults only; ssh: a cluster "

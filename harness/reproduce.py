@@ -17,7 +17,7 @@ _FLAGS = {"duration": "--duration", "backend": "--backend", "bootstrap": "--boot
 #: WorkloadOptions field -> its flag (the workload options `kipcheck run` takes)
 _WORKLOAD_FLAGS = {"producers": "--producers", "in_flight": "--in-flight", "rate": "--rate",
                    "consumers": "--consumers", "workload": "--workload", "share_consumers": "--share-consumers",
-                   "group_protocol": "--group-protocol"}  # as resolved: the release's default is pinned too
+                   "share_group": "--share-group", "group_protocol": "--group-protocol"}  # as resolved: the release's default is pinned too
 
 
 def _changed(options, flags: dict[str, str]) -> list[str]:

@@ -148,7 +148,8 @@ def _prepare(options: RunOptions, ui) -> tuple[Backend, RunOptions, FaultPlan]:
     support, w = backend.capabilities.faults, options.workload
     faults = FaultPlan.asked(options.faults, seed=options.seed, duration=options.duration, topic=w.topic,
                              intensity=options.intensity, partitions=w.partitions,
-                             transactional_ids=w.transactional_ids, share_group=w.share_group, runs=support.kinds, why_not=support.why_not,
+                             transactional_ids=w.transactional_ids, share_group=w.share_group,
+                             runs=support.kinds, why_not=support.why_not,
                              default=support.default,
                              brokers=options.brokers if backend.capabilities.starts_kafka else None)
     if (note := support.default_note(options.faults)) is not None:

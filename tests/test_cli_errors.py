@@ -149,3 +149,12 @@ def test_report_of_a_damaged_run_is_one_line(tmp_path):
     (tmp_path / "verdict.json").write_text('{"valid": tr')
     code, _, err = kipcheck("report", str(tmp_path))
     assert_one_line_error(code, err, "damaged")
+
+
+def test_a_bad_share_group_is_refused_and_starts_nothing(tmp_path):
+    code, _, err = kipcheck("run", "--workload", "share", "--share-group", "two words", "--runs-dir", str(tmp_path))
+    assert code == 2 and "Traceback" not in err
+    assert "--share-group" in err.splitlines()[-1] and "two words" in err.splitlines()[-1], err  # argparse's error line
+    code, _, err = kipcheck("run", "--share-group", "kipcheck-share-1", "--runs-dir", str(tmp_path))
+    assert_one_line_error(code, err, "--share-group", "--workload share")
+    assert not any(tmp_path.iterdir())

@@ -191,6 +191,10 @@ def test_the_reproduce_command_names_the_resolved_release_and_the_workload():
                                         broker_jvm_args=("-Xmx1g",)), "9.10.0")
     assert line == ("kipcheck run --seed 3 --kafka-version 9.10.0 --tiered --recovery-bound 5 --producers 4 "
                     "--rate 0 --broker-jvm-arg=-Xmx1g")
+    # the share group decides which brokers the seed's coordinator faults hit: a repeat names it
+    share = reproduce_command(RunOptions(seed=14, workload=WorkloadOptions(workload="share").with_share_group("a1b2c3")),
+                              "4.3.1")
+    assert share.endswith("--workload share --share-group kipcheck-share-kipcheck-a1b2c3"), share
     # an external cluster of unknown release, and a rolling upgrade, name what they were given
     assert "--kafka-version" not in reproduce_command(RunOptions(seed=1, backend="external", bootstrap="h:9092"),
                                                       "unknown")
