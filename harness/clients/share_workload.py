@@ -42,6 +42,17 @@ def share_group(topic: str, token: str) -> str:
     return share_group_name(topic, token)
 
 
+def stall_seconds(rng: random.Random, options: WorkloadOptions, counts: list, lock_ms: int) -> float | None:
+    """How long a consumer holds a poll's records before acknowledging them (None: it does not stall).
+    One draw decides (`share_stall`); with `share_stall_fresh_only` only a poll holding a first delivery
+    (count 1) stalls; its length is drawn from `share_stall_ms`, or is one second past the lock."""
+    if not (rng.random() < options.share_stall):
+        return None
+    if options.share_stall_fresh_only and 1 not in counts:
+        return None
+    return (rng.choice(options.share_stall_ms) if options.share_stall_ms else lock_ms + 1000) / 1000
+
+
 def start_from_earliest(bootstrap: str, group: str) -> str | None:
     """Set the group's share.auto.offset.reset to earliest (KIP-932: `latest` by default, which
     would skip what the producers wrote before the first fetch). None, or why it failed."""
@@ -176,11 +187,10 @@ class ShareConsumerWorker(Worker):
 
     def _acknowledge(self, msgs: list) -> None:
         """Acknowledge every record of a poll with a seeded type, then commit (sync or async)."""
-        stalled = self._choice.random() < self.options.share_stall and \
-            (not self.options.share_stall_fresh_only or any(m.delivery_count() == 1 for m in msgs))
+        stall = stall_seconds(self._choice, self.options, [m.delivery_count() for m in msgs], self.lock_ms)
+        stalled = stall is not None
         if stalled:  # hold the records (past their lock by default: the broker makes them available again)
-            lengths = self.options.share_stall_ms
-            self.stop_event.wait((self._choice.choice(lengths) if lengths else self.lock_ms + 1000) / 1000)
+            self.stop_event.wait(stall)
         acks = []
         for m in msgs:
             kind = self._choice.choices(list(ACK_TYPES), weights=self.options.share_ack_weights)[0]
