@@ -53,8 +53,9 @@ class WorkloadService:
                           for i in range(options.consumers)]
         self.share_group, self.share_consumers = None, []
         if options.workload == "share":  # KIP-932 share consumers in one share group (harness.clients.share_workload)
-            from kipcheck.harness.clients.share_workload import ShareConsumerWorker, share_group
-            self.share_group = options.share_group or share_group(options.topic, secrets.token_hex(3))
+            from kipcheck.harness.clients.share_workload import ShareConsumerWorker
+            from kipcheck.harness.clients.workload_options import share_group_name
+            self.share_group = options.share_group or share_group_name(options.topic, secrets.token_hex(3))
             self.share_consumers = [ShareConsumerWorker(bootstrap, options, history, self.stop_event, i, self.share_group)
                                     for i in range(options.share_consumers)]
         self.nemesis = faults.nemesis(ctx, history, self.stop_event)

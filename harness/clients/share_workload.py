@@ -37,11 +37,6 @@ COMMIT_TIMEOUT_S = 10.0
 POLL_TIMEOUT_S = 0.5
 
 
-def share_group(topic: str, token: str) -> str:
-    """The run's share group: new for each run, so no state of an earlier run's group reaches it."""
-    return share_group_name(topic, token)
-
-
 def stall_seconds(rng: random.Random, options: WorkloadOptions, counts: list, lock_ms: int) -> float | None:
     """How long a consumer holds a poll's records before acknowledging them (None: it does not stall).
     One draw decides (`share_stall`); with `share_stall_fresh_only` only a poll holding a first delivery
@@ -74,7 +69,7 @@ def warm_up(bootstrap: str, topic: str, timeout: float) -> bool:
     group initialized its share-partitions meanwhile got NotCoordinatorException, and its members
     stayed without partitions for the rest of the 30 s run: Kafka retries such an initialization only
     after `group.share.initialize.retry.interval.ms` (30 s), longer than the run (docs/history.md)."""
-    name, group = f"{topic}-share-warmup", share_group(f"{topic}-warmup", secrets.token_hex(3))
+    name, group = f"{topic}-share-warmup", share_group_name(f"{topic}-warmup", secrets.token_hex(3))
     admin = AdminClient({"bootstrap.servers": bootstrap, "logger": quiet_logger()})
     deadline = time.monotonic() + timeout
     try:
