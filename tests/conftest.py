@@ -1,12 +1,20 @@
-"""The suite's own order and time budget.
+"""The suite's own order, its split over two workers, and its time budget.
 
 Pure tests (no live cluster, no Spark) run first, so a broken model or rule fails in seconds
 rather than after half an hour of clusters; the order within each group is the collected one,
-so a module's tests stay together. At the end the suite prints where its time went, per module
-(setup, call and teardown together), so CI's log keeps the budget a slow module spends."""
+so a module's tests stay together. The seeded-bug matrix, the longest module by far (one
+cluster, 26 windows one after another), is queued before all of them: under pytest-xdist
+(`scripts/test.sh` runs two workers) one worker spends the matrix's quarter hour on it while
+the other runs the pure tests and then the rest.
+
+Each module is one xdist group (`--dist loadgroup`), so its module-scoped cluster starts once,
+on one worker; modules that must not overlap share a group (`SERIAL`). At the end the suite
+prints where its time went, per module (setup, call and teardown together), so CI's log keeps
+the budget a slow module spends."""
 from __future__ import annotations
 
 import collections
+import time
 
 import pytest
 
@@ -19,8 +27,33 @@ def _is_slow(item) -> bool:
     return any(item.get_closest_marker(m) for m in _SLOW_MARKS) or "/integration/" in str(item.fspath)
 
 
+#: queued first: the module whose one fixture outlasts the rest of a worker's share
+FIRST = ("tests/integration/test_seeded_bugs_live.py",)
+#: modules that must not run beside each other, each tuple one group: both start a dockerd (in a namespace of its
+#: own) and compare the host's iptables rules before and after
+SERIAL = (("tests/integration/test_testcontainers.py", "tests/integration/test_beside_docker.py"),)
+
+
+def _module(item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def _order(item) -> int:
+    return 0 if _module(item) in FIRST else 1 + _is_slow(item)
+
+
+def _group(module: str) -> str:
+    return next((serial[0] for serial in SERIAL if module in serial), module)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=_is_slow)  # stable: each group keeps the collected order
+    items.sort(key=_order)  # stable: each group keeps the collected order
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_group(_module(item))))
+
+
+_started = time.monotonic()
 
 
 def pytest_runtest_logreport(report):
@@ -41,4 +74,5 @@ def pytest_terminal_summary(terminalreporter):
     rest = total - sum(s for _, s in _spent.most_common(25))
     if rest > 0:
         terminalreporter.write_line(f"{rest:8.1f} s {100 * rest / total:5.1f} %        {len(_spent) - 25} more modules")
-    terminalreporter.write_line(f"{total:8.1f} s in all, {len(_spent)} modules")
+    terminalreporter.write_line(f"{total:8.1f} s in all, {len(_spent)} modules, "
+                                f"{time.monotonic() - _started:.1f} s of wall time")

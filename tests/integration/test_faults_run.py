@@ -17,9 +17,10 @@ def _processes(pattern: str) -> list[str]:
     return subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True).stdout.splitlines()
 
 
-def _paused_pids() -> list[str]:
+def _paused_pids(root: str) -> list[str]:
+    """Stopped (SIGSTOP) JVMs and proxies of this run's cluster; another test's paused ones are not ours."""
     out = subprocess.run(["ps", "-eo", "pid,stat,args"], capture_output=True, text=True).stdout.splitlines()
-    return [l for l in out if l.split()[1].startswith("T") and ("kafka" in l or "toxiproxy" in l)]
+    return [l for l in out if l.split()[1].startswith("T") and ("kafka" in l or "toxiproxy" in l) and root in l]
 
 
 def test_run_with_every_fault_kind_is_valid_and_leaves_nothing(tmp_path, pytestconfig):
@@ -56,7 +57,7 @@ def test_run_with_every_fault_kind_is_valid_and_leaves_nothing(tmp_path, pytestc
     assert not [l for l in _processes("toxiproxy-server") if root in l]  # its -config file lives in the root
     assert (run_dir / "cluster" / "toxiproxy.log").exists()  # the link faults ran through proxies
     assert (run_dir / "cluster" / "toxiproxy-n1.log").exists()  # and those between nodes through each node's own
-    assert not _paused_pids()
+    assert not _paused_pids(root)
     # clock faults' offset files and failed log directories (faults/clock.py, faults/logdir.py) are gone too
     assert not list((run_dir / "cluster").glob("node-*/faketime*"))
     assert not list((run_dir / "cluster").glob("node-*/*.failed"))
