@@ -5,4 +5,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh --test
-exec python3 -m pytest -p no:cacheprovider -n 2 --dist loadgroup --no-loadscope-reorder "$@"
+exec python3 -m pytest -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder "$@"

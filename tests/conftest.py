@@ -7,8 +7,8 @@ cluster, 26 windows one after another), is queued before all of them: under pyte
 (`scripts/test.sh` runs two workers) one worker spends the matrix's quarter hour on it while
 the other runs the pure tests and then the rest.
 
-Each module is one xdist group (`--dist loadgroup`), so its module-scoped cluster starts once,
-on one worker; modules that must not overlap share a group (`SERIAL`). At the end the suite
+Each module is one unit of xdist's work, so its module-scoped cluster starts once, on one
+worker; modules that must not overlap are one unit together (`SERIAL`). At the end the suite
 prints where its time went, per module (setup, call and teardown together), so CI's log keeps
 the budget a slow module spends."""
 from __future__ import annotations
@@ -46,11 +46,21 @@ def _group(module: str) -> str:
     return next((serial[0] for serial in SERIAL if module in serial), module)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
     items.sort(key=_order)  # stable: each group keeps the collected order
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_group(_module(item))))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's `loadfile`, with the `SERIAL` modules one unit each. (Its `loadgroup` marks no
+    test under pytest 9: it renames a test by a field pytest no longer reads.)"""
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModuleGroups(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid.split("::", 1)[0])
+
+    return ModuleGroups(config, log)
 
 
 _started = time.monotonic()

@@ -264,7 +264,15 @@ def _runtime_imports(root: Path, path: Path) -> list[tuple[str, bool]]:
 
 def hidden_circles(root: Path, package: str = "harness") -> list[str]:
     """Each import inside a function whose module imports the importer back, directly or through
-    others: a circle the function-level import only hides (it breaks once someone imports early)."""
+    others: a circle the function-level import only hides (it breaks once someone imports early).
+    Each module is parsed once (the walk asks for the same modules again and again)."""
+    parsed: dict[str, list[str]] = {}
+
+    def imports_of(module: str) -> list[str]:
+        if module not in parsed:
+            parsed[module] = [m for m, _ in _runtime_imports(root, _module_path(root, module))]
+        return parsed[module]
+
     def reaches(start: str, target: str) -> bool:
         seen, todo = set(), [start]
         while todo:
@@ -273,7 +281,7 @@ def hidden_circles(root: Path, package: str = "harness") -> list[str]:
                 return True
             if module not in seen:
                 seen.add(module)
-                todo += [m for m, _ in _runtime_imports(root, _module_path(root, module))]
+                todo += imports_of(module)
         return False
     circles = []
     for path in sorted((root / package).rglob("*.py")):
