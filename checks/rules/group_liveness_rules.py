@@ -81,6 +81,10 @@ class GroupLivenessRule(BaseRule):
     def __init__(self, bound_ns: int = kip848.REOWN_BOUND_NS, source: str = "Kafka's default timeouts"):
         self.bound_ns, self.source = int(bound_ns), source  # `kip848.reown_bound_ns` of the run's settings
 
+    def reads(self, f: str, type_: str) -> bool:
+        """Assigns, OffsetFetches, faults and upgrades begun; every completion (a fatal one ends a client)."""
+        return type_ != "invoke" or f in ("assign", "committed") or f in _PAUSING
+
     def group_keys(self, record: dict) -> Iterable[str]:
         f, type_ = record.get("f"), record.get("type")
         if (f in (POLL, SUBSCRIBE) and type_ == "ok" or f == REVOKE and type_ != "invoke" or f in _PAUSING

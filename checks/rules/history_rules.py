@@ -610,8 +610,14 @@ class PartitionHistoryRule(BaseRule):
     streams = True  # `start`: one compact digest per partition; `check`/`check_group` are BaseRule's
     one_pass = True
 
+    fs = frozenset(("send", "seek", "poll", "fetch", "assign", *TXN_ENDS))
+
     def __init__(self, budget: int = 1_000_000):
         self.budget = budget  # WGL steps per window before the verdict becomes unknown
+
+    def reads(self, f: str, type_: str) -> bool:
+        """Polls and fetches answered, transactions ended (`fetched_records` reads ok answers alone)."""
+        return f in self.fs and (type_ == "ok" if f in ("poll", "fetch") else f not in TXN_ENDS or type_ != "invoke")
 
     def group_keys(self, record: dict) -> Iterable[str]:
         f, v = record["f"], record["value"]

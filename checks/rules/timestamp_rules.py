@@ -93,11 +93,16 @@ class AppendTimeRule(BaseRule):
     streams = True
     one_pass = True
     key = GROUP
+    fs = frozenset(("send", "fault", "poll", "list_offsets"))
+
+    def reads(self, f: str, type_: str) -> bool:
+        return f in self.fs and (type_ == "ok" if f in ("poll", "list_offsets") else True)
 
     def group_keys(self, record: dict) -> Iterable[str]:
         f = record.get("f")
         v = record.get("value") or {}
-        if (f == "send" or _clock_fault(record) or f == "poll" and "append_ms" in v or _by_time(record)
+        if (f == "send" or _clock_fault(record) or f == "poll" and record.get("type") == "ok" and "append_ms" in v
+                or _by_time(record)
                 or _max_timestamp(record)):
             return (GROUP,)
         return ()
