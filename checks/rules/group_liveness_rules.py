@@ -91,6 +91,13 @@ class GroupLivenessRule(BaseRule):
                 or type_ == "invoke" and is_group_assign(record) or is_callback_fetch(record) or _ends_a_client(record)):
             yield self.key
 
+    def split(self, record: dict) -> list[tuple[str, dict]]:
+        """An answered poll reaches the group bare: only that its member was still there (its
+        process and time) and whether its client failed are read of it."""
+        if record["f"] == POLL and record["type"] == "ok":
+            return [(self.key, {**record, "value": {"fatal": True} if _ends_a_client(record) else {}})]
+        return super().split(record)
+
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
         records = sorted(records, key=lambda r: r["index"])
         pauses, members = _pauses(records), _members(records)
