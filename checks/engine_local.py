@@ -152,7 +152,7 @@ def judge_records(records: Iterable[dict], rules: Sequence, profile: str = "kip"
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
     starts = [starter(rule) for rule in rules]
     keyed = Dispatch(rules).keyed
-    judges: dict = {}  # (rule, key) -> streaming judge
+    judges: list[dict] = [{} for _ in rules]  # per rule: key -> streaming judge
     held = _Groups(limit, spill_dir)
     pairs: Counter = Counter()
     anomalies = []
@@ -165,12 +165,13 @@ def judge_records(records: Iterable[dict], rules: Sequence, profile: str = "kip"
                     if start is None:
                         held.add((i, key), part)
                         continue
-                    judge = judges.get((i, key))
+                    judge = judges[i].get(key)
                     if judge is None:
-                        judge = judges[(i, key)] = start(key, profile)
+                        judge = judges[i][key] = start(key, profile)
                     judge.add(part)
-            for gid in sorted(judges):
-                anomalies.extend(judges.pop(gid).finish())
+            for of_rule in judges:  # in (rule, key) order
+                for key in sorted(of_rule):
+                    anomalies.extend(of_rule.pop(key).finish())
             for i, key in held.ids():
                 rule = rules[i]
                 group = held.take((i, key))
