@@ -264,6 +264,10 @@ def opportunities(record: dict) -> tuple[str, ...]:
 #: what the KIP-1166 statistic is decided from, kept whole (a few records a second): which
 #: probes count depends on the faults around them (kip1166_rules.counted_probes)
 _DECIDED_FROM = ("metadata_propagation", "fault")
+#: the operations whose answers `opportunities` counts (one per branch there)
+_ANSWERS = frozenset(("fetch", "list_offsets", "assign", "group_describe", "revoke", "committed", "share_fetch",
+                      "share_acknowledge", "share_poll", "offsets_for_leader_epoch", "metadata_propagation",
+                      "partition_change", "poll"))
 #: rules that decide nothing below a minimum sample: their observations count only from it on
 MINIMUM_SAMPLE = {"kip1166.propagation_statistic": kip1166.MIN_CHANGES}
 
@@ -275,6 +279,11 @@ class CoverageRule(BaseRule):
     summary = COVERAGE  # the verdict key its summary row fills (checks.verdict)
     key = _GROUP
     streams = True  # `check`/`check_group` are BaseRule's start/add/finish
+
+    fs = _ANSWERS | frozenset(_DECIDED_FROM)
+
+    def reads(self, f: str, type_: str) -> bool:
+        return f in _DECIDED_FROM or type_ == "ok" and f in _ANSWERS
 
     def group_keys(self, record: dict) -> Iterable[str]:
         return (_GROUP,) if opportunities(record) or record.get("f") in _DECIDED_FROM else ()

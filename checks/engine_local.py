@@ -1,7 +1,8 @@
 """The local engine: plain Python, one process, memory bounded in bytes.
 
 One pass over the history puts each record in the groups its rules name (through
-`checks.verdict.keyed`, so a group sees only what its rule reads of the record):
+`checks.verdict.Dispatch`: a record is offered only to the rules that read its kind, and a
+group sees only what its rule reads of the record):
 
 * a rule that judges a group as its records stream by (`start(key, profile)`, see
   `checks.verdict.starter`; the history rule does) gets each part at once and keeps only
@@ -26,7 +27,7 @@ from typing import Iterable, Iterator, Sequence
 
 from kipcheck.checks.conformance import run_context
 from kipcheck.rundir.history import iter_history
-from kipcheck.checks.verdict import (Counts, as_row, build_verdict, default_rules, from_row, keyed,
+from kipcheck.checks.verdict import (Counts, Dispatch, as_row, build_verdict, default_rules, from_row,
                             no_cyclic_gc, run_rule, starter)
 
 #: pickled bytes of held groups kept in memory before they are spilled to disk
@@ -150,7 +151,8 @@ def judge_records(records: Iterable[dict], rules: Sequence, profile: str = "kip"
     measurement (checks/mutate) reads to see whether a planted proof was named."""
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
     starts = [starter(rule) for rule in rules]
-    judges: dict = {}  # (rule, key) -> streaming judge
+    keyed = Dispatch(rules).keyed
+    judges: list[dict] = [{} for _ in rules]  # per rule: key -> streaming judge
     held = _Groups(limit, spill_dir)
     pairs: Counter = Counter()
     anomalies = []
@@ -158,17 +160,18 @@ def judge_records(records: Iterable[dict], rules: Sequence, profile: str = "kip"
         with no_cyclic_gc():
             for record in records:
                 pairs[(record["f"], record["type"])] += 1
-                for i, key, part in keyed(rules, record):
+                for i, key, part in keyed(record):
                     start = starts[i]
                     if start is None:
                         held.add((i, key), part)
                         continue
-                    judge = judges.get((i, key))
+                    judge = judges[i].get(key)
                     if judge is None:
-                        judge = judges[(i, key)] = start(key, profile)
+                        judge = judges[i][key] = start(key, profile)
                     judge.add(part)
-            for gid in sorted(judges):
-                anomalies.extend(judges.pop(gid).finish())
+            for of_rule in judges:  # in (rule, key) order
+                for key in sorted(of_rule):
+                    anomalies.extend(of_rule.pop(key).finish())
             for i, key in held.ids():
                 rule = rules[i]
                 group = held.take((i, key))

@@ -6,7 +6,7 @@ Plan (one shuffle, every record decoded once):
      by the user is validated row by row in step 2);
   2. `mapInArrow` (keying): decode each row's JSON once, validate it, and emit one row
      `(rule, key, index, payload)` per group it belongs to, where the payload is the
-     record as that group needs it (`checks.verdict.keyed`: a poll's row for one
+     record as that group needs it (`checks.verdict.Dispatch`: a poll's row for one
      partition carries only that partition's records), pickled;
   3. `repartition(rule, key)` + `sortWithinPartitions(rule, key, index)`: Spark's JVM
      shuffles and sorts (spilling to disk as it needs), so each task sees its groups one
@@ -33,8 +33,8 @@ from typing import Iterator, Sequence
 
 from kipcheck.checks.conformance import run_context
 from kipcheck.rundir.history import HistoryError, decode_row, is_parquet, resolve, to_parquet, validate
-from kipcheck.checks.verdict import (Counts, anomaly_from_row, anomaly_to_row, as_row, build_verdict, default_rules,
-                            from_row, keyed, no_cyclic_gc, run_rule, starter)
+from kipcheck.checks.verdict import (Counts, Dispatch, anomaly_from_row, anomaly_to_row, as_row, build_verdict,
+                            default_rules, from_row, no_cyclic_gc, run_rule, starter)
 
 DEFAULT_MASTER = "local[*]"
 _COLUMNS = ("index", "time", "process", "type", "f", "value")
@@ -103,6 +103,7 @@ def _keyer(run_rules: Sequence[Sequence], trusted: bool):
     schema = pa.schema([("run", pa.int32()), ("rule", pa.int32()), ("key", pa.string()), ("index", pa.int64()),
                         ("payload", pa.binary())])
     dumps, protocol = pickle.dumps, pickle.HIGHEST_PROTOCOL
+    dispatches = [Dispatch(rules) for rules in run_rules]
 
     def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         with no_cyclic_gc():
@@ -116,7 +117,7 @@ def _keyer(run_rules: Sequence[Sequence], trusted: bool):
                         where = f"history row with index {row[0]}"
                         record = validate(decode_row(*row, where), where)
                     index = row[0]
-                    for i, key, part in keyed(run_rules[run], record):
+                    for i, key, part in dispatches[run].keyed(record):
                         run_col.append(run)
                         rule_col.append(i)
                         key_col.append(key)

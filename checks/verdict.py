@@ -95,18 +95,42 @@ def group_keys(rule: Rule, record: dict) -> list[str]:
     return sorted(set(keys))
 
 
-def keyed(rules: Sequence[Rule], record: dict) -> list[tuple[int, str, dict]]:
-    """Every (rule number, group key, record as that group sees it) of one record.
+class Dispatch:
+    """Which rules a record is offered to: those whose `reads(f, type)` admits its operation
+    and type (a table built as new pairs appear), so a record reaches the few rules that read
+    its kind instead of every rule's `split`. Both engines key records through one of these.
+    `everything`: offer every record to every rule (the undispatched reference of the tests)."""
 
-    `rule.split(record) -> [(key, record as that group needs it)]` gives the keys of
-    `group_keys` in sorted order, each with the part of the record its group needs (e.g.
-    only that partition's polled records), so engines move and hold less; by default
-    (checks.rules.base.BaseRule) each group sees the whole record."""
-    out = []
-    for i, rule in enumerate(rules):
-        for key, part in rule.split(record):
-            out.append((i, key, part))
-    return out
+    def __init__(self, rules: Sequence[Rule], everything: bool = False):
+        self.rules = list(rules)
+        self.everything = everything
+        self._table: dict[tuple, tuple] = {}
+
+    def offered(self, f: str, type_: str) -> tuple:
+        """(rule number, its `split`) of each rule that reads records of this f and type."""
+        got = self._table.get((f, type_))
+        if got is None:
+            got = self._table[(f, type_)] = tuple(
+                (i, rule.split) for i, rule in enumerate(self.rules) if self.everything or rule.reads(f, type_))
+        return got
+
+    def keyed(self, record: dict) -> list[tuple[int, str, dict]]:
+        """Every (rule number, group key, record as that group sees it) of one record.
+
+        `rule.split(record) -> [(key, record as that group needs it)]` gives the keys of
+        `group_keys` in sorted order, each with the part of the record its group needs (e.g.
+        only that partition's polled records), so engines move and hold less; by default
+        (checks.rules.base.BaseRule) each group sees the whole record."""
+        out = []
+        for i, split in self.offered(record["f"], record["type"]):
+            for key, part in split(record):
+                out.append((i, key, part))
+        return out
+
+
+def keyed(rules: Sequence[Rule] | Dispatch, record: dict) -> list[tuple[int, str, dict]]:
+    """`Dispatch.keyed` of one record (a rule list is wrapped: build a `Dispatch` once for many)."""
+    return (rules if isinstance(rules, Dispatch) else Dispatch(rules)).keyed(record)
 
 
 def as_row(record: dict) -> tuple:

@@ -30,16 +30,23 @@ except ImportError:  # pragma: no cover - optional
 #: 19+ digits in a row: a number orjson might turn into a float (json keeps it an int)
 _LONG_DIGITS_B = re.compile(rb"[0-9]{19}")
 _LONG_DIGITS_S = re.compile(r"[0-9]{19}")
+#: a byte map taking digits to b"9" and every other byte to b" ": 19 nines in the map of a text
+#: are 19 digits in a row in it (one scan of a block of lines, cheaper than the regex per line)
+_DIGIT_MAP = bytes(57 if 48 <= c <= 57 else 32 for c in range(256))
+_NINETEEN = b"9" * 19
+#: bytes of whole JSONL lines read (and scanned for long numbers) at a time
+_BLOCK_BYTES = 1 << 20
 
 
-def loads(text):
+def loads(text, short_numbers: bool = False):
     """`json.loads`, through orjson when it is installed and safe. orjson refuses some
     inputs that json accepts and turns integers beyond int64 into floats: text with 19
     digits in a row, and every input orjson rejects, go through json itself, so results
-    and error messages are json's."""
+    and error messages are json's. `short_numbers`: the caller has scanned the text (or a
+    block holding it) and found no 19 digits in a row."""
     if _orjson is not None:
         try:
-            if (_LONG_DIGITS_B if type(text) is bytes else _LONG_DIGITS_S).search(text):
+            if not short_numbers and (_LONG_DIGITS_B if type(text) is bytes else _LONG_DIGITS_S).search(text):
                 return json.loads(text)
             return _orjson.loads(text)
         except (_orjson.JSONDecodeError, TypeError):
@@ -101,9 +108,14 @@ def _is_int(x) -> bool:
 def validate(record, where: str, previous_index: int | None = None) -> dict:
     """Check one record against the contract; return it. `where` names it in errors.
 
-    A fast path accepts the common well-formed record with exact type tests (JSON gives
-    plain int/str/dict); anything it does not accept goes through the full checks below,
-    which decide and word the error."""
+    A fast path (`_well_formed`) accepts the common well-formed record with exact type tests
+    (JSON gives plain int/str/dict); anything it does not accept goes through the full checks
+    below, which decide and word the error."""
+    return record if _well_formed(record, previous_index) else _validate_slow(record, where, previous_index)
+
+
+def _well_formed(record, previous_index: int | None) -> bool:
+    """`validate`'s fast path: True for a record the full checks surely accept (False: let them decide)."""
     if type(record) is dict:
         get = record.get
         index, time_, process, f, value = get("index"), get("time"), get("process"), get("f"), get("value")
@@ -112,26 +124,26 @@ def validate(record, where: str, previous_index: int | None = None) -> dict:
                 and get("type") in TYPES and f in KNOWN_F and type(value) is dict):
             if f == "poll":
                 if record["type"] != "ok":
-                    return record
+                    return True
                 recs = value.get("records")
                 if type(recs) is list:
                     for r in recs:
                         if type(r) is not list or len(r) < 4 or type(r[1]) is not int or type(r[2]) is not int:
                             break
                     else:
-                        return record
+                        return True
             elif f == "send" or f == "seek":
                 if "topic" in value and type(value.get("partition")) is int:
-                    return record
+                    return True
             elif f == "assign":
                 if "partitions" in value:
-                    return record
+                    return True
             elif f in TXN_F:
                 if _txn_well_formed(value):
-                    return record
+                    return True
             else:
-                return record
-    return _validate_slow(record, where, previous_index)
+                return True
+    return False
 
 
 TXN_F = ("txn-begin", "txn-commit", "txn-abort")
@@ -229,30 +241,40 @@ def read_history(path: str | Path) -> list[dict]:
 
 
 def _iter_jsonl(path: Path) -> Iterator[dict]:
-    previous = None
+    """Blocks of whole lines, each scanned once for long numbers (`loads`); a line's place
+    is spelt out only for an error."""
+    previous, lineno, name = None, 0, path.name
     with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            where = f"{path.name}:{lineno}"
-            if not raw.strip():
-                continue
-            try:
-                record = loads(raw)
-            except UnicodeDecodeError as e:
-                raise _problem(where, f"not UTF-8 text ({e.reason})") from None
-            except json.JSONDecodeError as e:
-                # the line ended mid-value: a cut-off last line or a torn write
-                truncated = (not raw.endswith(b"\n") or e.msg.startswith("Unterminated")
-                             or e.pos >= len(raw.rstrip()))
-                raise _problem(where, f"{'truncated' if truncated else 'invalid'} JSON ({e.msg}, "
-                                      f"at column {e.colno})") from None
-            yield validate(record, where, previous)
-            previous = record["index"]
+        while True:
+            lines = fh.readlines(_BLOCK_BYTES)
+            if not lines:
+                return
+            short = b"".join(lines).translate(_DIGIT_MAP).find(_NINETEEN) < 0
+            for raw in lines:
+                lineno += 1
+                if not raw.strip():
+                    continue
+                try:
+                    record = loads(raw, short)
+                except UnicodeDecodeError as e:
+                    raise _problem(f"{name}:{lineno}", f"not UTF-8 text ({e.reason})") from None
+                except json.JSONDecodeError as e:
+                    # the line ended mid-value: a cut-off last line or a torn write
+                    truncated = (not raw.endswith(b"\n") or e.msg.startswith("Unterminated")
+                                 or e.pos >= len(raw.rstrip()))
+                    raise _problem(f"{name}:{lineno}", f"{'truncated' if truncated else 'invalid'} JSON ({e.msg}, "
+                                                       f"at column {e.colno})") from None
+                if not _well_formed(record, previous):
+                    _validate_slow(record, f"{name}:{lineno}", previous)
+                yield record
+                previous = record["index"]
 
 
-def decode_row(index, time, process, type_, f, value_json, where: str) -> dict:
-    """One Parquet row back into the record dict the rules see (not yet validated)."""
+def decode_row(index, time, process, type_, f, value_json, where: str, short_numbers: bool = False) -> dict:
+    """One Parquet row back into the record dict the rules see (not yet validated);
+    `short_numbers`: as `loads`'."""
     try:
-        value = loads(value_json)
+        value = loads(value_json, short_numbers)
     except (TypeError, json.JSONDecodeError) as e:
         raise _problem(where, f"value column is not valid JSON ({e})") from None
     return {"index": index, "time": time, "process": _process_from_column(process),
@@ -275,19 +297,33 @@ def _iter_parquet(path: Path) -> Iterator[dict]:
             pq.read_table(path).to_batches(65536)
     except (pa.ArrowException, OSError) as e:
         raise _problem(path.name, f"unreadable Parquet ({e})") from None
-    previous, row = None, 0
+    previous, row, name = None, 0, path.name
     cols = ("index", "time", "process", "type", "f", "value")
     for batch in batches:
         missing = [c for c in cols if c not in batch.schema.names]
         if missing:
             raise _problem(path.name, f"Parquet history is missing column {missing[0]!r}")
+        short = not _long_numbers(batch.column("value"))
         columns = [batch.column(c).to_pylist() for c in cols]
         for values in zip(*columns):
             row += 1
-            where = f"{path.name}: row {row}"
-            record = decode_row(*values, where)
-            yield validate(record, where, previous)
+            try:
+                record = decode_row(*values, "", short)
+            except HistoryError:  # decoded again to name the row: only now is its place spelt out
+                decode_row(*values, f"{name}: row {row}", short)
+                raise
+            if not _well_formed(record, previous):
+                _validate_slow(record, f"{name}: row {row}", previous)
+            yield record
             previous = record["index"]
+
+
+def _long_numbers(column) -> bool:
+    """Whether any text of a string column holds 19 digits in a row (one vectorised scan)."""
+    import pyarrow.compute as pc
+    if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):
+        return True  # not text: let `loads` look at each value
+    return bool(pc.any(pc.match_substring_regex(column, "[0-9]{19}")).as_py())
 
 
 # --- JSONL -> Parquet -------------------------------------------------------------------

@@ -69,6 +69,13 @@ class Rule(Protocol):
     summary: str | None
     #: the key of the rule's only group (a summary rule's, a whole-history rule's), or None
     key: str | None
+    #: the operations (`f`) whose records `split` may give a group, or None: any operation
+    fs: frozenset | None
+
+    def reads(self, f: str, type_: str) -> bool:
+        """Whether `split` may give a group anything for a record of this `f` and `type`: the
+        engines offer a record only to the rules that read its kind (checks.verdict.Dispatch),
+        so a False here must mean `split` gives nothing for every such record."""
 
     def group_keys(self, record: dict) -> Iterable[str]:
         """The groups this record belongs to (empty: the rule ignores it).
@@ -101,6 +108,12 @@ class BaseRule:
     one_pass = False
     summary: str | None = None
     key: str | None = None
+    fs: frozenset | None = None
+
+    def reads(self, f: str, type_: str) -> bool:
+        """By `fs` alone (None: every record is offered); a rule that reads only some types of an
+        operation says so here."""
+        return self.fs is None or f in self.fs
 
     def group_keys(self, record: dict) -> Iterable[str]:
         raise NotImplementedError

@@ -75,6 +75,7 @@ class CommitRule(BaseRule):
     summary = OFFSET_COMMITS
     key = GROUP
     streams = True
+    fs = frozenset((COMMIT, COMMITTED, *_RETRY_CAUSES))
 
     def group_keys(self, record: dict) -> Iterable[str]:
         if record.get("f") in (COMMIT, COMMITTED) and isinstance((record.get("value") or {}).get("group"), str) \

@@ -44,6 +44,7 @@ class ElectionRule(BaseRule):
 
     anomalies = ("ineligible-leader",)
     key = "elections"
+    fs = frozenset((F, "fault"))
 
     def group_keys(self, record: dict) -> Iterable[str]:
         if record.get("f") == F and record.get("type") == "ok" or _unclean_asked(record):

@@ -61,6 +61,10 @@ class ConsumerFetchRule(BaseRule):
 
     anomalies = ("uncommitted-read", "wrong-fetch-error")
     one_pass = True
+    fs = frozenset(("fetch", "metadata", "list_offsets", "offsets_for_leader_epoch", "send", "poll", "upgrade", "fault"))
+
+    def reads(self, f: str, type_: str) -> bool:
+        return f in self.fs and (f != "poll" or type_ == "ok")
 
     def group_keys(self, record: dict) -> Iterable[str]:
         v = record.get("value") or {}
@@ -792,6 +796,7 @@ class HighWatermarkRule(BaseRule):
 
     anomalies = ("hwm-regression", "wrong-fetch-error")
     key = "hwm"
+    fs = frozenset(("fetch", "list_offsets", "offsets_for_leader_epoch", "metadata", "fault"))
 
     def group_keys(self, record: dict) -> Iterable[str]:
         f = record.get("f")

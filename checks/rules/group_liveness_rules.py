@@ -81,11 +81,22 @@ class GroupLivenessRule(BaseRule):
     def __init__(self, bound_ns: int = kip848.REOWN_BOUND_NS, source: str = "Kafka's default timeouts"):
         self.bound_ns, self.source = int(bound_ns), source  # `kip848.reown_bound_ns` of the run's settings
 
+    def reads(self, f: str, type_: str) -> bool:
+        """Assigns, OffsetFetches, faults and upgrades begun; every completion (a fatal one ends a client)."""
+        return type_ != "invoke" or f in ("assign", "committed") or f in _PAUSING
+
     def group_keys(self, record: dict) -> Iterable[str]:
         f, type_ = record.get("f"), record.get("type")
         if (f in (POLL, SUBSCRIBE) and type_ == "ok" or f == REVOKE and type_ != "invoke" or f in _PAUSING
                 or type_ == "invoke" and is_group_assign(record) or is_callback_fetch(record) or _ends_a_client(record)):
             yield self.key
+
+    def split(self, record: dict) -> list[tuple[str, dict]]:
+        """An answered poll reaches the group bare: only that its member was still there (its
+        process and time) and whether its client failed are read of it."""
+        if record["f"] == POLL and record["type"] == "ok":
+            return [(self.key, {**record, "value": {"fatal": True} if _ends_a_client(record) else {}})]
+        return super().split(record)
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
         records = sorted(records, key=lambda r: r["index"])

@@ -97,6 +97,10 @@ class GroupOwnershipRule(BaseRule):
     anomalies = (ANOMALY,)
     key = "groups"
 
+    def reads(self, f: str, type_: str) -> bool:
+        """Callbacks and OffsetFetches begun; every completion (a fatal one of any operation ends a client)."""
+        return type_ != "invoke" or f in (ASSIGN, REVOKE, COMMITTED)
+
     def group_keys(self, record: dict) -> Iterable[str]:
         if record.get("type") == "invoke" and (is_group_assign(record) or record.get("f") == REVOKE) \
                 or is_callback_fetch(record) or _ends_a_client(record) or is_assigning_describe(record):

@@ -148,11 +148,16 @@ class Digest:
             resumed = bool(self._resumed) and process in self._resumed
             cont = self._cont
             rc = v.get("isolation") == READ_COMMITTED
+            known = self._val.get
             for rec in v["records"]:
                 if rec[0] != topic or rec[1] != partition:
                     continue
-                offset = rec[2]
-                value = observe(offset, rec[3], ~index)
+                offset, value = rec[2], rec[3]
+                cur = known(offset, _MISSING)  # `_observe_read`'s common case inline: a value read before
+                if type(value) is str and cur is not _MISSING and (cur is value or cur == value):
+                    value = cur
+                else:
+                    value = observe(offset, value, ~index)
                 if offset not in first_read:
                     first_read[offset] = index
                 read_values.add(value)
@@ -610,8 +615,14 @@ class PartitionHistoryRule(BaseRule):
     streams = True  # `start`: one compact digest per partition; `check`/`check_group` are BaseRule's
     one_pass = True
 
+    fs = frozenset(("send", "seek", "poll", "fetch", "assign", *TXN_ENDS))
+
     def __init__(self, budget: int = 1_000_000):
         self.budget = budget  # WGL steps per window before the verdict becomes unknown
+
+    def reads(self, f: str, type_: str) -> bool:
+        """Polls and fetches answered, transactions ended (`fetched_records` reads ok answers alone)."""
+        return f in self.fs and (type_ == "ok" if f in ("poll", "fetch") else f not in TXN_ENDS or type_ != "invoke")
 
     def group_keys(self, record: dict) -> Iterable[str]:
         f, v = record["f"], record["value"]

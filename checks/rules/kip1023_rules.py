@@ -48,6 +48,7 @@ def offset_kind(v: dict) -> str | None:
 
 class TieredOffsetRule(BaseRule):
     anomalies = ("tiered-offset-violation",)
+    fs = frozenset(("list_offsets", "metadata", "fault"))
 
     def group_keys(self, record: dict) -> Iterable[str]:
         v = record.get("value") or {}

@@ -26,6 +26,7 @@ class PropagationRule(BaseRule):
     `max_idle_interval_ms` (the KIP's 500 ms when absent)."""
 
     anomalies = ("hwm-propagation-delay",)
+    fs = frozenset(("metadata_propagation", "fault"))
 
     def group_keys(self, record: dict) -> Iterable[str]:
         if record.get("f") in ("metadata_propagation", "fault"):

@@ -90,6 +90,13 @@ class LivenessRule(BaseRule):
     def group_keys(self, record: dict) -> Iterable[str]:
         return (GROUP,) if self.split(record) else ()
 
+    def reads(self, f: str, type_: str) -> bool:
+        """Invokes of faults and upgrades; every ok completion but the prober's; every failed or
+        unknown one (a fatal one of any operation is a crash)."""
+        if type_ == "invoke":
+            return f == "fault" or f == "upgrade"
+        return type_ != "ok" or f not in _PROBES
+
     def split(self, record: dict) -> list[tuple[str, dict]]:
         """The record as the judge needs it: faults, ok sends and ok metadata as they are
         (small); ok polls reduced to the partitions they read; other clients' ok completions

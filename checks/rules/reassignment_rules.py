@@ -51,6 +51,10 @@ class ReassignmentRule(BaseRule):
 
     anomalies = (ANOMALY,)
     key = "reassignments"
+    fs = frozenset((F,))
+
+    def reads(self, f: str, type_: str) -> bool:
+        return f == F and type_ == "ok"
 
     def group_keys(self, record: dict) -> Iterable[str]:
         if record.get("f") == F and record.get("type") == "ok":

@@ -65,6 +65,7 @@ class PreferredReplicaRule(BaseRule):
     streams = True  # one group, judged as it streams by; `check`/`check_group` are BaseRule's
     one_pass = True
     key = GROUP
+    fs = frozenset(("metadata", "fault", "fetch"))
 
     def group_keys(self, record: dict) -> Iterable[str]:
         f = record.get("f")

@@ -85,6 +85,7 @@ def _response(e: dict) -> kip227.PartitionResponse:
 
 class FetchSessionRule(BaseRule):
     anomalies = (NAME,)
+    fs = frozenset(("fetch", "list_offsets", "metadata", "fault", "partition_change"))
 
     def group_keys(self, record: dict) -> Iterable[str]:
         f = record.get("f")

@@ -375,6 +375,10 @@ class ShareGroupRule(BaseRule):
     summary = SHARE_GROUPS
     key = GROUP
     streams = True
+    fs = frozenset((*_FS, "fault", "metadata", "send"))
+
+    def reads(self, f: str, type_: str) -> bool:
+        return f in self.fs and (type_ == "ok" if f in ("metadata", "send") else True)
 
     def group_keys(self, record: dict) -> Iterable[str]:
         if record.get("f") in _FS or record.get("f") == "fault":

@@ -37,6 +37,7 @@ GROUP = "share-session"
 
 class ShareSessionRule(BaseRule):
     anomalies = (NAME,)
+    fs = frozenset((*REQUESTS, "fault"))
 
     def group_keys(self, record: dict) -> Iterable[str]:
         if record.get("f") in REQUESTS or record.get("f") == "fault":

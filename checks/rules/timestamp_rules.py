@@ -93,11 +93,16 @@ class AppendTimeRule(BaseRule):
     streams = True
     one_pass = True
     key = GROUP
+    fs = frozenset(("send", "fault", "poll", "list_offsets"))
+
+    def reads(self, f: str, type_: str) -> bool:
+        return f in self.fs and (type_ == "ok" if f in ("poll", "list_offsets") else True)
 
     def group_keys(self, record: dict) -> Iterable[str]:
         f = record.get("f")
         v = record.get("value") or {}
-        if (f == "send" or _clock_fault(record) or f == "poll" and "append_ms" in v or _by_time(record)
+        if (f == "send" or _clock_fault(record) or f == "poll" and record.get("type") == "ok" and "append_ms" in v
+                or _by_time(record)
                 or _max_timestamp(record)):
             return (GROUP,)
         return ()
@@ -171,21 +176,6 @@ class _Stamps:
                 self.ties.setdefault(tp, bytearray()).extend(bytes(grow))
             sent_at[index], acked_at[index], values[index] = sent, acked, hash(value)
 
-    def _acknowledged(self, tp: tuple, offset, value: str) -> tuple[int, int] | None:
-        """(sent, acked) ms of the acknowledged send of `value` at this offset; None when there is none."""
-        if type(offset) is not int:
-            return None
-        index = offset - self.base.get(tp, offset)
-        sent_at = self.sent.get(tp)
-        if sent_at is not None and 0 <= index < len(sent_at):
-            if sent_at[index] != _UNSET and self.values[tp][index] == hash(value):
-                return sent_at[index], self.acked[tp][index]
-            if sent_at[index] != _UNSET:
-                self.diverged.add(tp)
-            return None
-        aside = self.early.get((*tp, offset))
-        return (aside[0], aside[1]) if aside and aside[2] == hash(value) else None
-
     def _fault(self, r: dict, v: dict, t: str) -> None:
         if v.get("phase") == "start" and effects.MOVES_CLOCK in effects.of(v):
             if t == "invoke":
@@ -205,30 +195,61 @@ class _Stamps:
         return [0, *(w[2] for w in self.windows if w[0] <= end and (w[1] is None or w[1] >= start))]
 
     def _poll(self, r: dict, v: dict) -> None:
+        """Each stamped record of the poll against its send. Hot (every polled record passes
+        here): a partition's arrays are looked up once per run of its records, and the record
+        just before is kept as scalars."""
         read_at, wall_minus_history = _ms(r), v.get("wall_minus_history_ms")
-        before = None  # (topic, partition, offset, stamp) of the acknowledged record read just before
+        mapped = isinstance(wall_minus_history, int)
+        no_skew = [0] if not self.windows else None  # no clock fault yet: the skews of every span
+        allowed, early, in_flight, unsure = kip32.append_time_allowed, self.early, self.in_flight, self.unsure
+        # the acknowledged record read just before (its partition, offset and stamp), else None
+        before_tp = before_offset = before_stamp = None
+        tp = None
         for rec, stamp in zip(v.get("records") or (), v.get("append_ms") or ()):
             if stamp is None:
-                before = None
+                before_tp = None
                 continue
-            tp, offset, value = (rec[0], rec[1]), rec[2], str(rec[3])
-            acknowledged = self._acknowledged(tp, offset, value)
-            if acknowledged is not None:
-                sent, upper = acknowledged[0], min(acknowledged[1], read_at)
-                i = offset - self.base[tp]
-                if isinstance(wall_minus_history, int) and 0 <= i < len(self.stamps[tp]):  # not one kept aside
-                    self.stamps[tp][i] = stamp + wall_minus_history
-                if 0 < i < len(self.ties[tp]) and before == (*tp, offset - 1, stamp):
-                    self.ties[tp][i] = TIED
-                before = (*tp, offset, stamp)
+            if tp is None or rec[0] != tp[0] or rec[1] != tp[1] or type(rec[1]) is not type(tp[1]):
+                tp = (rec[0], rec[1])
+                base = self.base.get(tp)
+                sent_at = self.sent.get(tp)
+                if sent_at is not None:
+                    acked_at, values, stamps, ties = self.acked[tp], self.values[tp], self.stamps[tp], self.ties[tp]
+                else:
+                    stamps = ties = ()
+            offset, value = rec[2], str(rec[3])
+            sent = None  # the acknowledged send of this value at this offset: (sent, upper)
+            if type(offset) is int:
+                i = offset - base if base is not None else 0
+                if sent_at is not None and 0 <= i < len(sent_at):
+                    if sent_at[i] != _UNSET:
+                        if values[i] == hash(value):
+                            sent, upper = sent_at[i], acked_at[i]
+                        else:
+                            self.diverged.add(tp)
+                elif early:
+                    aside = early.get((*tp, offset))
+                    if aside and aside[2] == hash(value):
+                        sent, upper = aside[0], aside[1]
+            if sent is not None:
+                if upper > read_at:
+                    upper = read_at
+                i = offset - base
+                if 0 <= i < len(stamps):  # not one kept aside
+                    if mapped:
+                        stamps[i] = stamp + wall_minus_history
+                    if i > 0 and before_tp == tp and before_offset == offset - 1 and before_stamp == stamp:
+                        ties[i] = TIED
+                before_tp, before_offset, before_stamp = tp, offset, stamp
             else:  # acknowledged after this read, or never (info): bounded by the read
-                before = None
-                sent, upper = self.in_flight.get(value, self.unsure.get(value)), read_at
+                before_tp = None
+                sent, upper = in_flight.get(value, unsure.get(value)), read_at
                 if sent is None:  # no send of ours, or another one at this offset: other rules judge that
                     continue
-            tolerance = TOLERANCE_MS + int(SLEW_PER_MS * max(0, read_at - sent))
-            skews = self._skews(sent, upper)
-            if not kip32.append_time_allowed(stamp, sent, upper, skews, tolerance):
+            span = read_at - sent
+            tolerance = TOLERANCE_MS + (int(SLEW_PER_MS * span) if span > 0 else 0)
+            skews = no_skew or self._skews(sent, upper)
+            if not allowed(stamp, sent, upper, skews, tolerance):
                 self.out.append(Anomaly(
                     "append-time-violation", (r["index"],),
                     f"{tp[0]}/{tp[1]} offset {offset} was read with LogAppendTime {stamp} ms (history time), "

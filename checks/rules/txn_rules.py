@@ -75,6 +75,11 @@ class TransactionRule(BaseRule):
     def __init__(self, bound: float = 60.0):
         self.bound = float(bound)
 
+    fs = frozenset((*TXN_OPS, "send", "fetch", "describe_transactions", "poll", "fault"))
+
+    def reads(self, f: str, type_: str) -> bool:
+        return f in self.fs and (f != "poll" or type_ == "ok") and (f != "fault" or type_ != "invoke")
+
     def group_keys(self, record: dict) -> Iterable[str]:
         return (GROUP,) if self.split(record) else ()
 
