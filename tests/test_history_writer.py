@@ -92,6 +92,8 @@ def test_concurrent_appenders_give_one_line_per_record_in_index_order(tmp_path):
     records = read_history(tmp_path / "history.jsonl")
     assert [r["index"] for r in records] == list(range(12000))
     assert sorted(sum(1 for r in records if r["process"] == p) for p in range(4)) == [3000] * 4
+    times = [r["time"] for r in records]
+    assert times == sorted(times)  # index and time are taken together: real-time order is index order
 
 
 def test_lines_are_what_json_would_say():
@@ -145,3 +147,51 @@ def test_a_thread_switched_out_between_the_clock_reads_does_not_move_the_stamp(t
         assert abs(got - true_offset_ms) < 1.0, (got, true_offset_ms)
         stamp = _time.time_ns() // 1_000_000
         assert abs(h.since_start_ms(stamp, got) - h.since_start_ms(stamp, true_offset_ms)) <= 1
+
+
+def test_each_line_is_the_records_own_encoding_byte_for_byte(tmp_path):
+    """The buffered writer writes exactly `encode_line(record)` for each record, string keys
+    (orjson's fast path) and the fallbacks (int keys, huge ints, non-ASCII) alike."""
+    values = [{"topic": "kipcheck", "partition": 2, "key": "3-4", "value": "3-4", "acks": "all",
+               "idempotent": True, "producer": "producer-0"},
+              {"seen_by": {1: 5, 2: None}, "complete": False},
+              {"big": 2 ** 70, "text": "r\u00e9plica \"quoted\" \n"},
+              {"records": [["t", 0, 17, "0-1"]], "nested": {"a": [1.5, -2]}}, {}]
+    with History(tmp_path / "h.jsonl") as h:
+        recs = [h.append(p, t, f, v) for p, t, f in [(0, "invoke", "send"), ("observer", "ok", "metadata")]
+                for v in values]
+    lines = (tmp_path / "h.jsonl").read_bytes().splitlines(keepends=True)
+    assert lines == [encode_line(r) for r in recs]
+    assert [json.loads(line)["value"] for line in lines] == json.loads(json.dumps(values * 2))
+
+
+def test_a_value_nothing_can_encode_raises_and_takes_no_index(tmp_path):
+    """A harness bug (a set in a value) is raised to its caller; the records after it keep the
+    indices dense."""
+    import pytest
+    with History(tmp_path / "h.jsonl") as h:
+        h.append(0, "invoke", "send", {"value": "a"})
+        with pytest.raises(TypeError):
+            h.append(0, "ok", "send", {"value": {"not", "json"}})
+        assert h.append(0, "ok", "send", {"value": "a"})["index"] == 1
+    assert [json.loads(line)["index"] for line in (tmp_path / "h.jsonl").read_bytes().splitlines()] == [0, 1]
+
+
+def test_appenders_wait_for_room_and_lose_nothing(tmp_path):
+    """A buffer bound a few lines long: appenders wait for the writes, every record is written, in order."""
+    history = History(tmp_path / "h.jsonl", max_pending_bytes=300)
+
+    def append(process):
+        for n in range(40):
+            history.append(process, "invoke", "send", {"key": f"{process}-{n}"})
+
+    threads = [threading.Thread(target=append, args=(p,)) for p in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    history.close()
+    records = [json.loads(line) for line in (tmp_path / "h.jsonl").read_bytes().splitlines()]
+    assert [r["index"] for r in records] == list(range(120))
+    for p in range(3):
+        assert [r["value"]["key"] for r in records if r["process"] == p] == [f"{p}-{n}" for n in range(40)]
