@@ -100,7 +100,9 @@ class History:
         return next(self._processes)
 
     def append(self, process, type_: str, f: str, value: dict) -> dict:
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # not `with`: its __enter__/__exit__ calls cost as much again as the lock itself
+        try:
             if self._write_error is not None:
                 raise self._write_error
             if self._closed:
@@ -123,6 +125,8 @@ class History:
             if f in self._kept_functions:
                 self.kept.append(rec)
             due = now - self._oldest >= self._flush_interval_ns
+        finally:
+            lock.release()
         if due:
             self._drain()
         return rec
