@@ -9,9 +9,10 @@ what was written even when the process dies). Writing from the appenders keeps t
 writer thread from taking the GIL hundreds of times a second under load. One bytearray,
 not a list of lines: each line is freed as soon as it is copied, where hundreds of
 malloc'd lines freed together every 2 ms made glibc give the heap back and fault it in
-again (~0.8 page faults per record, more CPU than the encoding). The buffer is bounded:
-appenders wait when writes fall `max_pending_bytes` behind. An fsync every
-`sync_interval` seconds covers a machine crash too. Field names and meanings:
+again (~0.8 page faults per record, more CPU than the encoding). The buffer needs no
+bound of its own: an appender that finds it due waits for a write under way (`_wlock`)
+and writes it, so a slow disk holds appenders back with ~2 ms of lines buffered. An fsync
+every `sync_interval` seconds covers a machine crash too. Field names and meanings:
 docs/history.md.
 """
 from __future__ import annotations
@@ -45,14 +46,12 @@ def encode_line(rec: dict) -> bytes:
 
 class History:
     def __init__(self, path: Path, sync_interval: float = 0.5, flush_interval: float = 0.002,
-                 idle_interval: float = 0.01, max_pending_bytes: int = 64 << 20):
+                 idle_interval: float = 0.01):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._lock = threading.Lock()
-        self._room = threading.Condition(self._lock)  # appenders wait here when the queue is full
         self._buffer = bytearray()  # encoded lines not yet handed to the OS
-        self._max_pending = max_pending_bytes
         self._next_index = 0  # taken only by a record that was encoded: indices stay dense
         self._t0 = time.monotonic_ns()
         self._sync_interval, self._flush_interval_ns = sync_interval, int(flush_interval * 1e9)
@@ -60,9 +59,9 @@ class History:
         self._oldest = 0  # monotonic ns of the oldest queued line
         self._processes = itertools.count()
         self._closed = False
+        self._refusal: BaseException | None = None  # what append raises: a write error, or closed
         self._kept_functions: frozenset[str] = frozenset()
         self.kept: list[dict] = []  # records of `keep`'s operations, in index order
-        self._write_error: OSError | None = None
         self._wlock = threading.Lock()
         self._writer = threading.Thread(target=self._write_loop, name="history-writer", daemon=True)
         self._writer.start()
@@ -103,12 +102,8 @@ class History:
         lock = self._lock
         lock.acquire()  # not `with`: its __enter__/__exit__ calls cost as much again as the lock itself
         try:
-            if self._write_error is not None:
-                raise self._write_error
-            if self._closed:
-                raise ValueError(f"history {self.path} is closed")
-            while len(self._buffer) >= self._max_pending:
-                self._room.wait(0.1)
+            if self._refusal is not None:
+                raise self._refusal
             now = time.monotonic_ns()
             index = self._next_index
             rec = {"index": index, "time": now - self._t0, "process": process,
@@ -147,7 +142,6 @@ class History:
         with self._wlock:  # a buffer taken by another drainer is written by it first
             with self._lock:
                 data, self._buffer = self._buffer, bytearray()
-                self._room.notify_all()
             if data:
                 view = memoryview(data)
                 while view:
@@ -163,7 +157,7 @@ class History:
                     os.fsync(self._fd)
                     last_sync = time.monotonic()
         except OSError as e:  # the next append raises it: a history that cannot be written ends the run
-            self._write_error = e
+            self._refusal = e
 
     def flush(self) -> None:
         """Hand everything recorded so far to the OS now (e.g. before reading the file)."""
@@ -179,6 +173,7 @@ class History:
             if self._closed:
                 return
             self._closed = True
+            self._refusal = self._refusal or ValueError(f"history {self.path} is closed")
         self._writer.join()
         self._drain()
         os.fsync(self._fd)

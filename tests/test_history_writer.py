@@ -177,9 +177,18 @@ def test_a_value_nothing_can_encode_raises_and_takes_no_index(tmp_path):
     assert [json.loads(line)["index"] for line in (tmp_path / "h.jsonl").read_bytes().splitlines()] == [0, 1]
 
 
-def test_appenders_wait_for_room_and_lose_nothing(tmp_path):
-    """A buffer bound a few lines long: appenders wait for the writes, every record is written, in order."""
-    history = History(tmp_path / "h.jsonl", max_pending_bytes=300)
+def test_a_slow_disk_that_takes_a_little_at_a_time_loses_nothing(tmp_path, monkeypatch):
+    """Every write is slow and partial (150 bytes): appenders wait for the writes under way,
+    and every record is written whole, once, in index order."""
+    import kipcheck.rundir.writer as writer
+    real_write = os.write
+
+    def slow_partial_write(fd, data):
+        time.sleep(0.002)
+        return real_write(fd, bytes(data[:150]))
+
+    monkeypatch.setattr(writer.os, "write", slow_partial_write)
+    history = History(tmp_path / "h.jsonl")
 
     def append(process):
         for n in range(40):
@@ -191,7 +200,18 @@ def test_appenders_wait_for_room_and_lose_nothing(tmp_path):
     for t in threads:
         t.join()
     history.close()
+    monkeypatch.undo()
     records = [json.loads(line) for line in (tmp_path / "h.jsonl").read_bytes().splitlines()]
     assert [r["index"] for r in records] == list(range(120))
     for p in range(3):
         assert [r["value"]["key"] for r in records if r["process"] == p] == [f"{p}-{n}" for n in range(40)]
+
+
+def test_a_closed_history_refuses_records(tmp_path):
+    import pytest
+    history = History(tmp_path / "h.jsonl")
+    history.append(0, "invoke", "send", {"key": "a"})
+    history.close()
+    with pytest.raises(ValueError, match="closed"):
+        history.append(0, "ok", "send", {"key": "a"})
+    assert len((tmp_path / "h.jsonl").read_bytes().splitlines()) == 1
