@@ -126,6 +126,51 @@ class History:
             self._drain()
         return rec
 
+    def append_batch(self, entries: list[tuple]) -> list[dict]:
+        """Several `(process, type, f, value)` records under one lock and one clock read: dense
+        consecutive indices in the given order, all with the same `time`, read after the caller
+        learnt of every one of them (e.g. the completions one poll served), so each record's
+        time is still no earlier than what it records. All or nothing: a value nothing can
+        encode raises and leaves no line of the batch and no index taken. Saves a lock
+        acquisition, a clock read and a call per record (~0.4 us of ~1.2)."""
+        dumps, t0, kept_functions = orjson.dumps, self._t0, self._kept_functions
+        recs = []
+        lock = self._lock
+        lock.acquire()
+        try:
+            if self._refusal is not None:
+                raise self._refusal
+            now = time.monotonic_ns()
+            index = start = self._next_index
+            buffer = self._buffer
+            size = len(buffer)
+            t = now - t0
+            try:
+                for process, type_, f, value in entries:
+                    rec = {"index": index, "time": t, "process": process, "type": type_, "f": f, "value": value}
+                    try:
+                        buffer += dumps(rec, option=_LINE)
+                    except TypeError:
+                        buffer += encode_line(rec)
+                    index += 1
+                    recs.append(rec)
+            except BaseException:
+                del buffer[size:]  # no part of the batch: the buffer holds whole batches only
+                raise
+            if index == start:
+                return recs
+            self._next_index = index
+            if not size:
+                self._oldest = now
+            if kept_functions:
+                self.kept.extend(r for r in recs if r["f"] in kept_functions)
+            due = now - self._oldest >= self._flush_interval_ns
+        finally:
+            lock.release()
+        if due:
+            self._drain()
+        return recs
+
     def keep(self, *functions: str) -> list[dict]:
         """Also keep the records of these operations in memory (`kept`), so the run can read
         what it has measured while it runs (e.g. whether KIP-1166 has its sample yet)."""
@@ -200,6 +245,13 @@ class Operation:
             raise RuntimeError(f"operation {self.f} of process {self.process} completed twice")
         self.done = True
         return self.history.append(self.process, type_, self.f, {**self.value, **extra})
+
+    def completion(self, type_: str, extra: dict) -> tuple:
+        """This operation's completion as an entry for `History.append_batch` (it counts as done)."""
+        if self.done:
+            raise RuntimeError(f"operation {self.f} of process {self.process} completed twice")
+        self.done = True
+        return self.process, type_, self.f, {**self.value, **extra}
 
     def ok(self, **extra) -> dict:
         return self._complete(OK, extra)
