@@ -32,6 +32,10 @@ class NoHistory(History):
     def append(self, process, type_, f, value):
         return {"index": 0, "time": 0, "process": process, "type": type_, "f": f, "value": value}
 
+    def append_batch(self, entries):
+        return [{"index": 0, "time": 0, "process": process, "type": type_, "f": f, "value": value}
+                for process, type_, f, value in entries]
+
     def close(self):
         super().close()
         self.path.unlink(missing_ok=True)

@@ -412,3 +412,89 @@ def test_share_workload_sets_the_brokers_lock_and_limit_only_for_itself():
         "group.share.record.lock.duration.ms": "5000", "group.share.min.record.lock.duration.ms": "5000",
         "group.share.delivery.count.limit": "3", "group.share.min.delivery.count.limit": "2"}
     assert not releases.has("4.1.2", "share-groups") and releases.has("4.2.0", "share-groups")
+
+
+def test_a_polls_delivery_reports_are_recorded_together_each_after_it_was_served(tmp_path):
+    """Many in flight: each poll's completions are one batch (consecutive indices, one time),
+    each stamped no earlier than its report was served; every invoke has exactly one
+    completion, from its process, and a slot issues again only after it."""
+    history = History(tmp_path / "history.jsonl")
+    served: dict[str, int] = {}
+    polls: list[list[str]] = []
+
+    class Stamping(FakeProducer):
+        def produce(self, topic, value, key, partition, on_delivery):
+            def stamp(err, msg, v=value.decode()):
+                served[v] = history.now()
+                polls[-1].append(v)
+                on_delivery(err, msg)
+            super().produce(topic, value, key, partition, stamp)
+
+        def poll(self, timeout):
+            polls.append([])
+            return super().poll(timeout)
+
+    outcomes = [("offset", i) if i % 5 else KafkaError._MSG_TIMED_OUT for i in range(200)]
+    client = Stamping(outcomes)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr("kipcheck.harness.clients.workload.Producer", lambda config: client)
+        worker = ProducerWorker("127.0.0.1:1", WorkloadOptions(send_timeout=0.05, rate=0, in_flight=16),
+                                history, threading.Event(), seq=0)
+    real_poll = client.poll
+
+    def poll(timeout):
+        if len(served) >= 150:
+            worker.stop_event.set()
+        return real_poll(timeout)
+
+    client.poll = poll
+    worker.work()
+    history.close()
+    records = read_history(tmp_path / "history.jsonl")
+    done = {r["value"]["value"]: r for r in records if r["type"] != "invoke"}
+    invokes = [r for r in records if r["type"] == "invoke"]
+    assert len(done) == len(invokes) == len(records) / 2 and set(done) == {r["value"]["value"] for r in invokes}
+    for r in invokes:
+        assert done[r["value"]["value"]]["process"] == r["process"]
+    for v, at in served.items():
+        assert done[v]["time"] >= at
+    for batch in (p for p in polls if len(p) > 1):
+        recs = [done[v] for v in batch]
+        assert [r["index"] for r in recs] == list(range(recs[0]["index"], recs[0]["index"] + len(recs)))
+        assert len({r["time"] for r in recs}) == 1
+    open_by_process: dict = {}
+    for r in records:
+        if r["type"] == "invoke":
+            assert r["process"] not in open_by_process
+            open_by_process[r["process"]] = r
+        else:
+            open_by_process.pop(r["process"])
+    assert max(len(p) for p in polls) > 1 and len(served) >= 150
+
+
+def test_a_history_that_cannot_take_the_completions_ends_the_worker_not_the_client(tmp_path):
+    """A write error while recording a poll's completions is the worker's error, not a client
+    crash recorded in the history it cannot write."""
+    history = History(tmp_path / "history.jsonl")
+    client = FakeProducer([("offset", i) for i in range(8)])
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr("kipcheck.harness.clients.workload.Producer", lambda config: client)
+        worker = ProducerWorker("127.0.0.1:1", WorkloadOptions(send_timeout=0.05, rate=0, in_flight=4),
+                                history, threading.Event(), seq=0)
+
+    def broken(entries):
+        raise OSError(28, "No space left on device")
+
+    history.append_batch = broken
+    real_poll, polls = client.poll, []
+
+    def poll(timeout):
+        polls.append(timeout)
+        if len(polls) >= 20:  # a worker that goes on regardless stops here, and the test fails
+            worker.stop_event.set()
+        return real_poll(timeout)
+
+    client.poll = poll
+    worker.run()
+    history.close()
+    assert isinstance(worker.error, OSError) and worker.crashes == 0
