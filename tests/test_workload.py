@@ -68,16 +68,18 @@ def run_producer(tmp_path, scripts, sends, **options):
         worker = ProducerWorker("127.0.0.1:1", opts, history, threading.Event(), seq=0)
     worker._open = iter(clients[1:]).__next__
     worker._backoff = lambda consecutive: None
-    invoke = history.invoke
+    append_batch = history.append_batch
 
-    def counted(process, f, value):
-        if sum(v for k, v in counted.n.items()) + 1 >= sends:
-            worker.stop_event.set()
-        counted.n[process] = counted.n.get(process, 0) + 1
-        return invoke(process, f, value)
+    def counted(entries):  # the producer's invokes come in batches
+        for process, type_, _, _ in entries:
+            if type_ == "invoke":
+                if sum(v for k, v in counted.n.items()) + 1 >= sends:
+                    worker.stop_event.set()
+                counted.n[process] = counted.n.get(process, 0) + 1
+        return append_batch(entries)
 
     counted.n = {}
-    history.invoke = counted
+    history.append_batch = counted
     worker.work()
     history.close()
     return worker, clients, read_history(tmp_path / "history.jsonl")
@@ -498,3 +500,33 @@ def test_a_history_that_cannot_take_the_completions_ends_the_worker_not_the_clie
     worker.run()
     history.close()
     assert isinstance(worker.error, OSError) and worker.crashes == 0
+
+
+def test_invokes_are_recorded_before_their_sends_are_handed_over_and_a_refusal_skips_none(tmp_path):
+    """One issue round's invokes are stamped no later than their produce() calls; a send refused
+    mid-round (queue full) is `fail` and the sends invoked after it are still tried."""
+    history = History(tmp_path / "history.jsonl")
+    handed: dict[str, int] = {}
+
+    class Stamping(FakeProducer):
+        def produce(self, topic, value, key, partition, on_delivery):
+            handed[value.decode()] = history.now()
+            super().produce(topic, value, key, partition, on_delivery)
+
+    client = Stamping([("offset", 0), ("offset", 1), "queue-full", ("offset", 3), ("offset", 4)])
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr("kipcheck.harness.clients.workload.Producer", lambda config: client)
+        worker = ProducerWorker("127.0.0.1:1", WorkloadOptions(send_timeout=0.05, rate=0, in_flight=5),
+                                history, threading.Event(), seq=0)
+    client.poll = lambda timeout, real=client.poll: (worker.stop_event.set(), real(timeout))[1]
+    worker.work()
+    history.close()
+    records = read_history(tmp_path / "history.jsonl")
+    invokes = [r for r in records if r["type"] == "invoke"]
+    assert len(invokes) == 5 and [r["index"] for r in invokes] == list(range(5))
+    for r in invokes:
+        assert r["time"] <= handed[r["value"]["value"]]
+    outcome = {r["value"]["value"]: (r["type"], r["value"].get("offset", r["value"].get("error")))
+               for r in records if r["type"] != "invoke"}
+    assert [outcome[r["value"]["value"]] for r in invokes] == [("ok", 0), ("ok", 1), ("fail", "_QUEUE_FULL"),
+                                                               ("ok", 3), ("ok", 4)]

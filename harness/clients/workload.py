@@ -31,6 +31,7 @@ from kipcheck.harness.clients.client_errors import error_text
 from kipcheck.harness.clients.commits import Committer
 from kipcheck.harness.clients.admin import quiet_logger
 from kipcheck.harness.clients.workload_options import PRODUCER_REQUEST_TIMEOUT_MS, WorkloadOptions  # noqa: F401 (imported from here too)
+from kipcheck.rundir.records import INVOKE
 from kipcheck.rundir.writer import History, Operation
 
 log = logging.getLogger("kipcheck.workload")
@@ -171,30 +172,42 @@ class ProducerWorker(Worker):
 
     # --- one send -----------------------------------------------------------------------
 
-    def _issue(self, slot: _Slot, partition: int) -> bool:
-        """Invoke and enqueue the slot's next send; False when it completed at once (not enqueued)."""
-        value = f"{slot.process}-{slot.n}"
-        slot.n += 1
-        slot.op = self.history.invoke(slot.process, "send", {
-            "topic": self.options.topic, "partition": partition, "key": value, "value": value,
-            "acks": self.acks, "idempotent": self.idempotence, "producer": self.name})
-        try:
-            self.producer.produce(self.options.topic, value=value.encode(), key=value.encode(),
-                                  partition=partition, on_delivery=functools.partial(self._delivered, slot))
-            return True
-        except BufferError:
-            self._complete(slot, "fail", {"error": "_QUEUE_FULL"})
+    def _issue(self, slots: list[_Slot], n: int) -> bool:
+        """Invoke the slots' next sends (partitions round-robin from `n`), then hand each to the
+        client; False when one completed at once (not enqueued). The invokes are one
+        `append_batch`, stamped before the first send is handed over: a lock and a clock read
+        for all of them. Every invoked send is then tried, even after a refusal."""
+        history, topic, partitions = self.history, self.options.topic, self.options.partitions
+        entries = []
+        for slot in slots:
+            value = f"{slot.process}-{slot.n}"
+            slot.n += 1
+            entries.append((slot.process, INVOKE, "send", {
+                "topic": topic, "partition": n % partitions, "key": value, "value": value,
+                "acks": self.acks, "idempotent": self.idempotence, "producer": self.name}))
+            n += 1
+        history.append_batch(entries)
+        enqueued = True
+        for slot, (process, _, f, value) in zip(slots, entries):
+            slot.op = Operation(history, process, f, value)
+            encoded = value["value"].encode()
+            try:
+                self.producer.produce(topic, value=encoded, key=encoded, partition=value["partition"],
+                                      on_delivery=functools.partial(self._delivered, slot))
+                continue
+            except BufferError:
+                self._complete(slot, "fail", {"error": "_QUEUE_FULL"})
+            except Exception as e:  # not enqueued: certainly not written
+                if _is_fatal(e):
+                    self._await_fatal_cause()
+                    self._crash = self._crash or error_text(e)
+                    log.info("%s: produce failed", self.name, exc_info=True)
+                kafka_error = e.args[0] if isinstance(e, KafkaException) and e.args else None
+                self._complete(slot, "fail", {"error": kafka_error.name() if isinstance(kafka_error, KafkaError)
+                                              else type(e).__name__})
             self._record_done()
-        except Exception as e:  # not enqueued: certainly not written
-            if _is_fatal(e):
-                self._await_fatal_cause()
-                self._crash = self._crash or error_text(e)
-                log.info("%s: produce failed", self.name, exc_info=True)
-            kafka_error = e.args[0] if isinstance(e, KafkaException) and e.args else None
-            self._complete(slot, "fail", {"error": kafka_error.name() if isinstance(kafka_error, KafkaError)
-                                          else type(e).__name__})
-            self._record_done()
-        return False
+            enqueued = False
+        return enqueued
 
     def _delivered(self, slot: _Slot, err, msg) -> None:
         """Delivery report callback (served inside poll, on this thread)."""
@@ -238,19 +251,18 @@ class ProducerWorker(Worker):
 
     def work(self):
         self._new_slots()
-        pacer, partitions, n, consecutive = _Pacer(self.rate), self.options.partitions, 0, 0
+        pacer, n, consecutive = _Pacer(self.rate), 0, 0
         while not self.stop_event.is_set():
             if self._crash is not None:
                 consecutive = consecutive + 1 if self.sent == self._sent_at_open else 1
                 self._replace()
                 self._backoff(consecutive)
                 continue
-            refused = False  # a send completed at once: wait a little rather than spin
+            batch = []
             while self._free and pacer.take():
-                if not self._issue(self._free.popleft(), n % partitions):
-                    refused = True
-                    break
-                n += 1
+                batch.append(self._free.popleft())
+            refused = bool(batch) and not self._issue(batch, n)  # then wait a little rather than spin
+            n += len(batch)
             try:
                 self.producer.poll(0.01 if refused else min(0.1, pacer.wait()) if self._free else 0.1)
             except Exception as e:  # a callback or the client failed: the client is done for
@@ -304,7 +316,7 @@ class ProducerWorker(Worker):
         When the error ended no send (none was outstanding), one more send is tried on the
         broken client, so that the crash is recorded on the operation it ended."""
         if not self._outstanding() and not self._crash_recorded:
-            self._issue(self._free.popleft(), 0)
+            self._issue([self._free.popleft()], 0)
         log.warning("%s: client replaced after %s", self.name, self._crash)
         self._finish_outstanding(2.0, self._crash)
         self._close()
