@@ -172,7 +172,11 @@ class ProducerWorker(Worker):
 
     # --- one send -----------------------------------------------------------------------
 
-    def _issue(self, slots: list[_Slot], n: int) -> bool:
+    def _issue(self, slot: _Slot, partition: int) -> bool:
+        """Invoke and enqueue the slot's next send; False when it completed at once (not enqueued)."""
+        return self._issue_round([slot], partition)
+
+    def _issue_round(self, slots: list[_Slot], n: int) -> bool:
         """Invoke the slots' next sends (partitions round-robin from `n`), then hand each to the
         client; False when one completed at once (not enqueued). The invokes are one
         `append_batch`, stamped before the first send is handed over: a lock and a clock read
@@ -261,7 +265,7 @@ class ProducerWorker(Worker):
             batch = []
             while self._free and pacer.take():
                 batch.append(self._free.popleft())
-            refused = bool(batch) and not self._issue(batch, n)  # then wait a little rather than spin
+            refused = bool(batch) and not self._issue_round(batch, n)  # then wait a little rather than spin
             n += len(batch)
             try:
                 self.producer.poll(0.01 if refused else min(0.1, pacer.wait()) if self._free else 0.1)
@@ -316,7 +320,7 @@ class ProducerWorker(Worker):
         When the error ended no send (none was outstanding), one more send is tried on the
         broken client, so that the crash is recorded on the operation it ended."""
         if not self._outstanding() and not self._crash_recorded:
-            self._issue([self._free.popleft()], 0)
+            self._issue(self._free.popleft(), 0)
         log.warning("%s: client replaced after %s", self.name, self._crash)
         self._finish_outstanding(2.0, self._crash)
         self._close()
