@@ -32,6 +32,10 @@ class NoHistory(History):
     def append(self, process, type_, f, value):
         return {"index": 0, "time": 0, "process": process, "type": type_, "f": f, "value": value}
 
+    def append_batch(self, entries):
+        return [{"index": 0, "time": 0, "process": process, "type": type_, "f": f, "value": value}
+                for process, type_, f, value in entries]
+
     def close(self):
         super().close()
         self.path.unlink(missing_ok=True)
@@ -112,6 +116,7 @@ def main(argv=None) -> int:
     p.add_argument("--writer-only", action="store_true")
     args = p.parse_args(argv)
 
+    print("load average at the start: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     rate = writer_rate()
     print(f"history writer: {rate:,.0f} records/s (4 threads, JSONL, handed to the OS every 2 ms, "
           f"fsync every 0.5 s)")
@@ -133,6 +138,7 @@ def main(argv=None) -> int:
         finally:
             cluster.down()
     ratio = rates["recorded"] / rates["unrecorded"]
+    print("load average at the end: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     print(f"acknowledged sends/s without recording: {rates['unrecorded']:,.0f} "
           f"({args.producers} producers x {args.in_flight} in flight, {args.requests} request(s) per broker)")
     print(f"acknowledged sends/s with recording:    {rates['recorded']:,.0f} (target >= 20,000)")

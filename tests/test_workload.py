@@ -68,16 +68,18 @@ def run_producer(tmp_path, scripts, sends, **options):
         worker = ProducerWorker("127.0.0.1:1", opts, history, threading.Event(), seq=0)
     worker._open = iter(clients[1:]).__next__
     worker._backoff = lambda consecutive: None
-    invoke = history.invoke
+    append_batch = history.append_batch
 
-    def counted(process, f, value):
-        if sum(v for k, v in counted.n.items()) + 1 >= sends:
-            worker.stop_event.set()
-        counted.n[process] = counted.n.get(process, 0) + 1
-        return invoke(process, f, value)
+    def counted(entries):  # the producer's invokes come in batches
+        for process, type_, _, _ in entries:
+            if type_ == "invoke":
+                if sum(v for k, v in counted.n.items()) + 1 >= sends:
+                    worker.stop_event.set()
+                counted.n[process] = counted.n.get(process, 0) + 1
+        return append_batch(entries)
 
     counted.n = {}
-    history.invoke = counted
+    history.append_batch = counted
     worker.work()
     history.close()
     return worker, clients, read_history(tmp_path / "history.jsonl")
@@ -412,3 +414,119 @@ def test_share_workload_sets_the_brokers_lock_and_limit_only_for_itself():
         "group.share.record.lock.duration.ms": "5000", "group.share.min.record.lock.duration.ms": "5000",
         "group.share.delivery.count.limit": "3", "group.share.min.delivery.count.limit": "2"}
     assert not releases.has("4.1.2", "share-groups") and releases.has("4.2.0", "share-groups")
+
+
+def test_a_polls_delivery_reports_are_recorded_together_each_after_it_was_served(tmp_path):
+    """Many in flight: each poll's completions are one batch (consecutive indices, one time),
+    each stamped no earlier than its report was served; every invoke has exactly one
+    completion, from its process, and a slot issues again only after it."""
+    history = History(tmp_path / "history.jsonl")
+    served: dict[str, int] = {}
+    polls: list[list[str]] = []
+
+    class Stamping(FakeProducer):
+        def produce(self, topic, value, key, partition, on_delivery):
+            def stamp(err, msg, v=value.decode()):
+                served[v] = history.now()
+                polls[-1].append(v)
+                on_delivery(err, msg)
+            super().produce(topic, value, key, partition, stamp)
+
+        def poll(self, timeout):
+            polls.append([])
+            return super().poll(timeout)
+
+    outcomes = [("offset", i) if i % 5 else KafkaError._MSG_TIMED_OUT for i in range(200)]
+    client = Stamping(outcomes)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr("kipcheck.harness.clients.workload.Producer", lambda config: client)
+        worker = ProducerWorker("127.0.0.1:1", WorkloadOptions(send_timeout=0.05, rate=0, in_flight=16),
+                                history, threading.Event(), seq=0)
+    real_poll = client.poll
+
+    def poll(timeout):
+        if len(served) >= 150:
+            worker.stop_event.set()
+        return real_poll(timeout)
+
+    client.poll = poll
+    worker.work()
+    history.close()
+    records = read_history(tmp_path / "history.jsonl")
+    done = {r["value"]["value"]: r for r in records if r["type"] != "invoke"}
+    invokes = [r for r in records if r["type"] == "invoke"]
+    assert len(done) == len(invokes) == len(records) / 2 and set(done) == {r["value"]["value"] for r in invokes}
+    for r in invokes:
+        assert done[r["value"]["value"]]["process"] == r["process"]
+    for v, at in served.items():
+        assert done[v]["time"] >= at
+    for batch in (p for p in polls if len(p) > 1):
+        recs = [done[v] for v in batch]
+        assert [r["index"] for r in recs] == list(range(recs[0]["index"], recs[0]["index"] + len(recs)))
+        assert len({r["time"] for r in recs}) == 1
+    open_by_process: dict = {}
+    for r in records:
+        if r["type"] == "invoke":
+            assert r["process"] not in open_by_process
+            open_by_process[r["process"]] = r
+        else:
+            open_by_process.pop(r["process"])
+    assert max(len(p) for p in polls) > 1 and len(served) >= 150
+
+
+def test_a_history_that_cannot_take_the_completions_ends_the_worker_not_the_client(tmp_path):
+    """A write error while recording a poll's completions is the worker's error, not a client
+    crash recorded in the history it cannot write."""
+    history = History(tmp_path / "history.jsonl")
+    client = FakeProducer([("offset", i) for i in range(8)])
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr("kipcheck.harness.clients.workload.Producer", lambda config: client)
+        worker = ProducerWorker("127.0.0.1:1", WorkloadOptions(send_timeout=0.05, rate=0, in_flight=4),
+                                history, threading.Event(), seq=0)
+
+    def broken(entries):
+        raise OSError(28, "No space left on device")
+
+    history.append_batch = broken
+    real_poll, polls = client.poll, []
+
+    def poll(timeout):
+        polls.append(timeout)
+        if len(polls) >= 20:  # a worker that goes on regardless stops here, and the test fails
+            worker.stop_event.set()
+        return real_poll(timeout)
+
+    client.poll = poll
+    worker.run()
+    history.close()
+    assert isinstance(worker.error, OSError) and worker.crashes == 0
+
+
+def test_invokes_are_recorded_before_their_sends_are_handed_over_and_a_refusal_skips_none(tmp_path):
+    """One issue round's invokes are stamped no later than their produce() calls; a send refused
+    mid-round (queue full) is `fail` and the sends invoked after it are still tried."""
+    history = History(tmp_path / "history.jsonl")
+    handed: dict[str, int] = {}
+
+    class Stamping(FakeProducer):
+        def produce(self, topic, value, key, partition, on_delivery):
+            handed[value.decode()] = history.now()
+            super().produce(topic, value, key, partition, on_delivery)
+
+    client = Stamping([("offset", 0), ("offset", 1), "queue-full", ("offset", 3), ("offset", 4)])
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr("kipcheck.harness.clients.workload.Producer", lambda config: client)
+        worker = ProducerWorker("127.0.0.1:1", WorkloadOptions(send_timeout=0.05, rate=0, in_flight=5),
+                                history, threading.Event(), seq=0)
+    client.poll = lambda timeout, real=client.poll: (worker.stop_event.set(), real(timeout))[1]
+    worker.work()
+    history.close()
+    records = read_history(tmp_path / "history.jsonl")
+    invokes = [r for r in records if r["type"] == "invoke"]
+    assert len(invokes) == 5 and [r["index"] for r in invokes] == list(range(5))
+    for r in invokes:
+        assert r["time"] <= handed[r["value"]["value"]]
+    outcome = {r["value"]["value"]: (r["type"], r["value"].get("offset", r["value"].get("error")))
+               for r in records if r["type"] != "invoke"}
+    assert [outcome[r["value"]["value"]] for r in invokes] == [("ok", 0), ("ok", 1), ("fail", "_QUEUE_FULL"),
+                                                               ("ok", 3), ("ok", 4)]

@@ -31,6 +31,7 @@ from kipcheck.harness.clients.client_errors import error_text
 from kipcheck.harness.clients.commits import Committer
 from kipcheck.harness.clients.admin import quiet_logger
 from kipcheck.harness.clients.workload_options import PRODUCER_REQUEST_TIMEOUT_MS, WorkloadOptions  # noqa: F401 (imported from here too)
+from kipcheck.rundir.records import INVOKE
 from kipcheck.rundir.writer import History, Operation
 
 log = logging.getLogger("kipcheck.workload")
@@ -138,6 +139,7 @@ class ProducerWorker(Worker):
         self.sent = self._sent_at_open = 0
         self._crash: str | None = None  # the fatal error of the current client, once known
         self._crash_recorded = False  # an operation carries it (`"fatal": true`, once per client)
+        self._done: list[tuple[_Slot, Operation, str, dict]] = []  # completions not yet recorded
 
     def _open(self) -> Producer:
         producer = Producer(self.config)
@@ -166,31 +168,50 @@ class ProducerWorker(Worker):
                 self.producer.poll(0.05)
             except Exception as e:
                 self._crash = error_text(e)
+            self._record_done()
 
     # --- one send -----------------------------------------------------------------------
 
     def _issue(self, slot: _Slot, partition: int) -> bool:
         """Invoke and enqueue the slot's next send; False when it completed at once (not enqueued)."""
-        value = f"{slot.process}-{slot.n}"
-        slot.n += 1
-        slot.op = self.history.invoke(slot.process, "send", {
-            "topic": self.options.topic, "partition": partition, "key": value, "value": value,
-            "acks": self.acks, "idempotent": self.idempotence, "producer": self.name})
-        try:
-            self.producer.produce(self.options.topic, value=value.encode(), key=value.encode(),
-                                  partition=partition, on_delivery=functools.partial(self._delivered, slot))
-            return True
-        except BufferError:
-            self._complete(slot, "fail", {"error": "_QUEUE_FULL"})
-        except Exception as e:  # not enqueued: certainly not written
-            if _is_fatal(e):
-                self._await_fatal_cause()
-                self._crash = self._crash or error_text(e)
-                log.info("%s: produce failed", self.name, exc_info=True)
-            kafka_error = e.args[0] if isinstance(e, KafkaException) and e.args else None
-            self._complete(slot, "fail", {"error": kafka_error.name() if isinstance(kafka_error, KafkaError)
-                                          else type(e).__name__})
-        return False
+        return self._issue_round([slot], partition)
+
+    def _issue_round(self, slots: list[_Slot], n: int) -> bool:
+        """Invoke the slots' next sends (partitions round-robin from `n`), then hand each to the
+        client; False when one completed at once (not enqueued). The invokes are one
+        `append_batch`, stamped before the first send is handed over: a lock and a clock read
+        for all of them. Every invoked send is then tried, even after a refusal."""
+        history, topic, partitions = self.history, self.options.topic, self.options.partitions
+        entries = []
+        for slot in slots:
+            value = f"{slot.process}-{slot.n}"
+            slot.n += 1
+            entries.append((slot.process, INVOKE, "send", {
+                "topic": topic, "partition": n % partitions, "key": value, "value": value,
+                "acks": self.acks, "idempotent": self.idempotence, "producer": self.name}))
+            n += 1
+        history.append_batch(entries)
+        enqueued = True
+        for slot, (process, _, f, value) in zip(slots, entries):
+            slot.op = Operation(history, process, f, value)
+            encoded = value["value"].encode()
+            try:
+                self.producer.produce(topic, value=encoded, key=encoded, partition=value["partition"],
+                                      on_delivery=functools.partial(self._delivered, slot))
+                continue
+            except BufferError:
+                self._complete(slot, "fail", {"error": "_QUEUE_FULL"})
+            except Exception as e:  # not enqueued: certainly not written
+                if _is_fatal(e):
+                    self._await_fatal_cause()
+                    self._crash = self._crash or error_text(e)
+                    log.info("%s: produce failed", self.name, exc_info=True)
+                kafka_error = e.args[0] if isinstance(e, KafkaException) and e.args else None
+                self._complete(slot, "fail", {"error": kafka_error.name() if isinstance(kafka_error, KafkaError)
+                                              else type(e).__name__})
+            self._record_done()
+            enqueued = False
+        return enqueued
 
     def _delivered(self, slot: _Slot, err, msg) -> None:
         """Delivery report callback (served inside poll, on this thread)."""
@@ -205,39 +226,53 @@ class ProducerWorker(Worker):
         self._complete(slot, "fail" if err.code() in DEFINITE_SEND_ERRORS else "info", {"error": err.name()})
 
     def _complete(self, slot: _Slot, type_: str, extra: dict) -> None:
-        """Record the slot's completion and free the slot; the first completion after a
-        fatal error carries it (once per client). After `info` the slot is a new process."""
+        """End the slot's send: its completion waits in `_done` for `_record_done` (the first
+        completion after a fatal error carries it, once per client, decided here, in the order
+        the outcomes were learnt)."""
         if self._crash is not None and not self._crash_recorded:
             extra = {**extra, "error": self._crash, "fatal": True}
             self._crash_recorded = True
-        getattr(slot.op, type_)(**extra)
+        self._done.append((slot, slot.op, type_, extra))
         slot.op = None
-        if type_ == "info":
-            slot.process, slot.n = self.history.new_process(), 0
-        self._free.append(slot)
+
+    def _record_done(self) -> None:
+        """Record the completions learnt so far (one poll's delivery reports, typically
+        hundreds) in one `append_batch`, then free their slots: one lock and one clock read
+        for all of them, and every completion's time is after its report was served. A slot
+        is reused only once its completion is recorded; after `info` it is a new process."""
+        done = self._done
+        if not done:
+            return
+        self._done = []
+        self.history.append_batch([op.completion(type_, extra) for _, op, type_, extra in done])
+        free = self._free
+        for slot, _, type_, _ in done:
+            if type_ == "info":
+                slot.process, slot.n = self.history.new_process(), 0
+            free.append(slot)
 
     # --- the loop -----------------------------------------------------------------------
 
     def work(self):
         self._new_slots()
-        pacer, partitions, n, consecutive = _Pacer(self.rate), self.options.partitions, 0, 0
+        pacer, n, consecutive = _Pacer(self.rate), 0, 0
         while not self.stop_event.is_set():
             if self._crash is not None:
                 consecutive = consecutive + 1 if self.sent == self._sent_at_open else 1
                 self._replace()
                 self._backoff(consecutive)
                 continue
-            refused = False  # a send completed at once: wait a little rather than spin
+            batch = []
             while self._free and pacer.take():
-                if not self._issue(self._free.popleft(), n % partitions):
-                    refused = True
-                    break
-                n += 1
+                batch.append(self._free.popleft())
+            refused = bool(batch) and not self._issue_round(batch, n)  # then wait a little rather than spin
+            n += len(batch)
             try:
                 self.producer.poll(0.01 if refused else min(0.1, pacer.wait()) if self._free else 0.1)
             except Exception as e:  # a callback or the client failed: the client is done for
                 self._crash = self._crash or error_text(e)
                 log.info("%s: poll failed", self.name, exc_info=True)
+            self._record_done()
         self._finish_outstanding(STOP_WAIT, None)
         self._close()
 
@@ -256,15 +291,18 @@ class ProducerWorker(Worker):
         try:
             while self._outstanding() and time.monotonic() < deadline:
                 self.producer.poll(0.05)
+                self._record_done()
             if self._outstanding():
                 self.producer.purge(in_queue=True, in_flight=True, blocking=False)
                 deadline = time.monotonic() + 2
                 while self._outstanding() and time.monotonic() < deadline:
                     self.producer.poll(0.05)
+                    self._record_done()
         except Exception:
             log.info("%s: serving delivery reports failed", self.name, exc_info=True)
         for slot in self._outstanding():
             self._complete(slot, "info", {"error": reason or "no delivery report"})
+        self._record_done()
 
     def _close(self) -> None:
         try:
