@@ -18,6 +18,7 @@ sizes up to --baseline-max, right after the current one, and prints new/old spee
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import subprocess
@@ -28,6 +29,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, os.environ.get("KIPCHECK_BENCH_ROOT", str(ROOT)))
+#: where the checker under test imports from: `kipcheck.checks` (this tree, or a baseline's from `baseline_tree`),
+#: or `checks` for a revision from before the package was named kipcheck
+CHECKER_PACKAGE = os.environ.get("KIPCHECK_BENCH_CHECKER", "kipcheck.checks")
 
 
 def tree_rss(pid: int) -> int:
@@ -129,7 +133,8 @@ def run_one(engine: str, directory: str, master: str) -> dict:
     startup = 0.0
     load0 = loadavg()
     if engine == "spark":
-        from kipcheck.checks.engine_spark import check_path, spark_session
+        engine_spark = importlib.import_module(f"{CHECKER_PACKAGE}.engine_spark")
+        check_path, spark_session = engine_spark.check_path, engine_spark.spark_session
         t0 = time.perf_counter()
         spark = spark_session(master)
         # a first small check warms the JVM up (class loading, JIT): counted as start-up
@@ -139,7 +144,7 @@ def run_one(engine: str, directory: str, master: str) -> dict:
         t0, c0 = time.perf_counter(), time.process_time()
         verdict = check_path(Path(directory) / "history.parquet", spark=spark)
     else:
-        from kipcheck.checks.engine_local import check_path
+        check_path = importlib.import_module(f"{CHECKER_PACKAGE}.engine_local").check_path
         t0, c0 = time.perf_counter(), time.process_time()
         verdict = check_path(Path(directory) / "history.jsonl")
     elapsed = time.perf_counter() - t0
@@ -151,22 +156,26 @@ def run_one(engine: str, directory: str, master: str) -> dict:
             "peak_children_mb": monitor.peak_children / 2**20, "load": f"{load0}->{loadavg()}"}
 
 
-def baseline_tree(rev: str) -> Path:
-    """The checker of git revision `rev`, extracted to a temporary directory."""
-    target = Path(f"/tmp/kipcheck-baseline-{rev[:12]}")
-    if not (target / "checks").exists():
+def baseline_tree(rev: str, parent: Path = Path("/tmp")) -> tuple[Path, str]:
+    """The whole tree of git revision `rev`, extracted to a directory: (the directory to put first
+    on the path, the package its checker imports as). A revision with the `kipcheck` package
+    reaches its own folders from its kipcheck/__init__.py, so `kipcheck.checks` is the baseline's
+    and not the editable install's; an older one imports its checker as `checks`."""
+    target = parent / f"kipcheck-baseline-{rev[:12]}-whole"  # "-whole": this function once extracted checks/ alone
+    if not (target / "pyproject.toml").exists():
         target.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "checks", "reference_model"],
-                                 capture_output=True, check=True).stdout
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-    return target
+    return target, "kipcheck.checks" if (target / "kipcheck" / "__init__.py").exists() else "checks"
 
 
-def run_subprocess(engine: str, directory: Path, master: str, code_root: Path | None = None) -> dict | str:
+def run_subprocess(engine: str, directory: Path, master: str, baseline: tuple[Path, str] | None = None) -> dict | str:
     env = dict(os.environ)
-    if code_root is not None:  # the baseline: its checks/ first on the path (driver and workers)
+    if baseline is not None:  # its checker first on the path (driver and workers)
+        code_root, checker = baseline
         env["PYTHONPATH"] = os.pathsep.join([str(code_root), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         env["KIPCHECK_BENCH_ROOT"] = str(code_root)
+        env["KIPCHECK_BENCH_CHECKER"] = checker
     out = subprocess.run([sys.executable, __file__, "--one", engine, str(directory), "--master", master],
                          capture_output=True, text=True, env=env)
     if out.returncode != 0:
@@ -223,7 +232,8 @@ def main():
                 else:
                     line += (f"\n      baseline {args.baseline[:8]}: {b['seconds']:8.1f} s "
                              f"{b['records'] / b['seconds']:>8,.0f} ev/s  peak RSS {b['peak_rss_mb']:6.0f} MB"
-                             f"  valid={b['valid']}  load {b['load']}  -> speed-up x{b['seconds'] / r['seconds']:.2f}")
+                             f"  valid={b['valid']}  load {b['load']}  -> speed-up x{b['seconds'] / r['seconds']:.2f}"
+                             + (f" (cpu {b['cpu']:.1f} s: x{b['cpu'] / r['cpu']:.2f})" if engine == "local" else ""))
             print(line, flush=True)
 
 if __name__ == "__main__":
