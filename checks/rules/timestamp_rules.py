@@ -202,6 +202,7 @@ class _Stamps:
         mapped = isinstance(wall_minus_history, int)
         no_skew = [0] if not self.windows else None  # no clock fault yet: the skews of every span
         allowed, early, in_flight, unsure = kip32.append_time_allowed, self.early, self.in_flight, self.unsure
+        bases, sents = self.base, self.sent
         # the acknowledged record read just before (its partition, offset and stamp), else None
         before_tp = before_offset = before_stamp = None
         tp = None
@@ -209,24 +210,30 @@ class _Stamps:
             if stamp is None:
                 before_tp = None
                 continue
-            if tp is None or rec[0] != tp[0] or rec[1] != tp[1] or type(rec[1]) is not type(tp[1]):
-                tp = (rec[0], rec[1])
-                base = self.base.get(tp)
-                sent_at = self.sent.get(tp)
+            topic, partition = rec[0], rec[1]
+            if tp is None or topic != tp[0] or partition != tp[1] or type(partition) is not type(tp[1]):
+                tp = (topic, partition)
+                base = bases.get(tp)
+                sent_at = sents.get(tp)
                 if sent_at is not None:
                     acked_at, values, stamps, ties = self.acked[tp], self.values[tp], self.stamps[tp], self.ties[tp]
+                    n = len(sent_at)  # `_send` grows the partition's arrays together: all of this length
                 else:
-                    stamps = ties = ()
+                    n = 0
             offset, value = rec[2], str(rec[3])
             sent = None  # the acknowledged send of this value at this offset: (sent, upper)
             if type(offset) is int:
+                # sent at all: base set (`_send` sets it before the arrays); else no offset is in range
                 i = offset - base if base is not None else 0
-                if sent_at is not None and 0 <= i < len(sent_at):
-                    if sent_at[i] != _UNSET:
-                        if values[i] == hash(value):
-                            sent, upper = sent_at[i], acked_at[i]
-                        else:
-                            self.diverged.add(tp)
+                if 0 <= i < n:
+                    sent = sent_at[i]
+                    if sent == _UNSET:
+                        sent = None
+                    elif values[i] == hash(value):
+                        upper = acked_at[i]
+                    else:
+                        sent = None
+                        self.diverged.add(tp)
                 elif early:
                     aside = early.get((*tp, offset))
                     if aside and aside[2] == hash(value):
@@ -234,8 +241,8 @@ class _Stamps:
             if sent is not None:
                 if upper > read_at:
                     upper = read_at
-                i = offset - base
-                if 0 <= i < len(stamps):  # not one kept aside
+                # `i` is still offset - base: sent at all, so base is set; a send kept aside is below it
+                if 0 <= i < n:  # not one kept aside
                     if mapped:
                         stamps[i] = stamp + wall_minus_history
                     if i > 0 and before_tp == tp and before_offset == offset - 1 and before_stamp == stamp:
