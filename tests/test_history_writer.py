@@ -33,6 +33,15 @@ CHILD = textwrap.dedent("""
 """)
 
 
+
+def _in_threads(append, count: int) -> None:
+    """`append(p)` for p in range(count), each on its own thread, all joined."""
+    threads = [threading.Thread(target=append, args=(p,)) for p in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
 def _killed_child(tmp_path: Path, busy: bool, until, script: str = CHILD) -> tuple[list[dict], list[tuple[int, float]]]:
     path = tmp_path / "history.jsonl"
     child = subprocess.Popen([sys.executable, "-c", script, str(path), str(int(busy))], stdout=subprocess.PIPE,
@@ -83,11 +92,7 @@ def test_concurrent_appenders_give_one_line_per_record_in_index_order(tmp_path):
         for _ in range(3000):
             history.append(process, "invoke", "send", value)
 
-    threads = [threading.Thread(target=append, args=(p,)) for p in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _in_threads(append, 4)
     history.close()
     records = read_history(tmp_path / "history.jsonl")
     assert [r["index"] for r in records] == list(range(12000))
@@ -194,11 +199,7 @@ def test_a_slow_disk_that_takes_a_little_at_a_time_loses_nothing(tmp_path, monke
         for n in range(40):
             history.append(process, "invoke", "send", {"key": f"{process}-{n}"})
 
-    threads = [threading.Thread(target=append, args=(p,)) for p in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _in_threads(append, 3)
     history.close()
     monkeypatch.undo()
     records = [json.loads(line) for line in (tmp_path / "h.jsonl").read_bytes().splitlines()]
@@ -264,11 +265,7 @@ def test_batches_take_dense_indices_in_order_and_one_time_no_earlier_than_the_ca
                                              for k in range(n % 7 + 1)])
                 calls[(process, n)] = (before, history.now(), recs)
 
-    threads = [threading.Thread(target=append, args=(p,)) for p in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _in_threads(append, 4)
     history.close()
     records = read_history(tmp_path / "h.jsonl")
     assert [r["index"] for r in records] == list(range(len(records)))

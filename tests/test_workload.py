@@ -58,6 +58,21 @@ class FakeProducer:
         self.closed = True
 
 
+
+def _pairs(records: list[dict]) -> list[tuple[dict, dict]]:
+    """(invoke, completion) of each operation; fails if a process invokes twice before its completion
+    or completes what it never invoked."""
+    open_by_process: dict = {}
+    pairs = []
+    for r in records:
+        if r["type"] == "invoke":
+            assert r["process"] not in open_by_process, r
+            open_by_process[r["process"]] = r
+        else:
+            assert r["process"] in open_by_process, r
+            pairs.append((open_by_process.pop(r["process"]), r))
+    return pairs
+
 def run_producer(tmp_path, scripts, sends, **options):
     """Drive a ProducerWorker whose successive clients follow `scripts`; stop after `sends` invokes."""
     history = History(tmp_path / "history.jsonl")
@@ -108,13 +123,8 @@ def test_process_continues_under_new_id_after_info(tmp_path):
 def test_in_flight_slots_are_processes_with_one_send_each(tmp_path):
     """Eight slots share one client: each process has at most one send outstanding."""
     _, _, records = run_producer(tmp_path, [[("offset", i) for i in range(64)]], sends=64, in_flight=8)
-    open_by_process: dict = {}
-    for r in records:
-        if r["type"] == "invoke":
-            assert r["process"] not in open_by_process
-            open_by_process[r["process"]] = r
-        else:
-            assert open_by_process.pop(r["process"])["value"]["value"] == r["value"]["value"]
+    for invoke, completion in _pairs(records):
+        assert invoke["value"]["value"] == completion["value"]["value"]
     assert len({r["process"] for r in records}) == 8
     assert max(len([1 for r in records[:i] if r["type"] == "invoke"]) - len([1 for r in records[:i]
                if r["type"] != "invoke"]) for i in range(len(records))) == 8  # really eight in flight
@@ -464,13 +474,7 @@ def test_a_polls_delivery_reports_are_recorded_together_each_after_it_was_served
         recs = [done[v] for v in batch]
         assert [r["index"] for r in recs] == list(range(recs[0]["index"], recs[0]["index"] + len(recs)))
         assert len({r["time"] for r in recs}) == 1
-    open_by_process: dict = {}
-    for r in records:
-        if r["type"] == "invoke":
-            assert r["process"] not in open_by_process
-            open_by_process[r["process"]] = r
-        else:
-            open_by_process.pop(r["process"])
+    _pairs(records)
     assert max(len(p) for p in polls) > 1 and len(served) >= 150
 
 
