@@ -8,7 +8,8 @@ cluster, 26 windows one after another), is queued before all of them: under pyte
 the other runs the pure tests and then the rest.
 
 Each module is one unit of xdist's work, so its module-scoped cluster starts once, on one
-worker; modules that must not overlap are one unit together (`SERIAL`). At the end the suite
+worker; modules that must not overlap are one unit together (`SERIAL`), and so are those that
+share the plugin's session cluster (`SHARED_CLUSTER`). At the end the suite
 prints where its time went, per module (setup, call and teardown together), so CI's log keeps
 the budget a slow module spends."""
 from __future__ import annotations
@@ -32,6 +33,14 @@ FIRST = ("tests/integration/test_seeded_bugs_live.py",)
 #: modules that must not run beside each other, each tuple one group: both start a dockerd (in a namespace of its
 #: own) and compare the host's iptables rules before and after
 SERIAL = (("tests/integration/test_testcontainers.py", "tests/integration/test_beside_docker.py"),)
+#: the modules whose tests use the plugin's shared `cluster` (tests/test_suite_order.py finds them): one unit, run
+#: together, so that one worker starts it once and stops it after the last of them (harness.pytest_plugin stops it
+#: when the next test does not use it) and the other worker never starts one: idle, it costs ~0.15 of a core
+SHARED_CLUSTER = tuple(f"tests/integration/test_{m}.py" for m in (
+    "faults_process", "faults_disk", "faults_partitions", "observer", "prober", "share_prober", "share_workload",
+    "tiered", "txn_workload", "workload_fatal"))
+#: units of xdist's work of more than one module
+UNITS = (*SERIAL, SHARED_CLUSTER)
 
 
 def _module(item) -> str:
@@ -46,18 +55,21 @@ HEAVY = ("tests/integration/test_liveness_run.py", "tests/integration/test_fault
          "tests/integration/test_faults_process.py", "tests/test_spark_cluster.py")
 
 
-def _order(item) -> int:
-    """FIRST, then the pure tests, then HEAVY, then every other slow test."""
+def _order(item) -> tuple[int, int]:
+    """FIRST, then the pure tests, then the shared cluster's modules (together, so that without xdist
+    too it starts once), then HEAVY, then every other slow test."""
     module = _module(item)
     if module in FIRST:
-        return 0
+        return 0, 0
     if not _is_slow(item):
-        return 1
-    return 2 if module in HEAVY else 3
+        return 1, 0
+    if module in SHARED_CLUSTER:
+        return 2, 0
+    return (2 if module in HEAVY else 3), 1
 
 
 def _group(module: str) -> str:
-    return next((serial[0] for serial in SERIAL if module in serial), module)
+    return next((unit[0] for unit in UNITS if module in unit), module)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -66,7 +78,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """xdist's `loadfile`, with the `SERIAL` modules one unit each. (Its `loadgroup` marks no
+    """xdist's `loadfile`, with each of `UNITS` one unit of work. (Its `loadgroup` marks no
     test under pytest 9: it renames a test by a field pytest no longer reads.)"""
     from xdist.scheduler import LoadFileScheduling
 
