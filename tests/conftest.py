@@ -50,9 +50,8 @@ def _module(item) -> str:
 #: slow modules of over two minutes each (the time budget of 2026-11-29's CI log), queued before the other slow
 #: ones so that the suite does not end on one worker finishing a long module while the other idles
 HEAVY = ("tests/integration/test_liveness_run.py", "tests/integration/test_faults_run.py",
-         "tests/integration/test_faults_storage_clock.py", "tests/integration/test_testcontainers.py",
-         "tests/integration/test_run_end_to_end.py", "tests/integration/test_releases_run.py",
-         "tests/integration/test_faults_process.py", "tests/test_spark_cluster.py")
+         "tests/integration/test_faults_storage_clock.py", "tests/integration/test_run_end_to_end.py",
+         "tests/test_spark_cluster.py")
 
 
 def _order(item) -> tuple[int, int]:

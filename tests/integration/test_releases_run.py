@@ -24,8 +24,9 @@ def _run(tmp_path, version: str, *extra: str) -> tuple[subprocess.CompletedProce
     return proc, next(tmp_path.iterdir())
 
 
+# the oldest KRaft line in the default suite; 3.9 with tiered storage (80 s) in the nightly form (`-m long`, issue 32)
 @pytest.mark.parametrize("version, tiered", [(releases.NEWEST_PATCH["3.3"], False),
-                                             (releases.NEWEST_PATCH["3.9"], True)])
+                                             pytest.param(releases.NEWEST_PATCH["3.9"], True, marks=pytest.mark.long)])
 def test_old_release_starts_runs_and_is_checked(tmp_path, version, tiered):
     """Valid under the release's own profile, as docs/releases.md says (2026-11-25: 3 of 3 runs
     each). The one duplicate mechanism seen on 3.3.2 (librdkafka's epoch bump after a delivery
@@ -57,6 +58,7 @@ def test_old_release_starts_runs_and_is_checked(tmp_path, version, tiered):
     assert not any(op.get("f") == "metadata_propagation" for op in ops), "KIP-1166 probed where it did not ship"
 
 
+@pytest.mark.long  # 90 s of a real cluster for one version string; tests/test_releases.py judges the inheritance itself
 def test_a_newer_release_appearing_on_maven_central_is_run_on_purpose_and_judged_as_inherited(tmp_path):
     """`--kafka-version latest` on the day Maven Central lists a release newer than every read
     profile. Offline: a fake listing, and a fake release 9.9.0 whose cached classpath is the

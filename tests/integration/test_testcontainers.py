@@ -60,6 +60,7 @@ def _root_docker_rules() -> list[str]:
 
 
 @pytest.mark.cluster
+@pytest.mark.long  # a container cluster's run: 230 s, the suite's longest test but the matrix (issue 32); nightly
 def test_container_cluster_is_valid_under_pause_latency_kill_and_leaves_nothing(tmp_path, kafka_version):
     rules_before = _root_docker_rules()
     with dockerd_namespace("overlay2") as ns:
