@@ -55,6 +55,14 @@ class _Groups:
         self.spills = 0
         self._tmp = None
         self._fh = None
+        self._room = self._pending_room()
+
+    def _pending_room(self) -> int:
+        """The most rows not yet pickled that fit beside the chunks held: rows not yet
+        pickled count at the mean pickled size so far. Kept up to date where the held bytes
+        or that mean change, so that `add` compares one count."""
+        mean = self.sealed_bytes // max(1, self.sealed_rows) or 100
+        return (self.limit - self.held) // mean  # pending * mean > limit - held <=> pending > this
 
     def add(self, gid, part: dict) -> None:
         rows = self.rows.get(gid)
@@ -64,8 +72,7 @@ class _Groups:
         self.pending += 1
         if len(rows) >= CHUNK_ROWS:
             self._seal(gid, rows)
-        # rows not yet pickled count at the mean pickled size so far
-        if self.held + self.pending * (self.sealed_bytes // max(1, self.sealed_rows) or 100) > self.limit:
+        if self.pending > self._room:
             self._spill()
 
     def _seal(self, gid, rows: list) -> None:
@@ -76,6 +83,7 @@ class _Groups:
         self.sealed_rows += len(rows)
         self.sealed_bytes += len(chunk)
         self.rows[gid] = []
+        self._room = self._pending_room()
 
     def _spill(self) -> None:
         for gid, rows in list(self.rows.items()):
@@ -95,6 +103,7 @@ class _Groups:
         self.chunks.clear()
         self.held = 0
         self.spills += 1
+        self._room = self._pending_room()
 
     def ids(self) -> list:
         return sorted(set(self.rows) | set(self.chunks) | set(self.disk))
@@ -114,6 +123,7 @@ class _Groups:
         while chunks:
             chunk = chunks.pop()
             self.held -= len(chunk)
+            self._room = self._pending_room()
             for row in pickle.loads(chunk):
                 yield from_row(row)
         rows = self.rows.pop(gid, ())

@@ -121,11 +121,10 @@ class Dispatch:
         `group_keys` in sorted order, each with the part of the record its group needs (e.g.
         only that partition's polled records), so engines move and hold less; by default
         (checks.rules.base.BaseRule) each group sees the whole record."""
-        out = []
-        for i, split in self.offered(record["f"], record["type"]):
-            for key, part in split(record):
-                out.append((i, key, part))
-        return out
+        got = self._table.get((record["f"], record["type"]))
+        if got is None:
+            got = self.offered(record["f"], record["type"])
+        return [(i, key, part) for i, split in got for key, part in split(record)]
 
 
 def keyed(rules: Sequence[Rule] | Dispatch, record: dict) -> list[tuple[int, str, dict]]:
