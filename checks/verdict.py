@@ -75,14 +75,15 @@ def run_rule(rule: Rule, key: str, records: Iterable[dict], profile: str) -> lis
     return rule.check_group(key, records, profile)
 
 
-def starter(rule: Rule):
-    """`rule.start` when the rule judges a group as its records stream by (`rule.streams`), else None.
+def starter(rule: Rule, key: str):
+    """`rule.start` when the rule judges the group `key` as its records stream by
+    (`rule.streams_group(key)`), else None.
 
     `rule.start(key, profile)` returns a judge with `add(record)` (called for each record
     of the group, in index order) and `finish() -> [Anomaly]`; it must give what
     `run_rule` gives on the whole group. An engine that sees records one at a time then
     holds no group for that rule, only the judge's own summary."""
-    return rule.start if rule.streams else None
+    return rule.start if rule.streams_group(key) else None
 
 
 def group_keys(rule: Rule, record: dict) -> list[str]:
