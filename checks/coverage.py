@@ -225,6 +225,13 @@ def opportunities(record: dict) -> tuple[str, ...]:
     f, v = record.get("f"), record.get("value") or {}
     if f == "fetch":
         return tuple(_fetch(v))
+    if f == "poll":  # the commonest answer first: no test below admits a poll
+        if not v.get("records"):
+            return ()
+        stamped = ("kip32.append_time_allowed",) if any(s is not None for s in v.get("append_ms") or ()) else ()
+        if v.get("isolation") == "read_committed":
+            return ("transactions.read_committed_verdict", "transactions.torn_offsets", *stamped)
+        return stamped
     if (f == "list_offsets" and v.get("error", _NONE) == _NONE and as_int(v.get("timestamp"), 0) in KIP1023_TIMESTAMPS
             and as_int(v.get("offset"), -1) >= 0):
         return ("kip1023.offset_order",)
@@ -253,11 +260,6 @@ def opportunities(record: dict) -> tuple[str, ...]:
         return ("kip1166.propagation_statistic",)
     if f == "partition_change":
         return ("kip966.may_lead",) * election_decided(v) + ("kip455.completion_allowed",) * ends_a_move(v)
-    if f == "poll" and v.get("records"):
-        stamped = ("kip32.append_time_allowed",) if any(s is not None for s in v.get("append_ms") or ()) else ()
-        if v.get("isolation") == "read_committed":
-            return ("transactions.read_committed_verdict", "transactions.torn_offsets", *stamped)
-        return stamped
     return ()
 
 

@@ -4,10 +4,11 @@ One pass over the history puts each record in the groups its rules name (through
 `checks.verdict.Dispatch`: a record is offered only to the rules that read its kind, and a
 group sees only what its rule reads of the record):
 
-* a rule that judges a group as its records stream by (`start(key, profile)`, see
-  `checks.verdict.starter`; the history rule does) gets each part at once and keeps only
-  its own compact summary: its groups are never held;
-* the groups of the other rules are held as pickled chunks of `CHUNK_ROWS` rows (plus
+* a group its rule judges as the records stream by (`start(key, profile)`, see
+  `checks.verdict.starter`; every group of the history rule, the consumer fetch rule's
+  poll group) gets each part at once and keeps only its judge's compact summary: it is
+  never held;
+* the other groups are held as pickled chunks of `CHUNK_ROWS` rows (plus
   each group's last, not yet pickled, rows). When the chunks held in memory pass
   `max_bytes` pickled bytes, they are all appended to one spill file on disk (the group
   remembers where its chunks are) and memory is cleared. The second pass judges these
@@ -22,6 +23,7 @@ import os
 import pickle
 import tempfile
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -55,6 +57,14 @@ class _Groups:
         self.spills = 0
         self._tmp = None
         self._fh = None
+        self._room = self._pending_room()
+
+    def _pending_room(self) -> int:
+        """The most rows not yet pickled that fit beside the chunks held: rows not yet
+        pickled count at the mean pickled size so far. Kept up to date where the held bytes
+        or that mean change, so that `add` compares one count."""
+        mean = self.sealed_bytes // max(1, self.sealed_rows) or 100
+        return (self.limit - self.held) // mean  # pending * mean > limit - held <=> pending > this
 
     def add(self, gid, part: dict) -> None:
         rows = self.rows.get(gid)
@@ -64,8 +74,7 @@ class _Groups:
         self.pending += 1
         if len(rows) >= CHUNK_ROWS:
             self._seal(gid, rows)
-        # rows not yet pickled count at the mean pickled size so far
-        if self.held + self.pending * (self.sealed_bytes // max(1, self.sealed_rows) or 100) > self.limit:
+        if self.pending > self._room:
             self._spill()
 
     def _seal(self, gid, rows: list) -> None:
@@ -76,6 +85,7 @@ class _Groups:
         self.sealed_rows += len(rows)
         self.sealed_bytes += len(chunk)
         self.rows[gid] = []
+        self._room = self._pending_room()
 
     def _spill(self) -> None:
         for gid, rows in list(self.rows.items()):
@@ -95,6 +105,7 @@ class _Groups:
         self.chunks.clear()
         self.held = 0
         self.spills += 1
+        self._room = self._pending_room()
 
     def ids(self) -> list:
         return sorted(set(self.rows) | set(self.chunks) | set(self.disk))
@@ -114,6 +125,7 @@ class _Groups:
         while chunks:
             chunk = chunks.pop()
             self.held -= len(chunk)
+            self._room = self._pending_room()
             for row in pickle.loads(chunk):
                 yield from_row(row)
         rows = self.rows.pop(gid, ())
@@ -150,29 +162,42 @@ def judge_records(records: Iterable[dict], rules: Sequence, profile: str = "kip"
     (f, type) counts: what `check_records` turns into a verdict, and what the recall
     measurement (checks/mutate) reads to see whether a planted proof was named."""
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
-    starts = [starter(rule) for rule in rules]
     keyed = Dispatch(rules).keyed
     judges: list[dict] = [{} for _ in rules]  # per rule: key -> streaming judge
+    adds: list[dict] = [{} for _ in rules]  # per rule: key -> where that group's parts go (its judge, or held)
     held = _Groups(limit, spill_dir)
     pairs: Counter = Counter()
     anomalies = []
+
+    def open_group(i: int, key: str):
+        """Where the parts of a new group go: its streaming judge (`starter`), else the held groups."""
+        start = starter(rules[i], key)
+        if start is None:
+            return partial(held.add, (i, key))
+        judge = judges[i][key] = start(key, profile)
+        return judge.add
+
     try:
         with no_cyclic_gc():
             for record in records:
                 pairs[(record["f"], record["type"])] += 1
                 for i, key, part in keyed(record):
-                    start = starts[i]
-                    if start is None:
-                        held.add((i, key), part)
-                        continue
-                    judge = judges[i].get(key)
-                    if judge is None:
-                        judge = judges[i][key] = start(key, profile)
-                    judge.add(part)
-            for of_rule in judges:  # in (rule, key) order
-                for key in sorted(of_rule):
-                    anomalies.extend(of_rule.pop(key).finish())
-            for i, key in held.ids():
+                    add = adds[i].get(key)
+                    if add is None:
+                        add = adds[i][key] = open_group(i, key)
+                    add(part)
+            # the groups of streaming rules in (rule, key) order; then the others in (rule, key)
+            # order, held ones judged whole and a rule's streamed group finished in its place
+            for rule, of_rule in zip(rules, judges):
+                if rule.streams:
+                    for key in sorted(of_rule):
+                        anomalies.extend(of_rule.pop(key).finish())
+            later = sorted({*held.ids(), *((i, key) for i, of_rule in enumerate(judges) for key in of_rule)})
+            for i, key in later:
+                judge = judges[i].pop(key, None)
+                if judge is not None:
+                    anomalies.extend(judge.finish())
+                    continue
                 rule = rules[i]
                 group = held.take((i, key))
                 if not rule.one_pass:

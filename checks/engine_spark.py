@@ -140,7 +140,6 @@ def _judge(run_rules: Sequence[Sequence], profiles: Sequence[str]):
     schema = pa.schema([("run", pa.int32()), ("name", pa.string()), ("known", pa.bool_()), ("indices", pa.list_(pa.int64())),
                         ("message", pa.string()), ("details", pa.string())])
     loads = pickle.loads
-    starts = [[starter(rule) for rule in rules] for rules in run_rules]
 
     def rows(batches):
         for batch in batches:
@@ -152,7 +151,7 @@ def _judge(run_rules: Sequence[Sequence], profiles: Sequence[str]):
             for (run, i, key), group in groupby(rows(batches), key=lambda r: (r[0], r[1], r[2])):
                 rule = run_rules[run][i]
                 profile = profiles[run]
-                start = starts[run][i]
+                start = starter(rule, key)
                 if start is not None:  # a streaming judge: each record in, none held
                     judge = start(key, profile)
                     add = judge.add

@@ -75,14 +75,15 @@ def run_rule(rule: Rule, key: str, records: Iterable[dict], profile: str) -> lis
     return rule.check_group(key, records, profile)
 
 
-def starter(rule: Rule):
-    """`rule.start` when the rule judges a group as its records stream by (`rule.streams`), else None.
+def starter(rule: Rule, key: str):
+    """`rule.start` when the rule judges the group `key` as its records stream by
+    (`rule.streams_group(key)`), else None.
 
     `rule.start(key, profile)` returns a judge with `add(record)` (called for each record
     of the group, in index order) and `finish() -> [Anomaly]`; it must give what
     `run_rule` gives on the whole group. An engine that sees records one at a time then
     holds no group for that rule, only the judge's own summary."""
-    return rule.start if rule.streams else None
+    return rule.start if rule.streams_group(key) else None
 
 
 def group_keys(rule: Rule, record: dict) -> list[str]:
@@ -121,11 +122,10 @@ class Dispatch:
         `group_keys` in sorted order, each with the part of the record its group needs (e.g.
         only that partition's polled records), so engines move and hold less; by default
         (checks.rules.base.BaseRule) each group sees the whole record."""
-        out = []
-        for i, split in self.offered(record["f"], record["type"]):
-            for key, part in split(record):
-                out.append((i, key, part))
-        return out
+        got = self._table.get((record["f"], record["type"]))
+        if got is None:
+            got = self.offered(record["f"], record["type"])
+        return [(i, key, part) for i, split in got for key, part in split(record)]
 
 
 def keyed(rules: Sequence[Rule] | Dispatch, record: dict) -> list[tuple[int, str, dict]]:

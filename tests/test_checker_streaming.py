@@ -172,11 +172,12 @@ def test_shown_forms_are_the_first_send_s():
 
 def test_every_rule_extends_the_declared_contract():
     """The engines call the parts `checks.rules.base.Rule` declares (BaseRule's defaults
-    fill the rest) instead of probing a rule with getattr/hasattr; a rule streams exactly
-    when it gives its own `start`."""
+    fill the rest) instead of probing a rule with getattr/hasattr; a rule streams (all its
+    groups, or the ones its own `streams_group` names) exactly when it gives its own `start`."""
     for rule in default_rules():
         assert isinstance(rule, BaseRule), rule
-        assert rule.streams == (type(rule).start is not BaseRule.start), rule
+        streams_some = rule.streams or type(rule).streams_group is not BaseRule.streams_group
+        assert streams_some == (type(rule).start is not BaseRule.start), rule
     root = Path(__file__).resolve().parent.parent / "checks"
     for name in ("verdict.py", "engine_local.py", "engine_spark.py"):
         source = (root / name).read_text()

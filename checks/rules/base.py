@@ -93,8 +93,13 @@ class Rule(Protocol):
     def check_group(self, key: str, records: Iterable[dict], profile: str) -> list[Anomaly]:
         """Judge the group `key` (engines call this: checks.verdict.run_rule)."""
 
+    def streams_group(self, key: str) -> bool:
+        """Whether the group `key` is judged as its records stream by (`start`): `streams` for
+        every group of a streaming rule; a rule that judges its other groups whole may stream
+        one it reads once in order, so that engines need not hold it."""
+
     def start(self, key: str, profile: str) -> Judge:
-        """A judge for the group `key` (only when `streams`)."""
+        """A judge for the group `key` (only when `streams_group(key)`)."""
 
 
 class BaseRule:
@@ -127,12 +132,15 @@ class BaseRule:
             keys = sorted(set(keys))
         return [(key, record) for key in keys]
 
+    def streams_group(self, key: str) -> bool:
+        return self.streams
+
     def start(self, key: str, profile: str) -> Judge:
         raise NotImplementedError(f"{type(self).__name__} judges whole groups (streams = False)")
 
     def check_group(self, key: str, records: Iterable[dict], profile: str) -> list[Anomaly]:
-        """A streaming rule's start/add/finish over the records; another rule's `check`."""
-        if not self.streams:
+        """A streamed group's start/add/finish over the records; another group's `check`."""
+        if not self.streams_group(key):
             return self.check(records, profile)
         judge = self.start(key, profile)
         add = judge.add

@@ -110,9 +110,17 @@ class ConsumerFetchRule(BaseRule):
             keys = mine if keys is None else keys & mine
         return self.check_group(sorted(keys)[0], records, profile) if keys else []
 
+    def streams_group(self, key: str) -> bool:
+        """The poll group is judged as it streams by (`_PollJudge`): engines need not hold
+        every poll's records for it. The other groups are judged whole."""
+        return key == POLL_GROUP
+
+    def start(self, key: str, profile: str) -> "_PollJudge":
+        return _PollJudge(profile)
+
     def check_group(self, key: str, records: Iterable[dict], profile: str) -> list[Anomaly]:
-        if key == POLL_GROUP:
-            return _PollJudge.judge(records, profile)
+        if self.streams_group(key):
+            return super().check_group(key, records, profile)
         records = records if isinstance(records, list) else list(records)
         if key.startswith("kip392-leo:"):
             topic, _, part = key[len("kip392-leo:"):].rpartition("/")
@@ -576,7 +584,8 @@ class _PollJudge:
     since); a polled record waits for each such broker's next answer asked after the poll, and
     is confirmed in `finish` (epochs, leader, faults)."""
 
-    def __init__(self):
+    def __init__(self, profile: str = "kip"):
+        self.profile = profile
         self.invoked: dict = {}  # (process, f) -> (index, time) of the pending invoke
         self.answers: dict[tuple, list] = {}  # (topic, partition, broker) -> [_Answer], by completion
         self.last_hwm: dict[tuple, int] = {}  # (topic, partition, broker) -> HWM of its latest answer
@@ -588,13 +597,6 @@ class _PollJudge:
         self.sent: dict[tuple, tuple] = {}  # (topic, partition, value) -> (invoke time, index)
         self.waiting: dict[tuple, deque] = {}  # (topic, partition, broker) -> [_Candidate], by poll completion
         self.found: list[tuple] = []  # (candidate, broker, answer A)
-
-    @classmethod
-    def judge(cls, records: Iterable[dict], profile: str) -> list[Anomaly]:
-        judge = cls()
-        for r in records:
-            judge.add(r)
-        return judge.finish(profile)
 
     def add(self, r: dict) -> None:
         f, kind, v, t = r["f"], r["type"], r.get("value") or {}, r.get("time", 0)
@@ -666,7 +668,8 @@ class _PollJudge:
             for b in brokers:
                 self.waiting.setdefault((*key[:2], b), deque()).append(c)
 
-    def finish(self, profile: str) -> list[Anomaly]:
+    def finish(self) -> list[Anomaly]:
+        profile = self.profile
         epochs = EpochIndex(self.metadata)
         leaders: dict[tuple, int] = {}
         for op in self.metadata:

@@ -143,12 +143,16 @@ class Digest:
             index, process = r["index"], r["process"]
             observe, first_read, read_values = self._observe_read, self._first_read, self.read_values
             prev = self._last.get(process)
+            # the process's last read (offset, index) as two scalars: no tuple per polled record
+            seen = prev is not None
+            p_off, p_index = prev if seen else (None, None)
             # the first read after a resume: below it is a reset of the position (out of range), not a read
             # going back; above it, the offsets skipped from the resume position on are judged as any gap
             resumed = bool(self._resumed) and process in self._resumed
             cont = self._cont
             rc = v.get("isolation") == READ_COMMITTED
             known = self._val.get
+            add_value = read_values.add
             for rec in v["records"]:
                 if rec[0] != topic or rec[1] != partition:
                     continue
@@ -160,15 +164,16 @@ class Digest:
                     value = observe(offset, value, ~index)
                 if offset not in first_read:
                     first_read[offset] = index
-                read_values.add(value)
-                if prev is not None:
-                    p_off = prev[0]
+                add_value(value)
+                if seen:
                     if (offset <= p_off and not resumed) or offset > p_off + 1:
-                        cont.append((process, p_off, prev[1], offset, index, rc))
-                prev = (offset, index)
+                        cont.append((process, p_off, p_index, offset, index, rc))
+                else:
+                    seen = True
+                p_off, p_index = offset, index
                 resumed = False
-            if prev is not None:
-                self._last[process] = prev
+            if seen:
+                self._last[process] = (p_off, p_index)
                 self._resumed.discard(process)
         elif f == "send":
             if t == "invoke":
@@ -649,16 +654,21 @@ class PartitionHistoryRule(BaseRule):
             recs = v["records"]
             by: dict = {}
             exact = True
+            last_t = last_p = part = None  # the partition of the record before: a poll's records come in runs
             for rec in recs:
                 t, p = rec[0], rec[1]
                 if type(t) is not str or type(p) is not int:
                     exact = False
                     break
+                if p == last_p and t == last_t:
+                    part.append(rec)
+                    continue
                 part = by.get((t, p))
                 if part is None:
-                    by[(t, p)] = [rec]
+                    part = by[(t, p)] = [rec]
                 else:
                     part.append(rec)
+                last_t, last_p = t, p
             if not exact:  # odd types: the very filter `digest` applies, key by key
                 out = []
                 for key in sorted(self.group_keys(record)):

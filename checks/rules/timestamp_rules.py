@@ -62,6 +62,8 @@ BY_TIME_TOLERANCE_MS = 2
 _UNSET = -(1 << 31)
 #: `_Stamps.ties`: the record at this offset was read right after the one below it, stamped alike
 TIED = 1
+#: `_Stamps._poll`: no partition yet (compares unequal to every topic and partition)
+_NO_PARTITION = object()
 
 
 def _ms(record: dict) -> int:
@@ -203,16 +205,20 @@ class _Stamps:
         no_skew = [0] if not self.windows else None  # no clock fault yet: the skews of every span
         allowed, early, in_flight, unsure = kip32.append_time_allowed, self.early, self.in_flight, self.unsure
         bases, sents = self.base, self.sent
+        unset, tied, tolerance_ms, slew, hash_ = _UNSET, TIED, TOLERANCE_MS, SLEW_PER_MS, hash  # locals: read per record
         # the acknowledged record read just before (its partition, offset and stamp), else None
         before_tp = before_offset = before_stamp = None
+        # the partition of the run of records being read, as scalars (the sentinel matches none)
         tp = None
+        tp_topic = tp_partition = tp_type = _NO_PARTITION
         for rec, stamp in zip(v.get("records") or (), v.get("append_ms") or ()):
             if stamp is None:
                 before_tp = None
                 continue
             topic, partition = rec[0], rec[1]
-            if tp is None or topic != tp[0] or partition != tp[1] or type(partition) is not type(tp[1]):
+            if topic != tp_topic or partition != tp_partition or type(partition) is not tp_type:
                 tp = (topic, partition)
+                tp_topic, tp_partition, tp_type = topic, partition, type(partition)
                 base = bases.get(tp)
                 sent_at = sents.get(tp)
                 if sent_at is not None:
@@ -220,23 +226,25 @@ class _Stamps:
                     n = len(sent_at)  # `_send` grows the partition's arrays together: all of this length
                 else:
                     n = 0
-            offset, value = rec[2], str(rec[3])
+            offset, value = rec[2], rec[3]
+            if type(value) is not str:
+                value = str(value)
             sent = None  # the acknowledged send of this value at this offset: (sent, upper)
             if type(offset) is int:
                 # sent at all: base set (`_send` sets it before the arrays); else no offset is in range
                 i = offset - base if base is not None else 0
                 if 0 <= i < n:
                     sent = sent_at[i]
-                    if sent == _UNSET:
+                    if sent == unset:
                         sent = None
-                    elif values[i] == hash(value):
+                    elif values[i] == hash_(value):
                         upper = acked_at[i]
                     else:
                         sent = None
                         self.diverged.add(tp)
                 elif early:
                     aside = early.get((*tp, offset))
-                    if aside and aside[2] == hash(value):
+                    if aside and aside[2] == hash_(value):
                         sent, upper = aside[0], aside[1]
             if sent is not None:
                 if upper > read_at:
@@ -246,7 +254,7 @@ class _Stamps:
                     if mapped:
                         stamps[i] = stamp + wall_minus_history
                     if i > 0 and before_tp == tp and before_offset == offset - 1 and before_stamp == stamp:
-                        ties[i] = TIED
+                        ties[i] = tied
                 before_tp, before_offset, before_stamp = tp, offset, stamp
             else:  # acknowledged after this read, or never (info): bounded by the read
                 before_tp = None
@@ -254,7 +262,7 @@ class _Stamps:
                 if sent is None:  # no send of ours, or another one at this offset: other rules judge that
                     continue
             span = read_at - sent
-            tolerance = TOLERANCE_MS + (int(SLEW_PER_MS * span) if span > 0 else 0)
+            tolerance = tolerance_ms + (int(slew * span) if span > 0 else 0)
             skews = no_skew or self._skews(sent, upper)
             if not allowed(stamp, sent, upper, skews, tolerance):
                 self.out.append(Anomaly(
