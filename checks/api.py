@@ -34,33 +34,55 @@ def check_many(paths: Sequence[str | Path], engine: str = "local", master: str |
     would get alone."""
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; expected one of {ENGINES}")
-    from kipcheck.checks.coverage import apply_requirement, parse_requirement  # Arrow and the rules: not for
-    from kipcheck.checks.profiles import choose_profile_noted, kafka_version  # a command line's parse
+    from kipcheck.checks.coverage import parse_requirement  # Arrow and the rules: not for
+    from kipcheck.checks.profiles import choose_profile_noted  # a command line's parse
     noted = [choose_profile_noted(p, profile) for p in paths]
     profiles = [name for name, _ in noted]
     if require_coverage:
         parse_requirement(require_coverage)  # bad text fails before the work
-    if rules is None:
-        from kipcheck.checks.recovery import choose_bound, group_liveness_rule, liveness_rule
-        from kipcheck.checks.verdict import default_rules
-        run_rules = [default_rules(liveness_rule(choose_bound(p, recovery_bound), crash_loop), group_liveness_rule(p))
-                     for p in paths]
-    else:
-        run_rules = [list(rules)] * len(paths)
+    run_rules = ([_run_rules(p, recovery_bound, crash_loop) for p in paths] if rules is None
+                 else [list(rules)] * len(paths))
     if engine == "local":
         from kipcheck.checks.engine_local import check_path
         verdicts = [check_path(p, r, prof) for p, r, prof in zip(paths, run_rules, profiles)]
     else:
         from kipcheck.checks.engine_spark import check_paths
         verdicts = check_paths(paths, run_rules, profiles, master=master)
-    for verdict, path, (name, note) in zip(verdicts, paths, noted):
-        if note:
-            verdict["profile_note"] = note  # the run's Kafka version has no profile of its own
-        judged = inherited(kafka_version(path))
-        if judged and judged["profile"] == name:
-            verdict["judged_as"] = judged  # newer than every read profile: judged under the newest, inherited
-        _add_broker_logs(verdict, path)
-    return [apply_requirement(v, require_coverage) for v in verdicts]
+    return [_completed(v, path, noted_profile, require_coverage) for v, path, noted_profile in zip(verdicts, paths, noted)]
+
+
+def check_under(path: str | Path, profiles: Sequence[str]) -> list[dict]:
+    """`check(path, profile=p)` for each of `profiles` (the local engine, the run's own liveness
+    bound), the history read once: the seeded-bug matrix judges each window under `kip` and
+    under its release's profile. Each held group is judged under every profile from memory, so
+    this is for runs whose largest group fits in memory, as the matrix's windows do."""
+    from kipcheck.checks.engine_local import check_path_under
+    from kipcheck.checks.profiles import choose_profile_noted
+    noted = [choose_profile_noted(path, p) for p in profiles]
+    verdicts = check_path_under(path, [name for name, _ in noted], _run_rules(path, None, None))
+    return [_completed(v, path, noted_profile, None) for v, noted_profile in zip(verdicts, noted)]
+
+
+def _run_rules(path, recovery_bound: float | None, crash_loop: int | None) -> list:
+    """The default rules with the run's liveness bounds (checks/recovery.py)."""
+    from kipcheck.checks.recovery import choose_bound, group_liveness_rule, liveness_rule
+    from kipcheck.checks.verdict import default_rules
+    return default_rules(liveness_rule(choose_bound(path, recovery_bound), crash_loop), group_liveness_rule(path))
+
+
+def _completed(verdict: dict, path, noted_profile: tuple[str, str | None], require_coverage: str | None) -> dict:
+    """A verdict with what both engines add after the judgement: the profile's note, the release it
+    was judged as, the brokers' log lines, the coverage requirement."""
+    from kipcheck.checks.coverage import apply_requirement
+    from kipcheck.checks.profiles import kafka_version
+    name, note = noted_profile
+    if note:
+        verdict["profile_note"] = note  # the run's Kafka version has no profile of its own
+    judged = inherited(kafka_version(path))
+    if judged and judged["profile"] == name:
+        verdict["judged_as"] = judged  # newer than every read profile: judged under the newest, inherited
+    _add_broker_logs(verdict, path)
+    return apply_requirement(verdict, require_coverage)
 
 
 def _add_broker_logs(verdict: dict, path) -> None:

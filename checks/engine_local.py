@@ -149,11 +149,22 @@ def check_records(records: Iterable[dict], rules: Sequence | None = None,
     `max_bytes`: pickled bytes of held groups kept in memory before spilling to disk
     (None: `DEFAULT_MAX_BYTES`); `spill_dir`: where the spill file goes (default: the
     system temporary directory)."""
+    return check_records_under(records, [profile], rules, max_bytes, spill_dir, context)[0]
+
+
+def check_records_under(records: Iterable[dict], profiles: Sequence[str], rules: Sequence | None = None,
+                        max_bytes: int | None = None, spill_dir: str | None = None,
+                        context: dict | None = None) -> list[dict]:
+    """`check_records` under each of `profiles`, the records read, keyed and held once
+    (`judge_records_under`): a verdict per profile, each the one `check_records` gives."""
     rules = default_rules() if rules is None else list(rules)
-    anomalies, pairs = judge_records(records, rules, profile, max_bytes, spill_dir)
-    counts = Counts()
-    counts.add_pairs(pairs)
-    return build_verdict(anomalies, counts, profile, engine="local", rules=rules, context=context)
+    found, pairs = judge_records_under(records, rules, profiles, max_bytes, spill_dir)
+    verdicts = []
+    for profile, anomalies in zip(profiles, found):
+        counts = Counts()
+        counts.add_pairs(pairs)
+        verdicts.append(build_verdict(anomalies, counts, profile, engine="local", rules=rules, context=context))
+    return verdicts
 
 
 def judge_records(records: Iterable[dict], rules: Sequence, profile: str = "kip",
@@ -161,21 +172,42 @@ def judge_records(records: Iterable[dict], rules: Sequence, profile: str = "kip"
     """Every anomaly the rules prove (none dropped, unlike the verdict's examples) and the
     (f, type) counts: what `check_records` turns into a verdict, and what the recall
     measurement (checks/mutate) reads to see whether a planted proof was named."""
+    (anomalies,), pairs = judge_records_under(records, rules, [profile], max_bytes, spill_dir)
+    return anomalies, pairs
+
+
+def judge_records_under(records: Iterable[dict], rules: Sequence, profiles: Sequence[str],
+                        max_bytes: int | None = None, spill_dir: str | None = None) -> tuple[list[list], Counter]:
+    """`judge_records` under several profiles in one pass (each profile's anomalies, in the
+    order one pass under it alone gives them): a streaming rule's group gets a judge per
+    profile, a held group is read once and judged under each. Reading, keying and holding
+    are most of a check, so the second profile costs about half of the first."""
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
     keyed = Dispatch(rules).keyed
-    judges: list[dict] = [{} for _ in rules]  # per rule: key -> streaming judge
-    adds: list[dict] = [{} for _ in rules]  # per rule: key -> where that group's parts go (its judge, or held)
+    judges: list[dict] = [{} for _ in rules]  # per rule: key -> its streaming judge under each profile
+    adds: list[dict] = [{} for _ in rules]  # per rule: key -> where that group's parts go (its judges, or held)
     held = _Groups(limit, spill_dir)
     pairs: Counter = Counter()
-    anomalies = []
+    found: list[list] = [[] for _ in profiles]
 
     def open_group(i: int, key: str):
-        """Where the parts of a new group go: its streaming judge (`starter`), else the held groups."""
+        """Where the parts of a new group go: its streaming judges (`starter`), else the held groups."""
         start = starter(rules[i], key)
         if start is None:
             return partial(held.add, (i, key))
-        judge = judges[i][key] = start(key, profile)
-        return judge.add
+        each = judges[i][key] = [start(key, profile) for profile in profiles]
+        if len(each) == 1:
+            return each[0].add
+        adds_of = [judge.add for judge in each]
+
+        def add_to_each(part):
+            for add in adds_of:
+                add(part)
+        return add_to_each
+
+    def finished(each: list) -> None:
+        for anomalies, judge in zip(found, each):
+            anomalies.extend(judge.finish())
 
     try:
         with no_cyclic_gc():
@@ -191,26 +223,33 @@ def judge_records(records: Iterable[dict], rules: Sequence, profile: str = "kip"
             for rule, of_rule in zip(rules, judges):
                 if rule.streams:
                     for key in sorted(of_rule):
-                        anomalies.extend(of_rule.pop(key).finish())
+                        finished(of_rule.pop(key))
             later = sorted({*held.ids(), *((i, key) for i, of_rule in enumerate(judges) for key in of_rule)})
             for i, key in later:
-                judge = judges[i].pop(key, None)
-                if judge is not None:
-                    anomalies.extend(judge.finish())
+                each = judges[i].pop(key, None)
+                if each is not None:
+                    finished(each)
                     continue
                 rule = rules[i]
                 group = held.take((i, key))
-                if not rule.one_pass:
+                if not rule.one_pass or len(profiles) > 1:
                     group = list(group)
-                anomalies.extend(run_rule(rule, key, group, profile))
+                for anomalies, profile in zip(found, profiles):
+                    anomalies.extend(run_rule(rule, key, group, profile))
                 for _ in group:  # a one-pass rule that stopped early: drop the rest
                     pass
     finally:
         held.close()
-    return anomalies, pairs
+    return found, pairs
 
 
 def check_path(path: str | Path, rules: Sequence | None = None, profile: str = "kip",
                max_bytes: int | None = None, spill_dir: str | None = None) -> dict:
     """Verdict for a run directory, JSONL or Parquet history."""
-    return check_records(iter_history(path), rules, profile, max_bytes, spill_dir, run_context(path))
+    return check_path_under(path, [profile], rules, max_bytes, spill_dir)[0]
+
+
+def check_path_under(path: str | Path, profiles: Sequence[str], rules: Sequence | None = None,
+                     max_bytes: int | None = None, spill_dir: str | None = None) -> list[dict]:
+    """`check_path` under each of `profiles`, in one pass (`check_records_under`)."""
+    return check_records_under(iter_history(path), profiles, rules, max_bytes, spill_dir, run_context(path))

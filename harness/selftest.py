@@ -160,7 +160,7 @@ def window_workload(name: str, names) -> str:
 def _window(cluster, control: Path, wdir: Path, name: str | None, window: float, profiles, version, tiered: bool,
             ui, propagation_sample: bool, rejoin: tuple[float, float] | None = None, rejoin_gap: float = 0.0,
             workload: str = "default") -> dict:
-    from kipcheck.checks.api import check, write_verdict
+    from kipcheck.checks.api import check_under, write_verdict
     from kipcheck.harness.run import RunOptions, group_protocol
     wdir.mkdir(parents=True)
     topic = f"seed-{name or CONTROL}"
@@ -218,8 +218,7 @@ def _window(cluster, control: Path, wdir: Path, name: str | None, window: float,
     # the KIP-1166 figures whatever the verdict: a miss then says why (too few changes, short lags)
     row["kip1166"] = propagation_summary([r for r in iter_history(wdir / JSONL_NAME)
                                           if r.get("f") in ("metadata_propagation", "fault")])
-    for p in profiles:
-        verdict = check(wdir, engine="local", profile=p)
+    for p, verdict in zip(profiles, check_under(wdir, profiles)):  # the window read once for all its profiles
         write_verdict(verdict, wdir / f"verdict-{p}.json")
         row["valid"][p] = verdict["valid"]
         row["flagged"][p] = sorted(k for k, v in verdict["anomalies"].items() if v)
