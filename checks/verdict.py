@@ -128,11 +128,6 @@ class Dispatch:
         return [(i, key, part) for i, split in got for key, part in split(record)]
 
 
-def keyed(rules: Sequence[Rule] | Dispatch, record: dict) -> list[tuple[int, str, dict]]:
-    """`Dispatch.keyed` of one record (a rule list is wrapped: build a `Dispatch` once for many)."""
-    return (rules if isinstance(rules, Dispatch) else Dispatch(rules)).keyed(record)
-
-
 def as_row(record: dict) -> tuple:
     """A record as a compact tuple (for spilling to disk and for Spark's shuffle)."""
     return (record["index"], record["time"], record["process"], record["type"], record["f"],

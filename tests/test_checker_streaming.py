@@ -12,7 +12,7 @@ from kipcheck.rundir.history import HistoryError, loads, validate
 from kipcheck.checks.rules.base import BaseRule
 from kipcheck.checks.rules.history_rules import PartitionHistoryRule
 from tests.synthetic import generate
-from kipcheck.checks.verdict import comparable, default_rules, group_keys, keyed, run_rule
+from kipcheck.checks.verdict import Dispatch, comparable, default_rules, group_keys, run_rule
 
 
 def broken(records):
@@ -101,8 +101,9 @@ def test_split_gives_the_group_keys_and_the_same_judgement():
 
 def test_keyed_covers_every_rule():
     rules = default_rules()
+    keyed = Dispatch(rules).keyed
     for r in generate(500, seed=3):
-        got = sorted((i, k) for i, k, _ in keyed(rules, r))
+        got = sorted((i, k) for i, k, _ in keyed(r))
         assert got == sorted((i, k) for i, rule in enumerate(rules) for k in group_keys(rule, r))
 
 

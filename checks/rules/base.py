@@ -85,7 +85,7 @@ class Rule(Protocol):
 
     def split(self, record: dict) -> list[tuple[str, dict]]:
         """The keys of `group_keys` (sorted, once each), each with the part of the record
-        that group reads, so engines move and hold less (checks.verdict.keyed)."""
+        that group reads, so engines move and hold less (checks.verdict.Dispatch.keyed)."""
 
     def check(self, records: Sequence[dict], profile: str) -> list[Anomaly]:
         """Judge one group. `records` are sorted by `index`."""

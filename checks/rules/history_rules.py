@@ -646,7 +646,7 @@ class PartitionHistoryRule(BaseRule):
     def split(self, record: dict) -> list[tuple[str, dict]]:
         """The record's groups (the keys of `group_keys`, sorted), each with only what
         `check_group` reads of it: a poll keeps that partition's records (the filter
-        `digest` applies). See `checks.verdict.keyed`."""
+        `digest` applies). See `checks.verdict.Dispatch.keyed`."""
         f, v = record["f"], record["value"]
         if f == "poll":
             if record["type"] != "ok":
