@@ -100,6 +100,18 @@ def test_a_skew_of_another_size_does_not_excuse_a_stamp():
     assert violations(b.verdict())
 
 
+def test_a_polled_stamp_is_flagged_one_ms_outside_its_window_and_held_one_inside():
+    """Both edges of the window a poll's stamp is judged by (the rule's per-record hot path):
+    the send less the allowance, the acknowledgement plus it."""
+    sent, acked, read = 1000, 1040, 1200
+    allowance = TOLERANCE_MS + int(SLEW_PER_MS * (read - sent))
+    for stamp, flagged in ((sent - allowance, False), (sent - allowance - 1, True),
+                           (acked + allowance, False), (acked + allowance + 1, True)):
+        # another record read just before, so the judged one is not the poll's first
+        b = Builder().send(990, 995, 0, value="x").send(sent, acked, 1).poll(read, (0, 992), (1, stamp))
+        assert [a["offset"] for a in violations(b.verdict())] == ([1] if flagged else []), stamp
+
+
 def test_a_record_read_before_its_acknowledgement_is_bounded_by_the_read():
     assert not violations(Builder().send(1000, 1500, 0).poll(1200, (0, 1100)).verdict())
     # appended after it was read: impossible on a right clock
