@@ -47,6 +47,8 @@ LIST_OFFSETS_TIMESTAMPS = (-1, -2, -3, -4, -5, -6)  # latest .. earliest pending
 #: (ms): with steady sends, an offset in the log's middle; under a skewed leader, anywhere
 BY_TIME_LOOKBACK_MS = (500, 2000, 8000)
 ISOLATION = {0: "read_uncommitted", 1: "read_committed"}
+#: how long the settled round asks again for a withheld largest-timestamp answer, and how often
+SETTLE_S, SETTLE_PAUSE_S = 20.0, 0.5
 FAR_ABOVE = 1_000_000_000  # KIP-392 case: above both HWM and LEO
 PARTITION_MAX_BYTES = 16384
 MAX_BYTES = 1 << 20
@@ -80,6 +82,7 @@ class Prober(Worker):
         self._view: MetadataView | None = None
         self._hwm: dict[tuple, int] = {}  # (broker, topic, partition) -> last HWM it reported
         self._log_start: dict[tuple, int] = {}  # (topic, partition) -> last log start offset seen
+        self._max_decided: set[tuple] = set()  # partitions whose ListOffsets -3 named a record, or that are empty
         self.skipped: dict[str, str] = {}  # probe -> why no broker was asked it (a release lacks it)
 
     # -- the loop ----------------------------------------------------------------------
@@ -100,23 +103,36 @@ class Prober(Worker):
         finally:
             self.close()
 
-    def settled_round(self) -> None:
-        """ListOffsets on every partition once, after the workload has stopped (`list_offsets`).
+    def settled_round(self, within: float = SETTLE_S) -> None:
+        """ListOffsets on every partition, after the workload has stopped (`list_offsets`), asked
+        again on a partition until its largest-timestamp answer is decided, for `within` seconds.
         Under load the record with the largest timestamp is mostly the newest, above the HWM, and
         the leader withholds it (offset -1: 17 of 22 answers in a 40 s run of 4.3.1, 2026-11-28);
-        settled, every partition's answer names one, for the final reads to stamp (KIP-734)."""
+        settled, the followers catch up, the HWM passes it and the answer names it, for the final
+        reads to stamp (KIP-734). A loaded machine may need a second ask (2026-11-29: one ask,
+        withheld, left a run `unknown`)."""
         if "list_offsets" in self.skip:
             return
-        for key in self.partitions():
-            self.run_round(self.list_offsets, key)
+        deadline = time.monotonic() + within
+        pending = self.partitions()
+        while pending is None and time.monotonic() < deadline:
+            time.sleep(SETTLE_PAUSE_S)  # no broker answered Metadata: asked again
+            pending = self.partitions()
+        while pending:
+            for key in pending:
+                self.run_round(self.list_offsets, key)
+            pending = [key for key in pending if key not in self._max_decided]
+            if not pending or time.monotonic() > deadline or "list_offsets@-3" in self.skip:
+                break
+            time.sleep(SETTLE_PAUSE_S)
         self.close()
 
-    def partitions(self) -> list[tuple[str, int]]:
-        """The probed topics' partitions, from a fresh view ([] when no broker answers)."""
+    def partitions(self) -> list[tuple[str, int]] | None:
+        """The probed topics' partitions, from a fresh view (None when no broker answers)."""
         try:
             self.refresh()
         except (WireError, UnsupportedVersion):
-            return []
+            return None
         return sorted(key for key in self._view.partitions if key[0] in self.topics)
 
     def run_round(self, probe, key=None) -> None:
@@ -452,10 +468,13 @@ class Prober(Worker):
         and the latest offset on each follower."""
         state = self._view.partitions[key]
         if state.leader >= 0:
+            answers = {}
             for ts in LIST_OFFSETS_TIMESTAMPS:
                 if f"list_offsets@{ts}" in self.skip:
                     continue
-                self.list_offset(state.leader, key, ts, 0, state.leader_epoch)
+                answers[ts] = self.list_offset(state.leader, key, ts, 0, state.leader_epoch)
+            if _max_timestamp_decided(answers):
+                self._max_decided.add(key)
             self.list_offset(state.leader, key, -1, 1, state.leader_epoch)
             if "list_offsets@time" not in self.skip:
                 self.list_offset(state.leader, key, int(time.time() * 1000) - self.random.choice(BY_TIME_LOOKBACK_MS),
@@ -530,6 +549,13 @@ def _describe_transactions(conn: BrokerConnection, transactional_ids: list[str])
          "start_time_ms": t.transaction_start_time_ms,
          "partitions": sorted([d.topic, p] for d in t.topics for p in d.partitions)}
         for t in answer.transaction_states]}
+
+
+def _max_timestamp_decided(answers: dict) -> bool:
+    """Whether ListOffsets -3 named a record, or the partition is empty (latest offset = earliest),
+    where no answer ever names one."""
+    ok = {ts: a["offset"] for ts, a in answers.items() if a and a["error"] == "NONE"}
+    return ok.get(-3, -1) >= 0 or (-1 in ok and ok[-1] == ok.get(-2))
 
 
 def list_offsets_min_version(timestamp: int) -> int:
