@@ -17,6 +17,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,10 +97,23 @@ def _run(dist, *args: str, timeout: float = 120.0) -> list[str]:
     return lines
 
 
+#: a describe asks this many times: it only reads, and right after a leader removed itself an
+#: Admin client may keep asking the resigned one until its call times out (2026-11-30, CI)
+DESCRIBE_ATTEMPTS = 3
+
+
 def describe(dist, bootstrap: str) -> QuorumView:
     """The quorum as its leader reports it (DescribeQuorum)."""
+    for attempt in range(1, DESCRIBE_ATTEMPTS + 1):
+        try:
+            lines = _run(dist, "describe", bootstrap, timeout=60.0)
+            break
+        except HarnessError:
+            if attempt == DESCRIBE_ATTEMPTS:
+                raise
+            time.sleep(2.0)
     voters, observers, leader = {}, {}, -1
-    for line in _run(dist, "describe", bootstrap):
+    for line in lines:
         kind, *rest = line.split()
         if kind == "leader":
             leader = int(rest[0])

@@ -7,10 +7,12 @@
 //   unregister BOOTSTRAP ID                 -> "ok": a stopped broker decommissioned (UnregisterBroker)
 // BOOTSTRAP is the controllers' endpoints (bootstrap.controllers, KIP-919), and for unregister the
 // brokers' (bootstrap.servers: a broker forwards the call to the active controller).
+import java.time.Duration;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.QuorumInfo;
 import org.apache.kafka.clients.admin.RaftVoterEndpoint;
@@ -22,7 +24,12 @@ public class QuorumVoters {
         props.put(args[0].equals("unregister") ? "bootstrap.servers" : "bootstrap.controllers", args[1]);
         props.put("request.timeout.ms", "15000");
         props.put("default.api.timeout.ms", "30000");
-        try (Admin admin = Admin.create(props)) {
+        // the close is bounded (an Admin closed without a timeout waits for every call it still holds;
+        // a CI describe right after the leader removed itself hung past 120 s, 2026-11-30), and the
+        // JVM exits whatever threads are left
+        Admin admin = Admin.create(props);
+        int status = 0;
+        try {
             switch (args[0]) {
                 case "describe" -> {
                     QuorumInfo q = admin.describeMetadataQuorum().quorumInfo().get(30, TimeUnit.SECONDS);
@@ -43,7 +50,14 @@ public class QuorumVoters {
             if (!args[0].equals("describe")) System.out.println("ok");
         } catch (ExecutionException e) {
             System.out.println("error " + e.getCause().getClass().getSimpleName() + ": " + e.getCause().getMessage());
-            System.exit(1);
+            status = 1;
+        } catch (TimeoutException e) {
+            System.out.println("error TimeoutException: no answer from the quorum in time");
+            status = 1;
+        } finally {
+            admin.close(Duration.ofSeconds(5));
         }
+        System.out.flush();
+        System.exit(status);
     }
 }
