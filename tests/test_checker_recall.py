@@ -134,3 +134,26 @@ def test_a_loosened_rule_falls_below_its_floor(corpus):
     finally:
         recall._rules = keep
     assert sum(t.planted for t in tallies) and not sum(t.caught for t in tallies)
+
+
+def test_one_pass_under_both_profiles_tallies_as_a_pass_under_each(corpus, share_session_corpus):
+    """`measure` plants each mutation once and judges it under every profile in one pass: its
+    tallies (planted, caught, known, alarms, what was missed) equal those measured one profile at
+    a time: a benign operator and two that plant an anomaly on the share sessions, two seeds each,
+    and on the txn run the one operator whose outcome differs by profile (caught under `kip`,
+    a known deviation under kafka-4.3)."""
+    txn = {h: r for h, r in corpus[0].items() if Path(h).name == "ci-txn"}
+    for (histories, profiles, bounds), ops, seeds in (
+            (share_session_corpus, ["share-session-dropped-unseen", "share-wrong-epoch-accepted",
+                                    "share-closed-session-continued"], range(2)),
+            ((txn, corpus[1], corpus[2]), ["record-returned-at-hwm"], range(1))):
+        profiles = {h: profiles[h] for h in histories}
+        both = measure(histories, profiles, seeds, ops, bounds=bounds)
+        each = [t for h, ps in profiles.items() for p in ps
+                for t in measure(histories, {h: [p]}, seeds, ops, bounds=bounds)]
+        assert len({p for ps in profiles.values() for p in ps}) == 2 and sum(t.caught for t in both) > 0
+
+        def by_what(tallies):
+            return sorted(tallies, key=lambda t: (t.operator, t.history, t.profile))
+        assert by_what(both) == by_what(each)
+    assert {t.profile: (t.caught, t.known) for t in both} == {"kip": (1, 0), "kafka-4.3": (0, 1)}, both

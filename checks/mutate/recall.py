@@ -10,9 +10,9 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
-from kipcheck.checks.engine_local import judge_records
+from kipcheck.checks.engine_local import judge_records_under
 from kipcheck.checks.mutate.history import History
 from kipcheck.checks.mutate.operators import OPERATORS, Operator
 from kipcheck.checks.profiles import choose_profile_noted
@@ -57,51 +57,57 @@ def _rules(op: Operator, bound: dict | None) -> list:
     return [r for r in rules if op.anomaly in getattr(r, "anomalies", ())]
 
 
-def alarm_counts(records: list, profile: str, rules: list | None = None) -> Counter:
-    """Anomalies (not known, not summaries) by name: a benign change is a false alarm where
-    it raises one of these counts above the unmutated history's (under `kip` a healthy
-    release's documented deviations are anomalies already)."""
-    anomalies, _ = judge_records(records, rules or default_rules(), profile)
-    return Counter(a.name for a in anomalies if not a.known and a.name in ANOMALY_NAMES)
+def alarm_counts(records: list, profiles: Sequence[str], rules: list | None = None) -> list[Counter]:
+    """Anomalies (not known, not summaries) by name, under each profile: a benign change is a
+    false alarm where it raises one of these counts above the unmutated history's (under `kip`
+    a healthy release's documented deviations are anomalies already)."""
+    found, _ = judge_records_under(records, rules or default_rules(), profiles)
+    return [Counter(a.name for a in anomalies if not a.known and a.name in ANOMALY_NAMES) for anomalies in found]
 
 
-#: the unmutated histories' alarm counts, by (id of the records, profile, bound): one full check each,
+#: the unmutated histories' alarm counts, by (id of the records, profiles, bound): one full check each,
 #: however many benign operators are measured on them, one call of `measure` or many (the records are
 #: kept beside their counts, so an id is never reused while its entry lives)
-_BASES: dict[tuple, tuple[list, Counter]] = {}
+_BASES: dict[tuple, tuple[list, list[Counter]]] = {}
 
 
-def _base_alarms(records: list, profile: str, bound: dict | None) -> Counter:
-    key = (id(records), profile, repr(bound))
+def _base_alarms(records: list, profiles: tuple[str, ...], bound: dict | None) -> list[Counter]:
+    key = (id(records), profiles, repr(bound))
     if key not in _BASES:
-        _BASES[key] = (records, alarm_counts(records, profile, default_rules(liveness_rule(bound))))
+        _BASES[key] = (records, alarm_counts(records, profiles, default_rules(liveness_rule(bound))))
     return _BASES[key][1]
 
 
-def judge(op: Operator, history: History, seed: int, profile: str, tally: Tally,
-          base: Counter | None = None, bound: dict | None = None) -> bool:
-    """Plant `op` once (seed `seed`) and add the outcome to `tally`; False when the history
-    has no position for it. `base`: the unmutated history's `alarm_counts` (benign only);
-    `bound`: the run's liveness bound (`recovery_bound`; None: Kafka's default)."""
+def judge(op: Operator, history: History, seed: int, tallies: Sequence[Tally],
+          bases: Sequence[Counter] | None = None, bound: dict | None = None) -> bool:
+    """Plant `op` once (seed `seed`), judge the mutation under each tally's profile in one pass
+    and add each outcome to its tally; False when the history has no position for it. `bases`:
+    the unmutated history's `alarm_counts` under the same profiles (benign only); `bound`: the
+    run's liveness bound (`recovery_bound`; None: Kafka's default)."""
     mutation = op.plant(history, random.Random(seed))
     if mutation is None:
         return False
-    tally.planted += 1
+    profiles = [t.profile for t in tallies]
+    for tally in tallies:
+        tally.planted += 1
     if op.anomaly is None:
-        raised = sorted(alarm_counts(mutation.records, profile, _rules(op, bound)) - (base or Counter()))
-        if raised:
-            tally.false_alarms += 1
-            tally.alarms.append((seed, raised, mutation.note))
+        counts = alarm_counts(mutation.records, profiles, _rules(op, bound))
+        for tally, raised, base in zip(tallies, counts, bases or [Counter()] * len(tallies)):
+            raised = sorted(raised - base)
+            if raised:
+                tally.false_alarms += 1
+                tally.alarms.append((seed, raised, mutation.note))
         return True
-    anomalies, _ = judge_records(mutation.records, _rules(op, bound), profile)
+    found, _ = judge_records_under(mutation.records, _rules(op, bound), profiles)
     planted = set(mutation.planted)
-    named = [a for a in anomalies if a.name == op.anomaly and planted & set(a.indices)]
-    if any(not a.known for a in named):
-        tally.caught += 1
-    elif named:
-        tally.known += 1
-    else:
-        tally.missed.append((seed, mutation.planted[:8], mutation.note))
+    for tally, anomalies in zip(tallies, found):
+        named = [a for a in anomalies if a.name == op.anomaly and planted & set(a.indices)]
+        if any(not a.known for a in named):
+            tally.caught += 1
+        elif named:
+            tally.known += 1
+        else:
+            tally.missed.append((seed, mutation.planted[:8], mutation.note))
     return True
 
 
@@ -131,14 +137,17 @@ def measure(histories: dict[str, list], profiles: dict[str, Iterable[str]], seed
     for name, records in histories.items():
         bound = (bounds or {}).get(name)
         history = History(records, **({"liveness_bound_s": bound["seconds"]} if bound else {}))
-        for profile in profiles[name]:
-            base = _base_alarms(records, profile, bound) if any(op.anomaly is None for op in ops) else None
-            for op in ops:
-                tally = Tally(op.name, name, profile)
-                for seed in seeds:
-                    if not judge(op, history, seed, profile, tally, base, bound):
-                        break
-                out.append(tally)
-                if progress:
+        profiles_of = tuple(dict.fromkeys(profiles[name]))
+        # each mutation is planted once and judged under every profile in one pass (reading and keying
+        # the records is most of a check)
+        bases = _base_alarms(records, profiles_of, bound) if any(op.anomaly is None for op in ops) else None
+        for op in ops:
+            tallies = [Tally(op.name, name, profile) for profile in profiles_of]
+            for seed in seeds:
+                if not judge(op, history, seed, tallies, bases, bound):
+                    break
+            out.extend(tallies)
+            if progress:
+                for tally in tallies:
                     progress(tally)
     return out
