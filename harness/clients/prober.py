@@ -122,7 +122,7 @@ class Prober(Worker):
             for key in pending:
                 self.run_round(self.list_offsets, key)
             pending = [key for key in pending if key not in self._max_decided]
-            if not pending or time.monotonic() > deadline or "list_offsets@-3" in self.skip:
+            if not pending or time.monotonic() > deadline:
                 break
             time.sleep(SETTLE_PAUSE_S)
         self.close()
@@ -553,7 +553,10 @@ def _describe_transactions(conn: BrokerConnection, transactional_ids: list[str])
 
 def _max_timestamp_decided(answers: dict) -> bool:
     """Whether ListOffsets -3 named a record, or the partition is empty (latest offset = earliest),
-    where no answer ever names one."""
+    where no answer ever names one, or -3 cannot be asked (skipped, or not in the broker's
+    ApiVersions: None): nothing to ask again for."""
+    if answers.get(-3) is None:
+        return True
     ok = {ts: a["offset"] for ts, a in answers.items() if a and a["error"] == "NONE"}
     return ok.get(-3, -1) >= 0 or (-1 in ok and ok[-1] == ok.get(-2))
 
