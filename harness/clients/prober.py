@@ -82,7 +82,6 @@ class Prober(Worker):
         self._view: MetadataView | None = None
         self._hwm: dict[tuple, int] = {}  # (broker, topic, partition) -> last HWM it reported
         self._log_start: dict[tuple, int] = {}  # (topic, partition) -> last log start offset seen
-        self._max_decided: set[tuple] = set()  # partitions whose ListOffsets -3 named a record, or that are empty
         self.skipped: dict[str, str] = {}  # probe -> why no broker was asked it (a release lacks it)
 
     # -- the loop ----------------------------------------------------------------------
@@ -119,9 +118,7 @@ class Prober(Worker):
             time.sleep(SETTLE_PAUSE_S)  # no broker answered Metadata: asked again
             pending = self.partitions()
         while pending:
-            for key in pending:
-                self.run_round(self.list_offsets, key)
-            pending = [key for key in pending if key not in self._max_decided]
+            pending = [key for key in pending if not self.run_round(self.list_offsets, key)]
             if not pending or time.monotonic() > deadline:
                 break
             time.sleep(SETTLE_PAUSE_S)
@@ -135,14 +132,14 @@ class Prober(Worker):
             return None
         return sorted(key for key in self._view.partitions if key[0] in self.topics)
 
-    def run_round(self, probe, key=None) -> None:
+    def run_round(self, probe, key=None):
         """Run one probe (on `key`, or a partition drawn by the seed) on a fresh view of the
-        partitions; an `info` starts a new process."""
+        partitions; what the probe returns (None when it failed); an `info` starts a new process."""
         try:
             self.refresh()
             targets = [key] if key is not None else sorted(k for k in self._view.partitions if k[0] in self.topics)
             if targets:
-                probe(self.random.choice(targets))
+                return probe(self.random.choice(targets))
         except Indeterminate:
             self.process = self.history.new_process()
             self.close()
@@ -463,24 +460,26 @@ class Prober(Worker):
         return out
 
     # -- ListOffsets and OffsetsForLeaderEpoch --------------------------------------------
-    def list_offsets(self, key) -> None:
+    def list_offsets(self, key) -> bool:
         """Every special timestamp and one real one (a time a little before now) on the leader,
-        and the latest offset on each follower."""
+        and the latest offset on each follower; whether the leader's -3 answer was decided
+        (`_max_timestamp_decided`: the settled round asks again until it is)."""
         state = self._view.partitions[key]
+        decided = False
         if state.leader >= 0:
             answers = {}
             for ts in LIST_OFFSETS_TIMESTAMPS:
                 if f"list_offsets@{ts}" in self.skip:
                     continue
                 answers[ts] = self.list_offset(state.leader, key, ts, 0, state.leader_epoch)
-            if _max_timestamp_decided(answers):
-                self._max_decided.add(key)
+            decided = _max_timestamp_decided(answers)
             self.list_offset(state.leader, key, -1, 1, state.leader_epoch)
             if "list_offsets@time" not in self.skip:
                 self.list_offset(state.leader, key, int(time.time() * 1000) - self.random.choice(BY_TIME_LOOKBACK_MS),
                                  0, state.leader_epoch)
         for follower in (b for b in state.replicas if b != state.leader and b in self._view.brokers):
             self.list_offset(follower, key, -1, 0, state.leader_epoch)
+        return decided
 
     def list_offset(self, broker: int, key, timestamp: int, isolation: int, leader_epoch: int) -> dict | None:
         topic, partition = key
