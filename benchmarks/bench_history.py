@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import threading
@@ -77,8 +78,13 @@ def producer_rates(bootstrap: str, topic: str, seconds: float, producers: int, i
     totals = {name: [0, 0.0] for name in histories}
     cpu = {name: 0.0 for name in histories}
     slice_s = 2.0
+    pairs: list[dict[str, float]] = []  # each pair's two rates, for their spread
     for n in range(int(seconds / slice_s) * 2):
-        name = ("recorded", "unrecorded")[n % 2]
+        # ABBA: a pair's first slice alternates, so a drift of the cluster over the run (its log and page cache
+        # growing) falls on both variants alike instead of always favouring the one measured first
+        name = ("recorded", "unrecorded")[(n + n // 2) % 2]
+        if n % 2 == 0:
+            pairs.append({})
         stop = threading.Event()
         workers = [ProducerWorker(bootstrap, options, histories[name], stop, i) for i in range(producers)]
         for w in workers:
@@ -86,8 +92,10 @@ def producer_rates(bootstrap: str, topic: str, seconds: float, producers: int, i
         time.sleep(0.5)  # connect and warm up outside the measured window
         before, t0, c0 = sum(w.sent for w in workers), time.monotonic(), time.process_time()
         time.sleep(slice_s)
-        totals[name][0] += sum(w.sent for w in workers) - before
-        totals[name][1] += time.monotonic() - t0
+        sent, elapsed = sum(w.sent for w in workers) - before, time.monotonic() - t0
+        totals[name][0] += sent
+        totals[name][1] += elapsed
+        pairs[-1][name] = sent / elapsed
         cpu[name] += time.process_time() - c0
         stop.set()
         for w in workers:
@@ -97,6 +105,9 @@ def producer_rates(bootstrap: str, topic: str, seconds: float, producers: int, i
     for h in histories.values():
         h.close()
     print(f"history: {(run_dir / 'history.jsonl').stat().st_size / 1e6:,.0f} MB for the recorded slices")
+    ratios = sorted(p["recorded"] / p["unrecorded"] for p in pairs if p.get("unrecorded"))
+    print(f"ratio per pair of slices ({len(ratios)}): median {statistics.median(ratios):.3f}, "
+          f"from {ratios[0]:.3f} to {ratios[-1]:.3f}")
     for name, (sent, _) in totals.items():
         print(f"harness CPU per acknowledged send, {name}: {cpu[name] / max(sent, 1) * 1e6:.1f} us "
               f"(client library included)")

@@ -347,6 +347,16 @@ class Workload:
             time.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
         return self
 
+    def wait_until(self, condition, timeout: float) -> bool:
+        """Let it run until `condition()` holds or `timeout` seconds pass (what it needs may come
+        late on a loaded machine, e.g. a transaction coordinator still loading); whether it held."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() >= deadline:
+                return False
+            self.wait(min(0.5, max(0.0, deadline - time.monotonic())))
+        return True
+
     def progress(self) -> dict:
         """{"sent", "read", "faults"} so far."""
         return self.service.progress() if self.service else {"sent": 0, "read": 0, "faults": 0}

@@ -10,13 +10,20 @@ from kipcheck.rundir.history import read_history
 pytestmark = pytest.mark.cluster
 
 
+def _enough(counts: dict) -> bool:
+    return counts["committed"] >= 10 and counts["aborted"] >= 2 and counts["unknown"] >= 1
+
+
 def test_txn_workload_is_valid_with_every_ending(workload, history):
     workload.start(workload="txn", producers=2, consumers=3).wait(20)
+    # __transaction_state's 50 partitions may still be loading on a loaded machine (CI: NOT_COORDINATOR
+    # for most of 20 s, 2 commits): run on until the endings the assertions need, at most 70 s more
+    workload.wait_until(lambda: _enough(workload.service.transactions()), 70)
     workload.stop()
     counts = workload.service.transactions()
     verdict = workload.verify()
     assert verdict["valid"] is True
-    assert counts["committed"] >= 10 and counts["aborted"] >= 2, counts
+    assert _enough(counts), counts
     records = read_history(history.path)
     ends = {(r["f"], r["type"]) for r in records if r["f"] in ("txn-commit", "txn-abort")}
     assert {("txn-commit", "ok"), ("txn-abort", "ok")} <= ends
