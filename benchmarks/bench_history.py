@@ -68,13 +68,13 @@ def writer_rate(seconds: float = 3.0, threads: int = 4) -> float:
 
 
 def producer_rates(bootstrap: str, topic: str, seconds: float, producers: int, in_flight: int,
-                   run_dir: Path, requests: int = 1) -> dict[str, float]:
+                   run_dir: Path, requests: int = 1, sync_interval: float = 0.5) -> dict[str, float]:
     """Acknowledged sends/s of the workload's producers with and without recording,
     interleaved in alternating slices so both see the same cluster conditions."""
     from kipcheck.harness.clients.workload import ProducerWorker, WorkloadOptions
     options = WorkloadOptions(topic=topic, partitions=3, producers=producers, in_flight=in_flight, rate=0,
                               max_in_flight_requests=requests)
-    histories = {"recorded": History(run_dir / "history.jsonl"), "unrecorded": NoHistory(run_dir / "none.jsonl")}
+    histories = {"recorded": History(run_dir / "history.jsonl", sync_interval=sync_interval), "unrecorded": NoHistory(run_dir / "none.jsonl")}
     totals = {name: [0, 0.0] for name in histories}
     cpu = {name: 0.0 for name in histories}
     slice_s = 2.0
@@ -123,6 +123,7 @@ def main(argv=None) -> int:
                    help="sends outstanding per producer (with one request per broker, throughput is about "
                         "in-flight / round trip)")
     p.add_argument("--requests", type=int, default=1, help="max.in.flight.requests.per.connection (1..5)")
+    p.add_argument("--sync-interval", type=float, default=0.5, help="seconds between the history's fsyncs")
     p.add_argument("--kafka-version", default=None)
     p.add_argument("--writer-only", action="store_true")
     args = p.parse_args(argv)
@@ -145,7 +146,7 @@ def main(argv=None) -> int:
             Admin(cluster.bootstrap_servers()).create_topic("bench", 3, 3)
             Admin(cluster.bootstrap_servers()).wait_full_isr("bench", 60)
             rates = producer_rates(cluster.bootstrap_servers(), "bench", args.seconds, args.producers,
-                                   args.in_flight, Path(d), args.requests)
+                                   args.in_flight, Path(d), args.requests, args.sync_interval)
         finally:
             cluster.down()
     ratio = rates["recorded"] / rates["unrecorded"]
