@@ -15,6 +15,7 @@ from pathlib import Path
 from kipcheck.errors import EXIT_ANOMALIES, EXIT_ERROR, EXIT_VALID, KipcheckError, exit_code
 from kipcheck.harness.backends import releases
 from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.backends.node import JIT_ENV, JIT_FLAGS, check_jit, default_jit
 from kipcheck.rundir.records import JSONL_NAME
 
 
@@ -52,6 +53,14 @@ def _kafka_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--broker-jvm-arg", action="append", default=[], metavar="ARG", dest="broker_jvm_args",
                    help="an extra JVM argument for every broker (repeatable; '{node_dir}' becomes the node's "
                         "directory), e.g. --broker-jvm-arg=-agentlib:jdwp=transport=dt_socket,server=y,suspend=n")
+    p.add_argument("--broker-jit", default=None, metavar="{" + ",".join(JIT_FLAGS) + "}",
+                   help=f"the Kafka nodes' JIT compilers: full (HotSpot's own, C1 then C2) or c1 (C1 alone: less "
+                        f"CPU for short runs on a small machine); default: ${JIT_ENV}, else full")
+
+
+def _broker_jit(args) -> str:
+    """--broker-jit, else the environment's default, checked before anything starts."""
+    return check_jit(args.broker_jit or default_jit())
 
 
 def cmd_run(args) -> int:
@@ -88,7 +97,7 @@ def cmd_run(args) -> int:
                       group_protocol=args.group_protocol,
                       require_coverage=args.require_coverage, allow_uncovered=args.allow_uncovered,
                       recovery_bound=recovery_bound, crash_loop=crash_loop,
-                      broker_jvm_args=tuple(args.broker_jvm_args),
+                      broker_jvm_args=tuple(args.broker_jvm_args), broker_jit=_broker_jit(args),
                       upgrade_from=args.upgrade_from, upgrade_to=args.upgrade_to,
                       workload=WorkloadOptions(producers=args.producers, in_flight=args.in_flight, rate=args.rate,
                                                consumers=args.consumers, workload=args.workload,
@@ -120,7 +129,8 @@ def cmd_cluster(args) -> int:
         dist = resolve(args.kafka_version, args.kafka_home)
         root = Path(args.dir or Path("runs") / "cluster").resolve()
         cluster = NativeCluster(dist, root, ClusterOptions(args.brokers, args.controllers, tiered=args.tiered,
-                                                             broker_jvm_args=tuple(args.broker_jvm_args)),
+                                                             broker_jvm_args=tuple(args.broker_jvm_args),
+                                                             jit=_broker_jit(args)),
                                 owner_pid=None)
         ui = ProgressUI()
         try:

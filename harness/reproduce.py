@@ -41,6 +41,8 @@ def reproduce_command(options, kafka_version: str | None = None) -> str:
     if version and version != "unknown" and not (options.upgrade_from or options.kafka_home):
         args += ["--kafka-version", version]
     args += _changed(options, _FLAGS) + _changed(options.workload, _WORKLOAD_FLAGS)
+    if options.broker_jit != "full":  # named even when the environment set it (its default follows the environment)
+        args.append(f"--broker-jit={options.broker_jit}")
     for jvm_arg in options.broker_jvm_args:
         args.append(f"--broker-jvm-arg={jvm_arg}")
     if options.faults is not None:

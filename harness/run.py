@@ -31,6 +31,7 @@ from kipcheck.harness.backends.backend import Backend
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.reproduce import reproduce_command
 from kipcheck.harness.backends.kafka_dist import LATEST, KafkaDistribution, resolve
+from kipcheck.harness.backends.node import default_jit
 from kipcheck.harness.runlog import LOG_NAME, harness_log, internal_error, one_line
 from kipcheck.harness.clients.workload_options import PRODUCER_REQUEST_TIMEOUT_MS, WorkloadOptions
 from kipcheck.rundir.records import JSONL_NAME, PARQUET_NAME
@@ -72,6 +73,8 @@ class RunOptions:
     recovery_bound: float | None = None  # liveness bound in s (None: derived, see checks/recovery.py)
     crash_loop: int | None = None  # crashes in a row before client-crash-loop (None: the checker's default)
     broker_jvm_args: tuple[str, ...] = ()  # ClusterOptions.broker_jvm_args
+    # ClusterOptions.jit: "full" or "c1" (harness.backends.node.JIT_FLAGS); by default KIPCHECK_BROKER_JIT's
+    broker_jit: str = field(default_factory=default_jit)
     upgrade_from: str | None = None  # a rolling upgrade (or downgrade) from this release ... (harness.upgrade)
     upgrade_to: str | None = None  # ... to this one, during the workload
     #: the resolved distribution of `upgrade_to` (harness.backends.kafka_dist.KafkaDistribution), set by
@@ -287,6 +290,7 @@ def _run_in(run_dir: Path, backend: Backend, options: RunOptions, version: str, 
     cluster_options = ClusterOptions(options.brokers, options.controllers, **faults.cluster_options,
                                      extra_config=w.share_broker_config(),  # the share workload's lock and limit
                                      tiered=options.tiered, broker_jvm_args=tuple(options.broker_jvm_args),
+                                     jit=options.broker_jit,
                                      release_version=config.get("upgrade", {}).get("format_release"),
                                      features=elr_feature(options.elr))
     cluster = backend.cluster(options, dist, run_dir / "cluster", cluster_options, owner_pid=os.getpid())

@@ -86,6 +86,7 @@ def run_matrix(kafka_version: str | None = None, kafka_home: str | None = None, 
                                            extra_config=SELFTEST_GROUP_CONFIG + (
                                                WorkloadOptions(workload=SHARE).share_broker_config() if share else ())),
                             owner_pid=os.getpid())
+    matrix["broker_jit"] = cluster.options.jit  # what the windows' timings depend on (harness.backends.node.JIT_FLAGS)
     try:
         with ui.step(f"starting 3 Kafka {dist.version} brokers carrying the seeded bugs"):
             cluster.up(progress=ui.substep)

@@ -13,14 +13,15 @@ import sys
 import subprocess
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kipcheck.harness.backends import network
 from kipcheck.harness.errors import HarnessError
 from kipcheck.harness.backends.kafka_dist import KafkaDistribution
-from kipcheck.harness.backends.node import KafkaNode, NodeSpec, consumer_group_settings, kraft_settings, quorum_voters
+from kipcheck.harness.backends.node import (KafkaNode, NodeSpec, check_jit, consumer_group_settings, default_jit,
+                                            kraft_settings, quorum_voters)
 from kipcheck.harness.backends.parallel import side_by_side
 from kipcheck.harness.backends.ports import free_port
 from kipcheck.harness.backends.state import ClusterState, all_states, process_start_time
@@ -57,6 +58,8 @@ class ClusterOptions:
     # KIP-853: controllers formatted with their first voters, found through controller.quorum.bootstrap.servers,
     # so voters can be removed and added at run time (harness.backends.quorum; Kafka 3.9+)
     dynamic_quorum: bool = False
+    # the nodes' JIT compilers (harness.backends.node.JIT_FLAGS: "full" or "c1"); by default KIPCHECK_BROKER_JIT's
+    jit: str = field(default_factory=default_jit)
 
 
 def kafka_uuid() -> str:
@@ -77,6 +80,7 @@ class NativeCluster:
             from kipcheck.harness.backends import tiered
             self.dist = tiered.with_storage_manager(dist)
         self.root = Path(root)
+        check_jit(options.jit)  # a typo fails before anything starts
         self.options = options
         self.cluster_id = cluster_id or uuid.uuid4().hex[:8]
         self.owner_pid = owner_pid
@@ -270,7 +274,7 @@ class NativeCluster:
             n.features = self.options.features
             n.dynamic_quorum = self.quorum
         self.state.update(cluster_uuid=uuid_, bootstrap=self.bootstrap_servers(),
-                          specs=[_spec_json(s) for s in specs])
+                          specs=[_spec_json(s) for s in specs], jit=self.options.jit)
         step("formatting storage")
         side_by_side(n.format for n in self.nodes)
         step("starting nodes")
@@ -280,7 +284,8 @@ class NativeCluster:
 
     def _node(self, spec: NodeSpec, cluster_uuid: str, voters: str) -> KafkaNode:
         return KafkaNode(spec, self.root, self.dist, self.state, cluster_uuid, voters, self.options.heap,
-                         self.options.broker_jvm_args if spec.is_broker else (), **self._node_disk_and_clock(spec))
+                         self.options.broker_jvm_args if spec.is_broker else (), **self._node_disk_and_clock(spec),
+                         jit=self.options.jit)
 
     def _node_disk_and_clock(self, spec: NodeSpec) -> dict:
         """JBOD log directories (brokers) and libfaketime, as the run's faults need them."""
@@ -343,7 +348,8 @@ class NativeCluster:
             servers = {name: Toxiproxy(rec["api"]) for name, rec in state.data["link_toxiproxies"].items()}
             c.link_servers = {s.node_id: servers[s.host.name] for s in specs if s.host.name in servers}
         voters = quorum_voters(specs)
-        c.nodes = [KafkaNode(s, c.root, dist, state, state.data["cluster_uuid"], voters) for s in specs]
+        c.nodes = [KafkaNode(s, c.root, dist, state, state.data["cluster_uuid"], voters,
+                             jit=state.data.get("jit", "full")) for s in specs]
         return c
 
 

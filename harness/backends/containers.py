@@ -180,7 +180,8 @@ class ContainerCluster(NativeCluster):
         uuid_ = kafka_uuid()
         self.nodes = [ContainerNode(s, self.root, image_dist, None, uuid_, voters, self.options.heap,
                                     self.options.broker_jvm_args if s.is_broker else (),
-                                    image=self.image, network=self.network, labels=labels) for s in specs]
+                                    image=self.image, network=self.network, labels=labels, jit=self.options.jit)
+                      for s in specs]
         step(f"starting {len(self.nodes)} containers from {self.image}")
         for n in self.nodes:
             n.start_node()

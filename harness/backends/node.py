@@ -6,6 +6,7 @@ is recorded in the cluster state at once, so a crashed harness leaves no orphan.
 """
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -22,6 +23,15 @@ from kipcheck.harness.backends.state import ClusterState, kill_recorded
 #: How long a KRaft FETCH may be parked: KafkaRaftClient.MAX_FETCH_WAIT_MS, a constant
 #: (not a config) in Kafka 4.0.1, 4.1.2 and 4.3.1, sent as the FETCH's MaxWaitMs.
 KRAFT_FETCH_MAX_WAIT_MS = 500
+#: the JIT compilers a Kafka node's JVM runs with (ClusterOptions.jit, `--broker-jit`): HotSpot's own tiers ("full":
+#: C1, then C2 for hot code), or C1 alone ("c1"). Measured 2026-11-30 on 2 cores (4.3.1, 3 nodes, two runs each):
+#: starting took 9.1-9.7 s of the JVMs' CPU instead of 15.1-15.8 (8 s of wall instead of 11), and 25 s of paced
+#: sends 27 s instead of 35, with as many sends acknowledged: C2's compiles pay off only in long runs
+JIT_FLAGS = {"full": (), "c1": ("-XX:TieredStopAtLevel=1",)}
+#: the environment variable that sets the default of `--broker-jit` and ClusterOptions.jit (scripts/test.sh: c1)
+JIT_ENV = "KIPCHECK_BROKER_JIT"
+#: a tool's JVM (StorageTool format, the quorum program) runs for a second: C2 never pays there
+TOOL_JIT = JIT_FLAGS["c1"]
 #: metadata.max.idle.interval.ms default: the active controller appends a NoOpRecord this
 #: often (QuorumController.registerWriteNoOpRecord); MetadataLogConfig in 4.3.1, KRaftConfigs in 4.0.1.
 METADATA_MAX_IDLE_INTERVAL_MS = 500
@@ -134,6 +144,18 @@ class NodeSpec:
         return self.advertised_controller or f"{self.host.address}:{self.controller_port}"
 
 
+def default_jit() -> str:
+    """`JIT_ENV`'s value, else "full" (checked where a cluster is made: `check_jit`)."""
+    return os.environ.get(JIT_ENV) or "full"
+
+
+def check_jit(jit: str) -> str:
+    """`jit` when it names a JIT_FLAGS entry; else a HarnessError that says so, before anything starts."""
+    if jit not in JIT_FLAGS:
+        raise HarnessError(f"broker JIT {jit!r} (--broker-jit or {JIT_ENV}): expected one of {', '.join(JIT_FLAGS)}")
+    return jit
+
+
 def quorum_voters(specs) -> str:
     """controller.quorum.voters for these nodes: id@endpoint of each controller."""
     return ",".join(f"{s.node_id}@{s.controller_endpoint}" for s in specs if s.is_controller)
@@ -142,7 +164,7 @@ def quorum_voters(specs) -> str:
 class KafkaNode:
     def __init__(self, spec: NodeSpec, root: Path, dist: KafkaDistribution, state: ClusterState,
                  cluster_uuid: str, quorum_voters: str, heap: str = "512m", jvm_args: tuple[str, ...] = (),
-                 local_root: Path | None = None, log_dirs: int = 1, fake_clock: bool = False):
+                 local_root: Path | None = None, log_dirs: int = 1, fake_clock: bool = False, jit: str = "full"):
         self.spec = spec
         # on the node's host (spec.host runs every command and file verb there); `local_dir`
         # is where its logs are read on this machine: the same directory unless the host is remote
@@ -160,6 +182,7 @@ class KafkaNode:
         self.quorum_voters = quorum_voters
         self.heap = heap
         self.jvm_args = tuple(a.replace("{node_dir}", str(self.dir)) for a in jvm_args)  # ClusterOptions.broker_jvm_args
+        self.jit_flags = JIT_FLAGS[check_jit(jit)]  # ClusterOptions.jit
         self.proc: subprocess.Popen | None = None
         # Held while the process is stopped or started, so a fault's restart and a rolling
         # upgrade's stop-swap-start never interleave on one node (harness.upgrade).
@@ -223,7 +246,7 @@ class KafkaNode:
         return path
 
     def _jvm_opts(self) -> tuple[str, ...]:
-        return (f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+        return (f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", *self.jit_flags,
                 "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
                 "-Dkafka.logs.dir=" + str(self.dir), *self.jvm_args)
 
@@ -240,7 +263,7 @@ class KafkaNode:
         return self.dist.java_command(
             "kafka.tools.StorageTool", "format", "-t", self.cluster_uuid, "-c", str(config), "--ignore-formatted",
             *release,
-            jvm_opts=("-Xmx256m", f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}"))
+            jvm_opts=("-Xmx256m", *TOOL_JIT, f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}"))
 
     def format(self) -> None:
         """Format storage (`format_command`) on the node's host."""

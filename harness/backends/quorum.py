@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.backends.node import TOOL_JIT
 
 SOURCE = Path(__file__).with_name("quorum") / "QuorumVoters.java"
 
@@ -78,7 +79,7 @@ def _compiled(dist) -> Path | None:
 
 
 def _run(dist, *args: str, timeout: float = 120.0) -> list[str]:
-    compiled, opts = _compiled(dist), ("-Xmx128m", "-Dlog4j2.level=OFF")
+    compiled, opts = _compiled(dist), ("-Xmx128m", *TOOL_JIT, "-Dlog4j2.level=OFF")
     if compiled is None:
         argv = dist.java_command(str(SOURCE), *args, jvm_opts=opts)
     else:

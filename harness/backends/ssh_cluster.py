@@ -143,7 +143,7 @@ class SshCluster(NativeCluster):
     def _node(self, spec: NodeSpec, cluster_uuid: str, voters: str) -> KafkaNode:
         return KafkaNode(spec, self.remote_root, self.host_dists[spec.host.name], self.state, cluster_uuid, voters,
                          self.options.heap, self.options.broker_jvm_args if spec.is_broker else (),
-                         local_root=self.root, **self._node_disk_and_clock(spec))
+                         local_root=self.root, **self._node_disk_and_clock(spec), jit=self.options.jit)
 
     def collect_logs(self) -> None:
         """Copy each node's logs and configuration into the run directory (`<root>/node-N/`)."""
