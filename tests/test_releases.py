@@ -180,7 +180,8 @@ def test_an_unreadable_listing_is_one_line_naming_it(tmp_path, monkeypatch):
         version_of("newest")
 
 
-def test_the_reproduce_command_names_the_resolved_release_and_the_workload():
+def test_the_reproduce_command_names_the_resolved_release_and_the_workload(monkeypatch):
+    monkeypatch.delenv("KIPCHECK_BROKER_JIT")  # the suite's c1 would be named too (tests/test_broker_jit.py)
     from kipcheck.harness.clients.workload import WorkloadOptions
     from kipcheck.harness.reproduce import reproduce_command
     from kipcheck.harness.run import RunOptions
