@@ -74,7 +74,8 @@ def producer_rates(bootstrap: str, topic: str, seconds: float, producers: int, i
     from kipcheck.harness.clients.workload import ProducerWorker, WorkloadOptions
     options = WorkloadOptions(topic=topic, partitions=3, producers=producers, in_flight=in_flight, rate=0,
                               max_in_flight_requests=requests)
-    histories = {"recorded": History(run_dir / "history.jsonl", sync_interval=sync_interval), "unrecorded": NoHistory(run_dir / "none.jsonl")}
+    histories = {"recorded": History(run_dir / "history.jsonl", sync_interval=sync_interval),
+                 "unrecorded": NoHistory(run_dir / "none.jsonl")}
     totals = {name: [0, 0.0] for name in histories}
     cpu = {name: 0.0 for name in histories}
     slice_s = 2.0
