@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -67,6 +68,25 @@ def writer_rate(seconds: float = 3.0, threads: int = 4) -> float:
         return sum(counts) / elapsed
 
 
+def ratio_interval(pairs: list[dict[str, float]], draws: int = 4000, seed: int = 0) -> tuple[float, float, float]:
+    """The run's recorded/unrecorded ratio (of the rates summed over the pairs of slices) with a 95 %
+    bootstrap interval: the pairs drawn again with replacement `draws` times (a fixed seed, so one
+    run's figures print the same), the 2.5th and 97.5th percentiles of the ratio of each draw. On a
+    busy 2-core machine one pair's ratio ran from 0.4 to 1.9 within a run: the interval says how far
+    the run's single ratio can be trusted against the 0.9 target."""
+    pairs = [p for p in pairs if p.get("recorded") is not None and p.get("unrecorded")]
+    if not pairs:
+        raise ValueError("no complete pair of slices")
+    recorded, unrecorded = [p["recorded"] for p in pairs], [p["unrecorded"] for p in pairs]
+    point = sum(recorded) / sum(unrecorded)
+    rng, n, ratios = random.Random(seed), len(pairs), []
+    for _ in range(draws):
+        picks = [rng.randrange(n) for _ in range(n)]
+        ratios.append(sum(recorded[i] for i in picks) / sum(unrecorded[i] for i in picks))
+    ratios.sort()
+    return point, ratios[int(0.025 * (draws - 1))], ratios[int(0.975 * (draws - 1))]
+
+
 def producer_rates(bootstrap: str, topic: str, seconds: float, producers: int, in_flight: int,
                    run_dir: Path, requests: int = 1, sync_interval: float = 0.5) -> dict[str, float]:
     """Acknowledged sends/s of the workload's producers with and without recording,
@@ -109,6 +129,9 @@ def producer_rates(bootstrap: str, topic: str, seconds: float, producers: int, i
     ratios = sorted(p["recorded"] / p["unrecorded"] for p in pairs if p.get("unrecorded"))
     print(f"ratio per pair of slices ({len(ratios)}): median {statistics.median(ratios):.3f}, "
           f"from {ratios[0]:.3f} to {ratios[-1]:.3f}")
+    point, low, high = ratio_interval(pairs)
+    print(f"ratio of the pairs' summed rates: {point:.3f}, 95 % bootstrap interval {low:.3f}-{high:.3f}"
+          f"{' (the target 0.9 inside it)' if low < 0.9 <= high else ''}")
     for name, (sent, _) in totals.items():
         print(f"harness CPU per acknowledged send, {name}: {cpu[name] / max(sent, 1) * 1e6:.1f} us "
               f"(client library included)")
