@@ -298,3 +298,26 @@ def test_an_lso_above_its_own_hwm_is_the_sampled_hwm_under_kafka_until_a_later_h
         assert judged(unconfirmed, p) == ({}, {"lso-violation": 1}), p
         assert judged(contradicted, p)[0] == {"lso-violation": 1}, p
         assert judged(other_epoch, p) == ({}, {"lso-violation": 1}), p
+
+
+def test_hanging_transaction_just_inside_and_just_outside_its_bound():
+    """The LSO-held judgement at its edge: a fetch asked 1 ms before x.4's deadline (first
+    acknowledged send + its 10 s timeout + the liveness bound + Kafka's 10 s sweep) holding the
+    LSO at its offset passes; one asked 1 ms after it is a hanging transaction."""
+    from kipcheck.checks.recovery import liveness_rule
+    from kipcheck.checks.rules.txn_rules import CLEANUP_INTERVAL_NS
+    h = reads(base())
+    h.records[-1]["time"] = 0
+    first_ack = next(r["time"] for r in h.records
+                     if r["type"] == "ok" and r["f"] == "send" and r["value"]["txn"] == "x.4")
+    deadline = first_ack + 10_000 * 1_000_000 + int(liveness_rule().bound * 1e9 + CLEANUP_INTERVAL_NS)
+    for asked, expect in ((deadline - 1_000_000, set()), (deadline + 1_000_000, {"hanging-transaction"})):
+        at = T()
+        at.records = [dict(r) for r in h.records]
+        at.fetch(5, 1, lso=6, hwm=7)
+        at.records[-2]["time"] = at.records[-1]["time"] = asked
+        found = flagged(at)
+        assert set(found) == expect, (asked - deadline, found)
+        if expect:
+            assert found["hanging-transaction"][0]["txn"] == "x.4"
+            assert found["hanging-transaction"][0]["rule"] == "transactions.hanging"
