@@ -366,3 +366,31 @@ def test_an_async_answer_inside_a_sync_commit_pairs_with_its_own_invoke():
     h.poll(B, 9000, 9100, offset=0, count=2, appended=1000).poll(B, 9200, 9300, offset=1, count=2, appended=900)
     found, _ = h.judged()
     assert [(a.name, a.details["offset"]) for a in found] == [(REDELIVERED, 1)]
+
+
+def test_a_leader_change_seen_within_the_slack_exempts_a_pair_and_one_seen_past_it_does_not():
+    """`LEADER_SLACK_NS` at both ends of the double-acquire pair's span (A acquired after 995 ms,
+    B after 5895 ms, its poll answered at 5990 ms): epochs 0 and 1 both seen within the slack exempt the pair; a
+    change seen 1 ms past the slack on either side (both its epochs outside the widened span, or
+    the old one inside and the new one past it) leaves the pair judged, and flagged."""
+    from kipcheck.checks.rules.share_rules import LEADER_SLACK_NS
+    begin, end = 995 * MS, 5990 * MS
+
+    def seen(*epochs):
+        h = _base().poll(B, 5900, 5990, count=2, appended=5900).ack(A, "accept", 7000, 7010)
+        h.ack(B, "accept", 6000, 6010)
+        for at_ns, epoch in epochs:
+            v = {"broker": 1, "topic": "t", "partition": 0}
+            h._add(at_ns / MS, "observer", "invoke", "metadata", v)
+            h._add(at_ns / MS, "observer", "ok", "metadata", {**v, "leader": 1, "leader_epoch": epoch, "isr": [1],
+                                                              "replicas": [1], "offline": []})
+        return [a.name for a in h.judged()[0]]
+
+    assert seen() == [DOUBLE]
+    # just inside: the old epoch seen at the widened span's start, the new one at its end
+    assert seen((begin - LEADER_SLACK_NS, 0), (end + LEADER_SLACK_NS, 1)) == []
+    # just outside, after: the change falls between end + slack and 1 ms later
+    assert seen((begin - LEADER_SLACK_NS, 0), (end + LEADER_SLACK_NS, 0), (end + LEADER_SLACK_NS + MS, 1)) == [DOUBLE]
+    # just outside, before: the change falls between begin - slack - 2 ms and begin - slack - 1 ms
+    assert seen((begin - LEADER_SLACK_NS - 2 * MS, 0), (begin - LEADER_SLACK_NS - MS, 1),
+                (end + LEADER_SLACK_NS, 1)) == [DOUBLE]
