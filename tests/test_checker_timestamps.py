@@ -358,3 +358,33 @@ def test_a_named_record_stamped_otherwise_than_the_answer_is_flagged_under_every
         [a] = answered(WALL + 1050 + 3, profile)
         assert a["stamp_at"] == WALL + 1050 and a["answered_timestamp"] == WALL + 1053
         assert not answered(WALL + 1050 - 2, profile)
+
+
+def test_a_clock_windows_edges_are_clock_lag_wide_and_a_stamp_just_past_them_is_flagged():
+    """A 120 s skew from a fault started (invoked) at 5000 ms and healed at 8000 ms excuses a
+    stamp whose send overlaps the window: from `CLOCK_LAG_MS` before the start's invoke to
+    `CLOCK_LAG_MS` after the stop's completion (to the completion itself when the start says the
+    heal waited out libfaketime's re-read, `settle_ms`). The same stamp on a send 1 ms outside
+    either edge is an append-time violation."""
+    start, stop, skew_ms = 5000, 8000, 120_000
+
+    def flagged(sent, settled=False):
+        b = Builder()
+        before = sent + 40 < start
+        if before:
+            b.send(sent, sent + 40, 0)
+        b.clock("clock-skew", start, stop, skew_ms // 1000)
+        if settled:
+            for r in b.records:
+                if r["f"] == "fault" and r["type"] == "ok" and r["value"]["phase"] == "start":
+                    r["value"]["settle_ms"] = CLOCK_LAG_MS
+        if not before:
+            b.send(sent, sent + 40, 0)
+        read = (stop if before else sent) + 1000  # records in time order
+        return bool(violations(b.poll(read, (0, sent + 20 + skew_ms)).verdict()))
+
+    first = start - CLOCK_LAG_MS  # the window's start; a send acknowledged before it never met the skew
+    assert not flagged(first - 40) and flagged(first - 41)
+    last = stop + CLOCK_LAG_MS  # the window's end without `settle_ms`
+    assert not flagged(last) and flagged(last + 1)
+    assert not flagged(stop, settled=True) and flagged(stop + 1, settled=True)
