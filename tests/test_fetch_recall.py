@@ -22,7 +22,7 @@ import pytest
 from kipcheck.checks.engine_local import check_records
 from kipcheck.checks.rules import fetch_rules
 from kipcheck.checks.rules.kip1166_rules import SETTLE_NS
-from kipcheck.checks.rules.replica_rules import IMAGE_LAG_NS
+from kipcheck.checks.rules.replica_rules import IMAGE_LAG_NS, ISR_SPAN_NS
 from kipcheck.checks.verdict import run_rule
 from kipcheck.reference_model import kip392, profiles
 from tests.support.raw_protocol import H, S
@@ -206,12 +206,13 @@ def test_shared_history_wrong_fetch_error_03_closed_a_replay_after_the_report_is
     assert not found(_shifted(records, 22, by - 1), profile, "wrong-fetch-error", known=known)
 
 
-def isr_history(fault_stop=None) -> list[dict]:
-    """Leader 1 (epoch 5, ISR [1, 2, 3]) reports HWM 20 at 10 s; metadata at 16 s and 17.5 s;
-    follower 2 answers NONE and no records at its own HWM 12 at 16.5 s. `fault_stop`: a kill of
-    broker 3 from 1 s whose stop completes then (its window runs `SETTLE_NS` longer)."""
-    h = H().fetch(10 * S, 0, [], broker=1, hwm=20, rack="r1")
-    h.meta(16 * S).fetch(16 * S + S // 2, 12, [], broker=2, hwm=12).meta(17 * S + S // 2)
+def isr_history(fault_stop=None, closing=17 * S + S // 2, report_at=10 * S) -> list[dict]:
+    """Leader 1 (epoch 5, ISR [1, 2, 3]) reports HWM 20 at `report_at` (10 s); metadata at 16 s
+    and at `closing` (17.5 s); follower 2 answers NONE and no records at its own HWM 12 at 16.5 s.
+    `fault_stop`: a kill of broker 3 from 1 s whose stop completes then (its window runs
+    `SETTLE_NS` longer)."""
+    h = H().fetch(report_at, 0, [], broker=1, hwm=20, rack="r1")
+    h.meta(16 * S).fetch(16 * S + S // 2, 12, [], broker=2, hwm=12).meta(closing)
     if fault_stop is not None:
         value = {"fault": "kill", "targets": [3]}
         h.op("nemesis", "fault", {**value, "phase": "start"}, {}, S)
@@ -225,3 +226,22 @@ def test_the_isr_proof_keeps_faults_out_from_the_leaders_report():
     assert found(isr_history(), "kip", "wrong-fetch-error")
     assert found(isr_history(fault_stop=10 * S - SETTLE_NS - 1), "kip", "wrong-fetch-error")
     assert not found(isr_history(fault_stop=10 * S - SETTLE_NS + 1), "kip", "wrong-fetch-error")
+
+
+def test_the_isr_proofs_chain_must_span_less_than_isr_span_ns():
+    """`ISR_SPAN_NS`, the span in which no shrink and rejoin of the follower is assumed. The
+    leader reports at 16.2 s, after the answer at 16 s, so only the closing answer (invoked
+    `IMAGE_LAG_NS` after the report or later) can show the follower in the ISR after it: a chain
+    from the 16 s answer's invoke to the closing answer's completion (1 ms after its invoke) 1 ns
+    short of `ISR_SPAN_NS` proves the follower in sync, and its NONE at its own HWM is flagged;
+    spanning it exactly, the follower may have left and rejoined between the two answers, and
+    nothing is proven."""
+    report_at = 16 * S + S // 5
+    closing = 16 * S + ISR_SPAN_NS - MS  # the closing answer completes ISR_SPAN_NS after the first's invoke
+    assert closing - 1 >= report_at + MS + IMAGE_LAG_NS  # late enough to close the proof for that report
+    assert found(isr_history(closing=closing - 1, report_at=report_at), "kip", "wrong-fetch-error")
+    assert not found(isr_history(closing=closing, report_at=report_at), "kip", "wrong-fetch-error")
+    # the closing answer's own bound: invoked 1 ns before IMAGE_LAG_NS after the report completed, nothing
+    at_lag = report_at + MS + IMAGE_LAG_NS
+    assert found(isr_history(closing=at_lag, report_at=report_at), "kip", "wrong-fetch-error")
+    assert not found(isr_history(closing=at_lag - 1, report_at=report_at), "kip", "wrong-fetch-error")
