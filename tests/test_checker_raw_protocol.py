@@ -333,3 +333,20 @@ def test_a_preferred_replica_no_answer_of_the_epoch_lists_as_a_replica_is_flagge
     [example] = found(stranger, profile)["preferred-replica-violation"]
     assert "no metadata answer in epoch 5 lists 7 among the replicas [1, 2, 3]" in example["message"]
     assert found(prr(pref=2), profile) == {}  # a replica in the client's rack stays allowed
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_preferred_replica_out_of_the_isr_at_both_edges_of_its_span(profile):
+    """Broker 1's answers show replica 2 out of the ISR (metadata invoked at 0, the fetch at 1 s
+    completing 1 ms later, the last answer at 1 s + `late`, each taking 1 ms). `ISR_SPAN_NS`:
+    answers spanning 1 ns less are judged and flagged, spanning it exactly they are not (it may
+    have rejoined and left). `IMAGE_LAG_NS`: the span must reach an answer invoked more than it
+    after the fetch completed; one invoked exactly then closes nothing, and nothing is judged."""
+    from kipcheck.checks.rules.replica_rules import IMAGE_LAG_NS, ISR_SPAN_NS
+    ms, out = S // 1000, ((1, 3),) * 3
+    span_late = ISR_SPAN_NS - S - ms  # the last answer completes ISR_SPAN_NS after the first's invoke
+    assert set(found(prr(isr=out, late=span_late - 1), profile)) == {"preferred-replica-violation"}
+    assert found(prr(isr=out, late=span_late), profile) == {}
+    lag_late = ms + IMAGE_LAG_NS  # invoked IMAGE_LAG_NS after the fetch completed
+    assert set(found(prr(isr=out, late=lag_late + 1), profile)) == {"preferred-replica-violation"}
+    assert found(prr(isr=out, late=lag_late), profile) == {}
