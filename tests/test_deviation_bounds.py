@@ -168,6 +168,19 @@ def test_non_idempotent_sends_may_append_once_per_attempt_their_time_in_flight_a
     outside(slow(53), "wrong-fetch-error", E)
 
 
+
+def test_a_non_idempotent_sends_second_attempt_needs_min_retry_spacing_in_flight():
+    """`MIN_RETRY_SPACING_NS` at its edge: one send (v3) in flight exactly that long may have
+    been appended twice, so NONE and empty at 41 (one above the 20 sends' one-attempt bound) is
+    within the possible LEO; in flight 1 ns less, it had one attempt, and 41 is past any LEO."""
+    from kipcheck.checks.rules.log_bounds import MIN_RETRY_SPACING_NS
+    base = history(*sends(20, idempotent=False), fetch(41, hwm=10))
+    invoked, done = (next(r["time"] for r in base if r["f"] == "send" and r["value"]["key"] == "v3" and r["type"] == t)
+                     for t in ("invoke", "ok"))
+    flight = lambda ns: _in_flight(base, "v3", ns - (done - invoked))
+    inside(flight(MIN_RETRY_SPACING_NS), "wrong-fetch-error", E)
+    outside(flight(MIN_RETRY_SPACING_NS - 1), "wrong-fetch-error", E)
+
 # --- out-of-range-without-offsets: the LEO and log start the broker's answers prove -----
 O = profiles.OUT_OF_RANGE_WITHOUT_OFFSETS
 
