@@ -394,3 +394,15 @@ def test_a_leader_change_seen_within_the_slack_exempts_a_pair_and_one_seen_past_
     # just outside, before: the change falls between begin - slack - 2 ms and begin - slack - 1 ms
     assert seen((begin - LEADER_SLACK_NS - 2 * MS, 0), (begin - LEADER_SLACK_NS - MS, 1),
                 (end + LEADER_SLACK_NS, 1)) == [DOUBLE]
+
+
+def test_a_record_lost_at_exactly_its_bound_and_held_one_ms_inside():
+    """`kip932.FETCH_SLACK_MS` and `STAMP_SLACK_MS` at their edge, in whole-ms stamps: offset 0
+    available by 1000 ms, so an acquisition of offset 1 no earlier than 1000 ms + two locks +
+    the fetch slack (its stamp less the stamp slack) proves offset 0 lost; 1 ms sooner, not."""
+    bound_ms = 1000 + 2 * LOCK + kip932.FETCH_SLACK_MS
+    stamp = bound_ms + kip932.STAMP_SLACK_MS
+    found, _ = _lost_base().poll(A, stamp - 100, stamp + 100, offset=1, appended=stamp).judged()
+    assert [(a.name, a.details["offset"]) for a in found] == [(LOST, 0)]
+    found, _ = _lost_base().poll(A, stamp - 100, stamp + 100, offset=1, appended=stamp - 1).judged()
+    assert found == []
