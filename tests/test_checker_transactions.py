@@ -321,3 +321,25 @@ def test_hanging_transaction_just_inside_and_just_outside_its_bound():
         if expect:
             assert found["hanging-transaction"][0]["txn"] == "x.4"
             assert found["hanging-transaction"][0]["rule"] == "transactions.hanging"
+
+
+def test_an_lso_held_within_the_bound_after_a_heal_is_not_judged_and_one_just_after_is():
+    """The heal's shadow (`_quiet`): for the bound (liveness bound + the 10 s sweep) after a fault
+    healed, a stale LSO may be a cut-off broker's catching up; an answer asked at the end of that
+    shadow holding x.4's LSO passes, one asked 1 ms after it (both far past x.4's deadline) hangs."""
+    from kipcheck.checks.recovery import liveness_rule
+    from kipcheck.checks.rules.txn_rules import CLEANUP_INTERVAL_NS
+    bound_ns = int(liveness_rule().bound * 1e9 + CLEANUP_INTERVAL_NS)
+    h = reads(base())
+    h.records[-1]["time"] = 0
+    healed_at = 500 * 10**9  # x.4's deadline (10 s + the bound after its first send) long gone
+    for asked, expect in ((healed_at + bound_ns, set()), (healed_at + bound_ns + 1_000_000, {"hanging-transaction"})):
+        at = T()
+        at.records = [dict(r) for r in h.records]
+        at._add("nemesis", "ok", "fault", {"fault": "partition", "targets": [1], "phase": "start"})
+        at.records[-1]["time"] = healed_at - 10**9
+        at._add("nemesis", "ok", "fault", {"fault": "partition", "targets": [1], "phase": "stop"})
+        at.records[-1]["time"] = healed_at
+        at.fetch(5, 1, lso=6, hwm=7)
+        at.records[-2]["time"] = at.records[-1]["time"] = asked
+        assert set(flagged(at)) == expect, (asked - healed_at - bound_ns, flagged(at))
