@@ -256,3 +256,16 @@ def test_a_fetch_of_other_partitions_does_not_own_this_one():
     t.assign(10 + BOUND_S + 1, B, 0)
     t.poll(200, B)
     assert [a.name for a in t.judged()] == [ANOMALY]
+
+
+@pytest.mark.parametrize("after_ns, slow", [(kip848.REOWN_BOUND_NS - 1_000_000, False),
+                                            (kip848.REOWN_BOUND_NS + 1_000_000, True)])
+def test_the_reown_bound_at_one_ms_either_side(after_ns, slow):
+    """`REOWN_BOUND_NS` (session timeout + heartbeat interval) to the ms: the partition A freed at
+    10 s given to B 1 ms inside it is live, 1 ms past it is a slow rebalance."""
+    t = Timeline()
+    freed = _freed_by_a(t)
+    given = t.assign(10 + after_ns / 1e9, B, 0)
+    t.poll(100, B)
+    found = t.judged()
+    assert [(a.name, a.indices) for a in found] == ([(ANOMALY, (freed, given))] if slow else [])
