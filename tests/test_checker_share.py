@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from kipcheck.checks.engine_local import check_records
 from kipcheck.checks.rules.kip1166_rules import SETTLE_NS
-from kipcheck.checks.rules.share_rules import DOUBLE, LIMIT, LOST, REDELIVERED, SHARE_GROUPS, ShareGroupRule
+from kipcheck.checks.rules.share_rules import (DOUBLE, LEADER_SLACK_NS, LIMIT, LOST, REDELIVERED, SHARE_GROUPS,
+                                               ShareGroupRule)
 from kipcheck.reference_model import kip932
 
 A, B = 21, 22  # two share consumers of group "sg"
@@ -368,32 +369,36 @@ def test_an_async_answer_inside_a_sync_commit_pairs_with_its_own_invoke():
     assert [(a.name, a.details["offset"]) for a in found] == [(REDELIVERED, 1)]
 
 
+#: the double-acquire pair of `_seen_epochs`: A acquired after 995 ms, B's poll answered at 5990 ms
+PAIR_BEGIN, PAIR_END = 995 * MS, 5990 * MS
+
+
+def _seen_epochs(*epochs) -> list[str]:
+    """The anomalies of a double-acquire pair (`PAIR_BEGIN` to `PAIR_END`) with the observer's
+    answers `(time ns, leader epoch)` of its partition."""
+    h = _base().poll(B, 5900, 5990, count=2, appended=5900).ack(A, "accept", 7000, 7010)
+    h.ack(B, "accept", 6000, 6010)
+    for at_ns, epoch in epochs:
+        v = {"broker": 1, "topic": "t", "partition": 0}
+        h._add(at_ns / MS, "observer", "invoke", "metadata", v)
+        h._add(at_ns / MS, "observer", "ok", "metadata", {**v, "leader": 1, "leader_epoch": epoch, "isr": [1],
+                                                          "replicas": [1], "offline": []})
+    return [a.name for a in h.judged()[0]]
+
+
 def test_a_leader_change_seen_within_the_slack_exempts_a_pair_and_one_seen_past_it_does_not():
     """`LEADER_SLACK_NS` at both ends of the double-acquire pair's span (A acquired after 995 ms,
     B after 5895 ms, its poll answered at 5990 ms): epochs 0 and 1 both seen within the slack exempt the pair; a
     change seen 1 ms past the slack on either side (both its epochs outside the widened span, or
     the old one inside and the new one past it) leaves the pair judged, and flagged."""
-    from kipcheck.checks.rules.share_rules import LEADER_SLACK_NS
-    begin, end = 995 * MS, 5990 * MS
-
-    def seen(*epochs):
-        h = _base().poll(B, 5900, 5990, count=2, appended=5900).ack(A, "accept", 7000, 7010)
-        h.ack(B, "accept", 6000, 6010)
-        for at_ns, epoch in epochs:
-            v = {"broker": 1, "topic": "t", "partition": 0}
-            h._add(at_ns / MS, "observer", "invoke", "metadata", v)
-            h._add(at_ns / MS, "observer", "ok", "metadata", {**v, "leader": 1, "leader_epoch": epoch, "isr": [1],
-                                                              "replicas": [1], "offline": []})
-        return [a.name for a in h.judged()[0]]
-
-    assert seen() == [DOUBLE]
+    assert _seen_epochs() == [DOUBLE]
     # just inside: the old epoch seen at the widened span's start, the new one at its end
-    assert seen((begin - LEADER_SLACK_NS, 0), (end + LEADER_SLACK_NS, 1)) == []
+    assert _seen_epochs((PAIR_BEGIN - LEADER_SLACK_NS, 0), (PAIR_END + LEADER_SLACK_NS, 1)) == []
     # just outside, after: the change falls between end + slack and 1 ms later
-    assert seen((begin - LEADER_SLACK_NS, 0), (end + LEADER_SLACK_NS, 0), (end + LEADER_SLACK_NS + MS, 1)) == [DOUBLE]
+    assert _seen_epochs((PAIR_BEGIN - LEADER_SLACK_NS, 0), (PAIR_END + LEADER_SLACK_NS, 0), (PAIR_END + LEADER_SLACK_NS + MS, 1)) == [DOUBLE]
     # just outside, before: the change falls between begin - slack - 2 ms and begin - slack - 1 ms
-    assert seen((begin - LEADER_SLACK_NS - 2 * MS, 0), (begin - LEADER_SLACK_NS - MS, 1),
-                (end + LEADER_SLACK_NS, 1)) == [DOUBLE]
+    assert _seen_epochs((PAIR_BEGIN - LEADER_SLACK_NS - 2 * MS, 0), (PAIR_BEGIN - LEADER_SLACK_NS - MS, 1),
+                (PAIR_END + LEADER_SLACK_NS, 1)) == [DOUBLE]
 
 
 def test_a_record_lost_at_exactly_its_bound_and_held_one_ms_inside():
@@ -406,3 +411,16 @@ def test_a_record_lost_at_exactly_its_bound_and_held_one_ms_inside():
     assert [(a.name, a.details["offset"]) for a in found] == [(LOST, 0)]
     found, _ = _lost_base().poll(A, stamp - 100, stamp + 100, offset=1, appended=stamp - 1).judged()
     assert found == []
+
+
+def test_a_leader_change_the_observer_saw_only_across_a_gap_over_the_pair_exempts_it():
+    """An observer that did not ask from before the pair's widened span to after it (stalled, its
+    broker cut off) may have missed a leader change inside it: two answers in a row with different
+    epochs around the span exempt the pair. A gap that ends 1 ms before the widened span, or
+    starts 1 ms after it, leaves the pair judged."""
+    start, stop = PAIR_BEGIN - LEADER_SLACK_NS, PAIR_END + LEADER_SLACK_NS
+    assert _seen_epochs((start - 500 * MS, 0), (stop + 500 * MS, 1)) == []
+    assert _seen_epochs((start - 500 * MS, 0), (start, 1), (stop, 1)) == []  # the new epoch first seen at the start
+    assert _seen_epochs((start - 500 * MS, 0), (start - MS, 1), (stop, 1)) == [DOUBLE]
+    assert _seen_epochs((start, 0), (stop, 0), (stop + MS, 1)) == [DOUBLE]
+    assert _seen_epochs((start - 500 * MS, 0), (stop + 500 * MS, 0)) == [DOUBLE]  # no change: judged

@@ -25,7 +25,7 @@ consumers judged by the lock rule and not judged for a fault or leader change.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Iterable
@@ -42,7 +42,8 @@ SHARE_ANOMALIES = (DOUBLE, REDELIVERED, LIMIT, LOST)
 #: the verdict block the rule's summary row fills
 SHARE_GROUPS = "share_groups"
 GROUP = "share"
-#: a leader change seen this close to a pair's span counts as inside it (the observer asks every second)
+#: a leader change seen this close to a pair's span counts as inside it (the observer asks every second);
+#: a change the observer saw only across a gap reaching into that widened span counts too
 LEADER_SLACK_NS = 2_000_000_000
 _FS = (POLL, ACK, SUBSCRIBE)
 #: the group's start the lost-record rule needs (share.auto.offset.reset)
@@ -191,12 +192,18 @@ class _Judge:
     # --- judging --------------------------------------------------------------------------
 
     def _changed(self, topic, partition, begin: int, end: int, windows) -> bool:
-        """A fault in force, or a leader change seen, within [begin, end] (around it, for the observer)."""
+        """A fault in force within [begin, end], or a leader change the observer may have seen within it
+        widened by `LEADER_SLACK_NS`: two of its answers in a row (by time) that name different epochs,
+        the first one before the widened span's end and the second at or after its start. An observer
+        that did not ask for a while leaves its change anywhere between those two answers, so its gap
+        is not taken for a span without a change (the answers bracketing the span are read too)."""
         if touched(windows, begin, end, None):
             return True
-        seen = {e for tm, e in self.epochs.get((topic, partition), ())
-                if begin - LEADER_SLACK_NS <= tm <= end + LEADER_SLACK_NS}
-        return len(seen) > 1
+        seen = self.epochs.get((topic, partition), ())
+        times = [tm for tm, _ in seen]
+        first = max(bisect_left(times, begin - LEADER_SLACK_NS) - 1, 0)  # the last answer before the start
+        last = bisect_left(times, end + LEADER_SLACK_NS)  # the first answer at or after the end
+        return len({e for _, e in seen[first:last + 1]}) > 1
 
     def finish(self) -> list[Anomaly]:
         out: list[Anomaly] = []
