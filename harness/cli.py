@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -21,12 +22,16 @@ from kipcheck.rundir.records import JSONL_NAME
 
 
 def _positive(kind, zero: bool = False):
-    """An argparse type: a number > 0 (>= 0 with `zero`); a bad value is argparse's one-line error, exit 2."""
+    """An argparse type: a finite number > 0 (>= 0 with `zero`); a bad value is argparse's one-line error, exit 2.
+    float() reads 'nan' and 'inf', which pass every comparison with 0: a run of --duration nan would start its
+    cluster and never stop, so they are refused here with the other bad numbers."""
     def parse(text: str):
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
         if value < 0 or (value == 0 and not zero):
             raise argparse.ArgumentTypeError(f"must be {'>=' if zero else '>'} 0, got {text}")
         return value

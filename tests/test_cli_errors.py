@@ -4,14 +4,35 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 
-def kipcheck(*args, env=None):
+REPO = Path(__file__).resolve().parent.parent
+
+
+def kipcheck(*args, env=None, cwd=None):
+    """The CLI in a subprocess; from another `cwd`, still this checkout's code (PYTHONPATH)."""
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
     proc = subprocess.run([sys.executable, "-m", "kipcheck.harness.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=120)
+                          env={**os.environ, "PYTHONPATH": path, **(env or {})}, timeout=120, cwd=cwd)
     return proc.returncode, proc.stdout, proc.stderr
+
+
+def no_java(tmp_path):
+    """An environment without java: a bad option that slipped through fails on java, and starts no cluster."""
+    return {"JAVA_HOME": str(tmp_path / "nojdk"), "PATH": "/usr/bin/nothing"}
+
+
+def assert_argparse_error(code, err, *words):
+    """argparse's refusal: exit 2, its usage, then one `error:` line naming the option."""
+    assert code == 2, err
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert " error: " in last, err
+    for w in words:
+        assert w in last, last
 
 
 def assert_one_line_error(code, err, *words):
@@ -157,4 +178,15 @@ def test_a_bad_share_group_is_refused_and_starts_nothing(tmp_path):
     assert "--share-group" in err.splitlines()[-1] and "two words" in err.splitlines()[-1], err  # argparse's error line
     code, _, err = kipcheck("run", "--share-group", "kipcheck-share-1", "--runs-dir", str(tmp_path))
     assert_one_line_error(code, err, "--share-group", "--workload share")
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("command, option, value", [
+    ("run", "--duration", "nan"), ("run", "--duration", "inf"), ("run", "--intensity", "nan"),
+    ("run", "--rate", "inf"), ("run", "--rate", "nan"), ("selftest", "--window", "nan"), ("selftest", "--window", "inf")])
+def test_a_number_that_is_not_finite_is_refused_and_starts_nothing(tmp_path, command, option, value):
+    """float() reads nan and inf; a run of --duration nan would never end."""
+    code, _, err = kipcheck(command, f"{option}={value}", "--runs-dir", str(tmp_path / "runs"), "--quiet",
+                            env=no_java(tmp_path), cwd=tmp_path)
+    assert_argparse_error(code, err, option, "finite", value)
     assert not any(tmp_path.iterdir())
