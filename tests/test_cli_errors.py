@@ -190,3 +190,17 @@ def test_a_number_that_is_not_finite_is_refused_and_starts_nothing(tmp_path, com
                             env=no_java(tmp_path), cwd=tmp_path)
     assert_argparse_error(code, err, option, "finite", value)
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("args, option, words", [
+    (("campaign", "--seeds", "1", "--brokers", "0"), "--brokers", ("> 0",)),
+    (("campaign", "--seeds", "1", "--brokers", "-2"), "--brokers", ("> 0",)),
+    (("campaign", "--seeds", "1", "--duration", "nan"), "--duration", ("finite",)),
+    (("qualify", "--kafka-version", "4.3.1", "--duration", "nan"), "--duration", ("finite",)),
+    (("qualify", "--kafka-version", "4.3.1", "--duration", "0"), "--duration", ("> 0",))])
+def test_a_campaign_and_a_qualification_check_their_numbers_as_run_does(tmp_path, args, option, words):
+    """A campaign's --brokers was a plain int and its --duration a plain float: 0 brokers was worded as a
+    fault's shortage, and a --duration of nan started the runs."""
+    code, _, err = kipcheck(*args, "--dir", str(tmp_path / "d"), "--quiet", env=no_java(tmp_path), cwd=tmp_path)
+    assert_argparse_error(code, err, option, *words)
+    assert not any(tmp_path.iterdir())
