@@ -197,6 +197,13 @@ def add_engine_arguments(c) -> None:
     c.add_argument("--master", default=None, help="Spark master for --engine spark (e.g. spark://host:7077)")
 
 
+def check_engine_arguments(args) -> None:
+    """--master names the Spark cluster of --engine spark: with the local engine it would be silently
+    unused, so it is refused, one line, before a campaign or a qualification starts anything."""
+    if args.master and args.engine != "spark":
+        raise HarnessError("--master is for --engine spark")
+
+
 def add_campaign_arguments(c) -> None:
     from kipcheck.harness.backends import registry
     from kipcheck.harness.cli import _positive
@@ -233,6 +240,7 @@ def cmd_campaign(args) -> int:
     from kipcheck.harness.backends import registry
     from kipcheck.harness.progress import ProgressUI
     from kipcheck.harness.run import RunOptions
+    check_engine_arguments(args)
     directory = Path(args.dir or Path("campaigns") / time.strftime("%Y%m%d-%H%M%S"))
     saved = directory / "campaign.json"
     if args.seeds is None:  # resume: the saved plan and settings

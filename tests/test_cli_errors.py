@@ -204,3 +204,12 @@ def test_a_campaign_and_a_qualification_check_their_numbers_as_run_does(tmp_path
     code, _, err = kipcheck(*args, "--dir", str(tmp_path / "d"), "--quiet", env=no_java(tmp_path), cwd=tmp_path)
     assert_argparse_error(code, err, option, *words)
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("args", [("campaign", "--seeds", "1"), ("qualify", "--kafka-version", "4.3.1")])
+def test_master_without_the_spark_engine_is_refused_and_starts_nothing(tmp_path, args):
+    """A campaign took --master with the local engine, left it unused and started its runs."""
+    code, _, err = kipcheck(*args, "--master", "spark://host:7077", "--dir", str(tmp_path / "d"), "--quiet",
+                            env=no_java(tmp_path), cwd=tmp_path)
+    assert_one_line_error(code, err, "--master", "--engine spark")
+    assert not any(tmp_path.iterdir())
