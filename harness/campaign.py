@@ -236,7 +236,7 @@ def cmd_campaign(args) -> int:
     """`kipcheck campaign`: exit 0 all valid, 1 any anomaly, 3 any undecided, 2 any run errored."""
     import time
 
-    from kipcheck.faults.registry import parse_kinds
+    from kipcheck.faults.registry import require_kinds
     from kipcheck.harness.backends import registry
     from kipcheck.harness.progress import ProgressUI
     from kipcheck.harness.run import RunOptions
@@ -257,7 +257,7 @@ def cmd_campaign(args) -> int:
         mixes = args.faults or ["default"]
         for mix in mixes:
             if mix not in ("default", "none"):
-                parse_kinds(mix)  # an unknown kind is a one-line error before anything starts
+                require_kinds(mix)  # an unknown kind, or none, is a one-line error before anything starts
         versions = [v.strip() for v in args.kafka_versions.split(",")] if args.kafka_versions else [None]
         if registry.get(args.backend).capabilities.starts_kafka:  # fixed once, in campaign.json: a resume runs the same releases
             from kipcheck.harness.backends.kafka_dist import LATEST, version_of

@@ -79,6 +79,9 @@ def cmd_run(args) -> int:
         raise HarnessError(str(e)) from None
     # the names as given: the run checks them with the rest, before anything starts (faults.plan)
     faults = None if args.faults is None else ([] if args.faults == "none" else args.faults.split(","))
+    if faults:
+        from kipcheck.faults.registry import require_kinds
+        require_kinds(args.faults)
     if args.require_coverage:
         from kipcheck.checks.coverage import parse_requirement
         try:

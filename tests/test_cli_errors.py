@@ -213,3 +213,12 @@ def test_master_without_the_spark_engine_is_refused_and_starts_nothing(tmp_path,
                             env=no_java(tmp_path), cwd=tmp_path)
     assert_one_line_error(code, err, "--master", "--engine spark")
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("args", [("run", "--runs-dir", "runs", "--faults", ""), ("run", "--runs-dir", "runs", "--faults", ","),
+                                  ("campaign", "--seeds", "1", "--dir", "d", "--faults", "kill", "--faults", "")])
+def test_faults_that_name_no_kind_are_refused_and_start_nothing(tmp_path, args):
+    """`--faults "$EMPTY"` was a run without faults; only 'none' asks for that."""
+    code, _, err = kipcheck(*args, "--quiet", env=no_java(tmp_path), cwd=tmp_path)
+    assert_one_line_error(code, err, "--faults", "no fault kind", "'none'")
+    assert not any(tmp_path.iterdir())
