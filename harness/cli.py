@@ -68,6 +68,15 @@ def _broker_jit(args) -> str:
     return check_jit(args.broker_jit or default_jit())
 
 
+def _refuse_share_consumers_without_share(args) -> None:
+    """--share-consumers sizes the share group of --workload share; with another workload it would be
+    silently unused (as --share-group would), so it is refused before anything starts. The parser's
+    default is None so that an explicit value equal to the default is refused too; None becomes it here."""
+    if args.share_consumers is not None and args.workload != "share":
+        raise HarnessError(f"--share-consumers sizes the share group of --workload share; this run's workload is "
+                           f"{args.workload}: add --workload share or drop --share-consumers")
+
+
 def cmd_run(args) -> int:
     from kipcheck.harness.progress import ProgressUI
     from kipcheck.harness.run import RunOptions, run
@@ -90,6 +99,7 @@ def cmd_run(args) -> int:
             raise HarnessError(str(e)) from None
     if args.share_group and args.workload != "share":
         raise HarnessError("--share-group names the group of --workload share; this run has none")
+    _refuse_share_consumers_without_share(args)
     if args.profile:
         from kipcheck.reference_model import profiles
         try:
@@ -109,7 +119,9 @@ def cmd_run(args) -> int:
                       upgrade_from=args.upgrade_from, upgrade_to=args.upgrade_to,
                       workload=WorkloadOptions(producers=args.producers, in_flight=args.in_flight, rate=args.rate,
                                                consumers=args.consumers, workload=args.workload,
-                                               share_consumers=args.share_consumers, share_group=args.share_group))
+                                               share_group=args.share_group,
+                                               **({} if args.share_consumers is None
+                                                  else {"share_consumers": args.share_consumers})))
     ui = ProgressUI(quiet=args.quiet)
     run_dir, verdict = run(opts, ui)
     if verdict is not None:
@@ -316,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--consumers", type=_positive(int, zero=True), default=w.consumers,
                    help=f"consumers, cycling assign/subscribe, rack-aware but the last, some read_uncommitted "
                         f"(default {w.consumers})")
-    r.add_argument("--share-consumers", type=_positive(int), default=w.share_consumers,
+    r.add_argument("--share-consumers", type=_positive(int), default=None,
                    help=f"share consumers of --workload share (default {w.share_consumers})")
     r.add_argument("--share-group", type=_group_id, default=None, metavar="GROUP",
                    help="the share group of --workload share (default: a new one each run); a reproduce command "

@@ -222,3 +222,13 @@ def test_faults_that_name_no_kind_are_refused_and_start_nothing(tmp_path, args):
     code, _, err = kipcheck(*args, "--quiet", env=no_java(tmp_path), cwd=tmp_path)
     assert_one_line_error(code, err, "--faults", "no fault kind", "'none'")
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("workload", [(), ("--workload", "txn")])
+def test_share_consumers_without_the_share_workload_is_refused_and_starts_nothing(tmp_path, workload):
+    """--share-consumers was silently unused by the other workloads (--share-group is refused likewise);
+    the default's own value, given, is refused too."""
+    code, _, err = kipcheck("run", "--share-consumers", "5", *workload, "--runs-dir", str(tmp_path / "runs"),
+                            "--quiet", env=no_java(tmp_path), cwd=tmp_path)
+    assert_one_line_error(code, err, "--share-consumers", "--workload share")
+    assert not any(tmp_path.iterdir())
