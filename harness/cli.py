@@ -203,16 +203,39 @@ def cmd_cluster(args) -> int:
     raise HarnessError(f"unknown cluster action {args.action}")
 
 
+def _selftest_bugs(text: str | None) -> list[str] | None:
+    """--bugs as a list (None: every seeded bug). One that names none (',', or '' from an empty shell
+    variable) is refused: run_matrix would take the empty list for 'all' and run every bug's window."""
+    if text is None:
+        return None
+    bugs = [b.strip() for b in text.split(",") if b.strip()]
+    if not bugs:
+        raise HarnessError(f"--bugs {text!r} names no seeded bug: give names such as lost-write,duplicate, "
+                           f"or drop --bugs for all")
+    return bugs
+
+
+def _markdown_target(path: str | None) -> None:
+    """--markdown is written after the whole matrix: a path whose directory is missing (or a directory
+    itself) would fail only then, so it is refused before any cluster starts."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.is_dir() or not target.resolve().parent.is_dir():
+        raise HarnessError(f"--markdown {path}: not a file in an existing directory")
+
+
 def cmd_selftest(args) -> int:
     from kipcheck.harness.progress import ProgressUI
     from kipcheck.harness.selftest import format_markdown, format_text, matrix_passes, restatus, run_matrix
+    _markdown_target(args.markdown)
     if args.from_matrix:
         try:
             matrix = restatus(json.loads(Path(args.from_matrix).read_text()))
         except (OSError, ValueError, KeyError) as e:
             raise HarnessError(f"cannot read {args.from_matrix}: {e}") from None
     else:
-        bugs = [b.strip() for b in args.bugs.split(",") if b.strip()] if args.bugs else None
+        bugs = _selftest_bugs(args.bugs)
         matrix = run_matrix(args.kafka_version, args.kafka_home, args.window, bugs, args.runs_dir,
                             ProgressUI(args.quiet))
     print(format_text(matrix))

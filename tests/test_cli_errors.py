@@ -232,3 +232,16 @@ def test_share_consumers_without_the_share_workload_is_refused_and_starts_nothin
                             "--quiet", env=no_java(tmp_path), cwd=tmp_path)
     assert_one_line_error(code, err, "--share-consumers", "--workload share")
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--bugs", ","), ("--bugs", "no seeded bug")),
+    (("--bugs", ""), ("--bugs", "no seeded bug")),
+    (("--markdown", "missing/matrix.md"), ("--markdown", "existing directory")),
+    (("--markdown", "."), ("--markdown", "existing directory"))])
+def test_a_selftest_refuses_bugs_and_markdown_it_cannot_use_before_any_cluster(tmp_path, args, words):
+    """`--bugs ,` ran every bug's window; a --markdown in a missing directory failed after the whole matrix."""
+    code, _, err = kipcheck("selftest", *args, "--runs-dir", str(tmp_path / "runs"), "--quiet",
+                            env=no_java(tmp_path), cwd=tmp_path)
+    assert_one_line_error(code, err, *words)
+    assert not any(tmp_path.iterdir())
