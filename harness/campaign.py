@@ -202,6 +202,17 @@ def check_engine_arguments(args) -> None:
     unused, so it is refused, one line, before a campaign or a qualification starts anything."""
     if args.master and args.engine != "spark":
         raise HarnessError("--master is for --engine spark")
+    check_engine_environment(args.engine)
+
+
+def check_engine_environment(engine: str) -> None:
+    """The local engine reads KIPCHECK_LOCAL_MAX_BYTES when it is imported, which a run does only to
+    check its history, after the cluster: a bad value is refused here instead, before anything starts."""
+    if engine == "local":
+        try:
+            import kipcheck.checks.engine_local  # noqa: F401 (its import reads the variable)
+        except ValueError as e:
+            raise HarnessError(str(e)) from None
 
 
 def add_campaign_arguments(c) -> None:

@@ -100,6 +100,8 @@ def cmd_run(args) -> int:
     if args.share_group and args.workload != "share":
         raise HarnessError("--share-group names the group of --workload share; this run has none")
     _refuse_share_consumers_without_share(args)
+    from kipcheck.harness.campaign import check_engine_environment
+    check_engine_environment(args.engine)
     if args.profile:
         from kipcheck.reference_model import profiles
         try:

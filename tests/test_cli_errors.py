@@ -245,3 +245,14 @@ def test_a_selftest_refuses_bugs_and_markdown_it_cannot_use_before_any_cluster(t
                             env=no_java(tmp_path), cwd=tmp_path)
     assert_one_line_error(code, err, *words)
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("args", [("run", "--runs-dir", "runs"), ("campaign", "--seeds", "1", "--dir", "d"),
+                                  ("qualify", "--kafka-version", "4.3.1", "--dir", "d")])
+@pytest.mark.parametrize("value", ["abc", "-1"])
+def test_a_bad_local_engine_memory_bound_is_refused_before_anything_starts(tmp_path, args, value):
+    """KIPCHECK_LOCAL_MAX_BYTES was read by int() when the checker was first imported: after the cluster."""
+    code, _, err = kipcheck(*args, "--quiet", env={**no_java(tmp_path), "KIPCHECK_LOCAL_MAX_BYTES": value},
+                            cwd=tmp_path)
+    assert_one_line_error(code, err, "KIPCHECK_LOCAL_MAX_BYTES", repr(value))
+    assert not any(tmp_path.iterdir())
