@@ -68,6 +68,17 @@ def _broker_jit(args) -> str:
     return check_jit(args.broker_jit or default_jit())
 
 
+def _check_runs_dir(path: str) -> None:
+    """--runs-dir is made only after Kafka is resolved and the backend reached (a Docker image built, a
+    storage manager compiled): one that is, or lies under, a file would fail only then, as an internal
+    error; it is refused first, one line."""
+    for place in (Path(path), *Path(path).absolute().parents):
+        if place.exists():
+            if not place.is_dir():
+                raise HarnessError(f"--runs-dir {path}: {place} is not a directory")
+            return
+
+
 def _refuse_share_consumers_without_share(args) -> None:
     """--share-consumers sizes the share group of --workload share; with another workload it would be
     silently unused (as --share-group would), so it is refused before anything starts. The parser's
@@ -100,6 +111,7 @@ def cmd_run(args) -> int:
     if args.share_group and args.workload != "share":
         raise HarnessError("--share-group names the group of --workload share; this run has none")
     _refuse_share_consumers_without_share(args)
+    _check_runs_dir(args.runs_dir)
     from kipcheck.harness.campaign import check_engine_environment
     check_engine_environment(args.engine)
     if args.profile:
@@ -238,6 +250,7 @@ def cmd_selftest(args) -> int:
             raise HarnessError(f"cannot read {args.from_matrix}: {e}") from None
     else:
         bugs = _selftest_bugs(args.bugs)
+        _check_runs_dir(args.runs_dir)
         matrix = run_matrix(args.kafka_version, args.kafka_home, args.window, bugs, args.runs_dir,
                             ProgressUI(args.quiet))
     print(format_text(matrix))

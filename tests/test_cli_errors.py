@@ -256,3 +256,14 @@ def test_a_bad_local_engine_memory_bound_is_refused_before_anything_starts(tmp_p
                             cwd=tmp_path)
     assert_one_line_error(code, err, "KIPCHECK_LOCAL_MAX_BYTES", repr(value))
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("command", ["run", "selftest"])
+@pytest.mark.parametrize("under", ["", "/x/y"])
+def test_a_runs_dir_that_is_a_file_is_refused_before_anything_starts(tmp_path, command, under):
+    """The run directory was made after Kafka was resolved and the backend reached, and a file in its
+    place failed there as an internal error."""
+    (tmp_path / "afile").write_text("")
+    code, _, err = kipcheck(command, "--runs-dir", f"afile{under}", "--quiet", env=no_java(tmp_path), cwd=tmp_path)
+    assert_one_line_error(code, err, "--runs-dir", "not a directory")
+    assert [p.name for p in tmp_path.iterdir()] == ["afile"]
