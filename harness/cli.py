@@ -63,6 +63,14 @@ def _kafka_args(p: argparse.ArgumentParser) -> None:
                         f"CPU for short runs on a small machine); default: ${JIT_ENV}, else full")
 
 
+def _one_kafka(args) -> None:
+    """--kafka-home runs the release of its own jars and --kafka-version was silently unused beside it
+    (a run would then be judged, and named, by another release than the one asked): both is refused."""
+    if args.kafka_home and args.kafka_version:
+        raise HarnessError(f"--kafka-home runs its own release, so --kafka-version {args.kafka_version} would be "
+                           f"unused: give one of them")
+
+
 def _broker_jit(args) -> str:
     """--broker-jit, else the environment's default, checked before anything starts."""
     return check_jit(args.broker_jit or default_jit())
@@ -112,6 +120,7 @@ def cmd_run(args) -> int:
         raise HarnessError("--share-group names the group of --workload share; this run has none")
     _refuse_share_consumers_without_share(args)
     _check_runs_dir(args.runs_dir)
+    _one_kafka(args)
     from kipcheck.harness.campaign import check_engine_environment
     check_engine_environment(args.engine)
     if args.profile:
@@ -160,6 +169,7 @@ def cmd_cluster(args) -> int:
         from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster
         from kipcheck.harness.backends.kafka_dist import resolve
         from kipcheck.harness.progress import ProgressUI
+        _one_kafka(args)
         dist = resolve(args.kafka_version, args.kafka_home)
         root = Path(args.dir or Path("runs") / "cluster").resolve()
         cluster = NativeCluster(dist, root, ClusterOptions(args.brokers, args.controllers, tiered=args.tiered,
@@ -251,6 +261,7 @@ def cmd_selftest(args) -> int:
     else:
         bugs = _selftest_bugs(args.bugs)
         _check_runs_dir(args.runs_dir)
+        _one_kafka(args)
         matrix = run_matrix(args.kafka_version, args.kafka_home, args.window, bugs, args.runs_dir,
                             ProgressUI(args.quiet))
     print(format_text(matrix))

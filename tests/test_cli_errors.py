@@ -267,3 +267,13 @@ def test_a_runs_dir_that_is_a_file_is_refused_before_anything_starts(tmp_path, c
     code, _, err = kipcheck(command, "--runs-dir", f"afile{under}", "--quiet", env=no_java(tmp_path), cwd=tmp_path)
     assert_one_line_error(code, err, "--runs-dir", "not a directory")
     assert [p.name for p in tmp_path.iterdir()] == ["afile"]
+
+
+@pytest.mark.parametrize("command", [("run", "--runs-dir", "runs"), ("cluster", "up", "--dir", "c"),
+                                     ("selftest", "--runs-dir", "runs")])
+def test_kafka_home_and_kafka_version_together_are_refused_before_anything_starts(tmp_path, command):
+    """The distribution's own release ran, and --kafka-version was silently unused."""
+    code, _, err = kipcheck(*command, "--kafka-home", str(tmp_path), "--kafka-version", "4.3.1",
+                            env=no_java(tmp_path), cwd=tmp_path)
+    assert_one_line_error(code, err, "--kafka-home", "--kafka-version 4.3.1")
+    assert not any(tmp_path.iterdir())
