@@ -71,6 +71,19 @@ def _one_kafka(args) -> None:
                            f"unused: give one of them")
 
 
+#: an option only one backend reads -> that backend (`run` and `campaign`)
+BACKEND_OPTIONS = {"bootstrap": ("--bootstrap", "external"), "hosts": ("--hosts", "ssh")}
+
+
+def check_backend_options(args) -> None:
+    """--bootstrap is the external backend's and --hosts the ssh backend's: with another backend they were
+    silently unused (`--hosts cluster.json` without `--backend ssh` started a local cluster), so refused."""
+    for field, (flag, backend) in BACKEND_OPTIONS.items():
+        if getattr(args, field, None) and args.backend != backend:
+            raise HarnessError(f"{flag} is for --backend {backend}, and this run's backend is {args.backend}: "
+                               f"add --backend {backend} or drop {flag}")
+
+
 def _broker_jit(args) -> str:
     """--broker-jit, else the environment's default, checked before anything starts."""
     return check_jit(args.broker_jit or default_jit())
@@ -121,6 +134,7 @@ def cmd_run(args) -> int:
     _refuse_share_consumers_without_share(args)
     _check_runs_dir(args.runs_dir)
     _one_kafka(args)
+    check_backend_options(args)
     from kipcheck.harness.campaign import check_engine_environment
     check_engine_environment(args.engine)
     if args.profile:

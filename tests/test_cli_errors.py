@@ -277,3 +277,13 @@ def test_kafka_home_and_kafka_version_together_are_refused_before_anything_start
                             env=no_java(tmp_path), cwd=tmp_path)
     assert_one_line_error(code, err, "--kafka-home", "--kafka-version 4.3.1")
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("command", [("run", "--runs-dir", "runs"), ("campaign", "--seeds", "1", "--dir", "d")])
+@pytest.mark.parametrize("option, value, backend", [("--hosts", "cluster.json", "ssh"),
+                                                    ("--bootstrap", "127.0.0.1:9092", "external")])
+def test_an_option_of_another_backend_is_refused_before_anything_starts(tmp_path, command, option, value, backend):
+    """`--hosts cluster.json` without `--backend ssh` was silently unused: a local cluster started instead."""
+    code, _, err = kipcheck(*command, option, value, "--quiet", env=no_java(tmp_path), cwd=tmp_path)
+    assert_one_line_error(code, err, option, f"--backend {backend}", "native")
+    assert not any(tmp_path.iterdir())
