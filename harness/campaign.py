@@ -206,13 +206,17 @@ def check_engine_arguments(args) -> None:
 
 
 def check_engine_environment(engine: str) -> None:
-    """The local engine reads KIPCHECK_LOCAL_MAX_BYTES when it is imported, which a run does only to
-    check its history, after the cluster: a bad value is refused here instead, before anything starts."""
-    if engine == "local":
-        try:
+    """The local engine reads KIPCHECK_LOCAL_MAX_BYTES when it is imported, and Spark KIPCHECK_SPARK_MEMORY
+    when its session starts, both only to check the history, after the cluster: a bad value is refused
+    here instead, before anything starts."""
+    try:
+        if engine == "local":
             import kipcheck.checks.engine_local  # noqa: F401 (its import reads the variable)
-        except ValueError as e:
-            raise HarnessError(str(e)) from None
+        elif engine == "spark":
+            from kipcheck.checks.engine_spark import driver_memory
+            driver_memory()
+    except ValueError as e:
+        raise HarnessError(str(e)) from None
 
 
 def add_campaign_arguments(c) -> None:

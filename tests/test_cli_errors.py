@@ -287,3 +287,13 @@ def test_an_option_of_another_backend_is_refused_before_anything_starts(tmp_path
     code, _, err = kipcheck(*command, option, value, "--quiet", env=no_java(tmp_path), cwd=tmp_path)
     assert_one_line_error(code, err, option, f"--backend {backend}", "native")
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("args", [("run", "--runs-dir", "runs"), ("campaign", "--seeds", "1", "--dir", "d")])
+@pytest.mark.parametrize("value", ["lots", "0", "2gb"])
+def test_a_bad_spark_driver_memory_is_refused_before_anything_starts(tmp_path, args, value):
+    """KIPCHECK_SPARK_MEMORY reached Spark only at the check, after the cluster."""
+    code, _, err = kipcheck(*args, "--engine", "spark", "--quiet",
+                            env={**no_java(tmp_path), "KIPCHECK_SPARK_MEMORY": value}, cwd=tmp_path)
+    assert_one_line_error(code, err, "KIPCHECK_SPARK_MEMORY", repr(value))
+    assert not any(tmp_path.iterdir())
