@@ -47,6 +47,15 @@ def _group_id(text: str) -> str:
     return text
 
 
+def _jvm_arg(text: str) -> str:
+    """An argparse type: one JVM option for --broker-jvm-arg. The options go before the broker's main class,
+    so an empty one or one without its leading '-' (a value split from its option) would be taken for the
+    class and every broker would fail to start; a bad one is argparse's one-line error, exit 2."""
+    if not text.startswith("-") or not text.strip("-").strip():
+        raise argparse.ArgumentTypeError(f"not a JVM option (it starts with '-', e.g. -XX:+UseZGC): {text!r}")
+    return text
+
+
 def _kafka_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kafka-version", default=None,
                    help=f"Kafka version from Maven Central, or `latest` for the newest it serves "
@@ -55,7 +64,7 @@ def _kafka_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--brokers", type=_positive(int), default=3, help="broker count (default 3)")
     p.add_argument("--controllers", type=int, default=0, choices=range(0, 8), metavar="N",
                    help="dedicated controllers (default 0: every node is broker+controller)")
-    p.add_argument("--broker-jvm-arg", action="append", default=[], metavar="ARG", dest="broker_jvm_args",
+    p.add_argument("--broker-jvm-arg", action="append", default=[], metavar="ARG", dest="broker_jvm_args", type=_jvm_arg,
                    help="an extra JVM argument for every broker (repeatable; '{node_dir}' becomes the node's "
                         "directory), e.g. --broker-jvm-arg=-agentlib:jdwp=transport=dt_socket,server=y,suspend=n")
     p.add_argument("--broker-jit", default=None, metavar="{" + ",".join(JIT_FLAGS) + "}",

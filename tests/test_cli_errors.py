@@ -297,3 +297,12 @@ def test_a_bad_spark_driver_memory_is_refused_before_anything_starts(tmp_path, a
                             env={**no_java(tmp_path), "KIPCHECK_SPARK_MEMORY": value}, cwd=tmp_path)
     assert_one_line_error(code, err, "KIPCHECK_SPARK_MEMORY", repr(value))
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("command", [("run", "--runs-dir", "runs"), ("cluster", "up", "--dir", "c")])
+@pytest.mark.parametrize("value", ["", "Xmx1g", "-"])
+def test_a_broker_jvm_arg_that_is_no_jvm_option_is_refused_before_anything_starts(tmp_path, command, value):
+    """Before the main class, '' or 'Xmx1g' would be taken for the class: every broker failed to start."""
+    code, _, err = kipcheck(*command, f"--broker-jvm-arg={value}", env=no_java(tmp_path), cwd=tmp_path)
+    assert_argparse_error(code, err, "--broker-jvm-arg", repr(value))
+    assert not any(tmp_path.iterdir())
