@@ -256,8 +256,9 @@ def cmd_campaign(args) -> int:
     from kipcheck.harness.progress import ProgressUI
     from kipcheck.harness.run import RunOptions
     check_engine_arguments(args)
-    from kipcheck.harness.cli import check_backend_options
+    from kipcheck.harness.cli import check_backend_options, check_directory
     check_backend_options(args)
+    check_directory("--dir", args.dir)
     directory = Path(args.dir or Path("campaigns") / time.strftime("%Y%m%d-%H%M%S"))
     saved = directory / "campaign.json"
     if args.seeds is None:  # resume: the saved plan and settings

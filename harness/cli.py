@@ -98,14 +98,17 @@ def _broker_jit(args) -> str:
     return check_jit(args.broker_jit or default_jit())
 
 
-def _check_runs_dir(path: str) -> None:
-    """--runs-dir is made only after Kafka is resolved and the backend reached (a Docker image built, a
-    storage manager compiled): one that is, or lies under, a file would fail only then, as an internal
-    error; it is refused first, one line."""
+def check_directory(option: str, path: str | None) -> None:
+    """A directory option (run's and selftest's --runs-dir, campaign's, qualify's and cluster up's --dir) is
+    made only after Kafka is resolved and the backend reached (a Docker image built, a storage manager
+    compiled): one that is, or lies under, a file would fail only then, as an internal error; it is
+    refused first, one line."""
+    if path is None:
+        return
     for place in (Path(path), *Path(path).absolute().parents):
         if place.exists():
             if not place.is_dir():
-                raise HarnessError(f"--runs-dir {path}: {place} is not a directory")
+                raise HarnessError(f"{option} {path}: {place} is not a directory")
             return
 
 
@@ -141,7 +144,7 @@ def cmd_run(args) -> int:
     if args.share_group and args.workload != "share":
         raise HarnessError("--share-group names the group of --workload share; this run has none")
     _refuse_share_consumers_without_share(args)
-    _check_runs_dir(args.runs_dir)
+    check_directory("--runs-dir", args.runs_dir)
     _one_kafka(args)
     check_backend_options(args)
     from kipcheck.harness.campaign import check_engine_environment
@@ -193,6 +196,7 @@ def cmd_cluster(args) -> int:
         from kipcheck.harness.backends.kafka_dist import resolve
         from kipcheck.harness.progress import ProgressUI
         _one_kafka(args)
+        check_directory("--dir", args.dir)
         dist = resolve(args.kafka_version, args.kafka_home)
         root = Path(args.dir or Path("runs") / "cluster").resolve()
         cluster = NativeCluster(dist, root, ClusterOptions(args.brokers, args.controllers, tiered=args.tiered,
@@ -283,7 +287,7 @@ def cmd_selftest(args) -> int:
             raise HarnessError(f"cannot read {args.from_matrix}: {e}") from None
     else:
         bugs = _selftest_bugs(args.bugs)
-        _check_runs_dir(args.runs_dir)
+        check_directory("--runs-dir", args.runs_dir)
         _one_kafka(args)
         matrix = run_matrix(args.kafka_version, args.kafka_home, args.window, bugs, args.runs_dir,
                             ProgressUI(args.quiet))

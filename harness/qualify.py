@@ -306,7 +306,9 @@ def check_arguments(args) -> tuple[str, str, float]:
     step rolls from), the budget is a positive duration, the engine options agree."""
     from kipcheck.harness.backends.kafka_dist import resolve
     from kipcheck.harness.progress import ProgressUI
+    from kipcheck.harness.cli import check_directory
     budget = parse_budget(args.budget)
+    check_directory("--dir", args.dir)
     if args.duration <= 0:
         raise HarnessError("--duration must be positive")
     check_engine_arguments(args)

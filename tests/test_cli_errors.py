@@ -306,3 +306,13 @@ def test_a_broker_jvm_arg_that_is_no_jvm_option_is_refused_before_anything_start
     code, _, err = kipcheck(*command, f"--broker-jvm-arg={value}", env=no_java(tmp_path), cwd=tmp_path)
     assert_argparse_error(code, err, "--broker-jvm-arg", repr(value))
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("command", [("campaign", "--seeds", "1", "--quiet"), ("qualify", "--kafka-version", "4.3.1", "--quiet"),
+                                     ("cluster", "up")])
+def test_a_dir_that_is_a_file_is_refused_before_anything_starts(tmp_path, command):
+    """campaign --dir FILE failed as \"internal error: FileExistsError\" after resolving its releases."""
+    (tmp_path / "afile").write_text("")
+    code, _, err = kipcheck(*command, "--dir", "afile", env=no_java(tmp_path), cwd=tmp_path)
+    assert_one_line_error(code, err, "--dir", "not a directory")
+    assert [p.name for p in tmp_path.iterdir()] == ["afile"]
