@@ -188,9 +188,26 @@ def cmd_run(args) -> int:
     return exit_code(verdict)
 
 
+#: `kipcheck cluster` options -> the actions that read them (the rest of the actions ignored them)
+CLUSTER_OPTIONS = {"id": ("--id", ("down",)), "hosts": ("--hosts", ("down",)), "dir": ("--dir", ("up",)),
+                   "tiered": ("--tiered", ("up",)), "kafka_version": ("--kafka-version", ("up",)),
+                   "kafka_home": ("--kafka-home", ("up",)), "broker_jvm_args": ("--broker-jvm-arg", ("up",)),
+                   "broker_jit": ("--broker-jit", ("up",))}
+
+
+def _check_cluster_options(args) -> None:
+    """Each `kipcheck cluster` option is read by one action: `cluster up --hosts cluster.json` started a
+    local cluster, and `cluster down --dir runs/a` stopped every cluster, not that one. An option given to
+    an action that does not read it is refused, one line, before anything starts or stops."""
+    for field, (flag, actions) in CLUSTER_OPTIONS.items():
+        if getattr(args, field, None) and args.action not in actions:
+            raise HarnessError(f"{flag} is for `kipcheck cluster {'/'.join(actions)}`, not {args.action}")
+
+
 def cmd_cluster(args) -> int:
     from kipcheck.harness.backends.state import all_states
     from kipcheck.harness.backends.sweep import reap_stale, teardown
+    _check_cluster_options(args)
     if args.action == "up":
         from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster
         from kipcheck.harness.backends.kafka_dist import resolve

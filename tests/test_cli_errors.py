@@ -316,3 +316,16 @@ def test_a_dir_that_is_a_file_is_refused_before_anything_starts(tmp_path, comman
     code, _, err = kipcheck(*command, "--dir", "afile", env=no_java(tmp_path), cwd=tmp_path)
     assert_one_line_error(code, err, "--dir", "not a directory")
     assert [p.name for p in tmp_path.iterdir()] == ["afile"]
+
+
+@pytest.mark.parametrize("args, option", [
+    (("up", "--hosts", "cluster.json"), "--hosts"), (("up", "--id", "abc"), "--id"),
+    (("down", "--dir", "runs/a"), "--dir"), (("down", "--kafka-version", "4.3.1"), "--kafka-version"),
+    (("status", "--tiered"), "--tiered"), (("status", "--hosts", "cluster.json"), "--hosts")])
+def test_a_cluster_option_given_to_an_action_that_ignores_it_is_refused(tmp_path, args, option):
+    """`cluster up --hosts FILE` started a local cluster; `cluster down --dir D` stopped every cluster. The state
+    directory is the test's own: a regression finds no cluster of anyone else's to stop."""
+    code, _, err = kipcheck("cluster", *args, env={**no_java(tmp_path), "KIPCHECK_STATE_DIR": str(tmp_path / "state")},
+                            cwd=tmp_path)
+    assert_one_line_error(code, err, option, f"not {args[0]}")
+    assert not any(tmp_path.iterdir())
