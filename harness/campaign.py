@@ -20,6 +20,7 @@ from pathlib import Path
 
 from kipcheck.errors import KipcheckError
 from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.options import check_backend_options, check_directory, positive
 from kipcheck.harness.reproduce import reproduce_command
 from kipcheck.rundir.records import JSONL_NAME
 
@@ -190,8 +191,7 @@ def check_campaign(directory: Path, planned: list[PlannedRun], state: CampaignSt
 def add_engine_arguments(c) -> None:
     """--duration, --engine and --master, as a campaign and a qualification take them; --duration is
     checked as `kipcheck run` checks it (a finite number > 0), so nan does not reach the runs."""
-    from kipcheck.harness.cli import _positive
-    c.add_argument("--duration", type=_positive(float), default=60.0, help="seconds of workload per run (default 60)")
+    c.add_argument("--duration", type=positive(float), default=60.0, help="seconds of workload per run (default 60)")
     c.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="the one check over all runs: local, or one Spark job (default local)")
     c.add_argument("--master", default=None, help="Spark master for --engine spark (e.g. spark://host:7077)")
@@ -221,7 +221,6 @@ def check_engine_environment(engine: str) -> None:
 
 def add_campaign_arguments(c) -> None:
     from kipcheck.harness.backends import registry
-    from kipcheck.harness.cli import _positive
     from kipcheck.harness.clients.workload_options import GROUP_PROTOCOLS, WORKLOADS
     c.add_argument("--seeds", default=None, help="seeds, e.g. 1-20 or 1,4,9 (required for a new campaign)")
     c.add_argument("--faults", action="append", default=None, metavar="MIX",
@@ -236,7 +235,7 @@ def add_campaign_arguments(c) -> None:
     c.add_argument("--bootstrap", default=None, help="bootstrap servers (external backend)")
     c.add_argument("--hosts", default=None, metavar="CLUSTER_JSON",
                    help="the ssh backend's cluster file (docs/backends.md), used by every run")
-    c.add_argument("--brokers", type=_positive(int), default=3, help="broker count of every run (default 3)")
+    c.add_argument("--brokers", type=positive(int), default=3, help="broker count of every run (default 3)")
     c.add_argument("--tiered", action="store_true")
     c.add_argument("--workload", choices=WORKLOADS, default="default",
                    help="every run's workload (kipcheck run --workload)")
@@ -256,7 +255,6 @@ def cmd_campaign(args) -> int:
     from kipcheck.harness.progress import ProgressUI
     from kipcheck.harness.run import RunOptions
     check_engine_arguments(args)
-    from kipcheck.harness.cli import check_backend_options, check_directory
     check_backend_options(args)
     check_directory("--dir", args.dir)
     directory = Path(args.dir or Path("campaigns") / time.strftime("%Y%m%d-%H%M%S"))

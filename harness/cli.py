@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import sys
@@ -16,27 +15,11 @@ from pathlib import Path
 from kipcheck.errors import EXIT_ANOMALIES, EXIT_ERROR, EXIT_VALID, KipcheckError, exit_code
 from kipcheck.harness.backends import releases
 from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.options import check_backend_options, check_directory
+from kipcheck.harness.options import positive as _positive
 from kipcheck.harness.backends.node import JIT_ENV, JIT_FLAGS, check_jit, default_jit
 from kipcheck.rundir.records import JSONL_NAME
 
-
-
-def _positive(kind, zero: bool = False):
-    """An argparse type: a finite number > 0 (>= 0 with `zero`); a bad value is argparse's one-line error, exit 2.
-    float() reads 'nan' and 'inf', which pass every comparison with 0: a run of --duration nan would start its
-    cluster and never stop, so they are refused here with the other bad numbers."""
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
-        if value < 0 or (value == 0 and not zero):
-            raise argparse.ArgumentTypeError(f"must be {'>=' if zero else '>'} 0, got {text}")
-        return value
-    parse.__name__ = kind.__name__
-    return parse
 
 
 def _group_id(text: str) -> str:
@@ -80,36 +63,9 @@ def _one_kafka(args) -> None:
                            f"unused: give one of them")
 
 
-#: an option only one backend reads -> that backend (`run` and `campaign`)
-BACKEND_OPTIONS = {"bootstrap": ("--bootstrap", "external"), "hosts": ("--hosts", "ssh")}
-
-
-def check_backend_options(args) -> None:
-    """--bootstrap is the external backend's and --hosts the ssh backend's: with another backend they were
-    silently unused (`--hosts cluster.json` without `--backend ssh` started a local cluster), so refused."""
-    for field, (flag, backend) in BACKEND_OPTIONS.items():
-        if getattr(args, field, None) and args.backend != backend:
-            raise HarnessError(f"{flag} is for --backend {backend}, and this run's backend is {args.backend}: "
-                               f"add --backend {backend} or drop {flag}")
-
-
 def _broker_jit(args) -> str:
     """--broker-jit, else the environment's default, checked before anything starts."""
     return check_jit(args.broker_jit or default_jit())
-
-
-def check_directory(option: str, path: str | None) -> None:
-    """A directory option (run's and selftest's --runs-dir, campaign's, qualify's and cluster up's --dir) is
-    made only after Kafka is resolved and the backend reached (a Docker image built, a storage manager
-    compiled): one that is, or lies under, a file would fail only then, as an internal error; it is
-    refused first, one line."""
-    if path is None:
-        return
-    for place in (Path(path), *Path(path).absolute().parents):
-        if place.exists():
-            if not place.is_dir():
-                raise HarnessError(f"{option} {path}: {place} is not a directory")
-            return
 
 
 def _refuse_share_consumers_without_share(args) -> None:
@@ -132,9 +88,6 @@ def cmd_run(args) -> int:
         raise HarnessError(str(e)) from None
     # the names as given: the run checks them with the rest, before anything starts (faults.plan)
     faults = None if args.faults is None else ([] if args.faults == "none" else args.faults.split(","))
-    if faults:
-        from kipcheck.faults.registry import require_kinds
-        require_kinds(args.faults)
     if args.require_coverage:
         from kipcheck.checks.coverage import parse_requirement
         try:

@@ -22,6 +22,7 @@ from kipcheck.harness.backends import releases
 from kipcheck.harness.campaign import (DONE, ERROR, CampaignState, PlannedRun, add_engine_arguments, check_campaign,
                                       check_engine_arguments, do_run, preflight_plan)
 from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.options import check_directory
 
 DROPPED = "dropped"
 
@@ -306,7 +307,6 @@ def check_arguments(args) -> tuple[str, str, float]:
     step rolls from), the budget is a positive duration, the engine options agree."""
     from kipcheck.harness.backends.kafka_dist import resolve
     from kipcheck.harness.progress import ProgressUI
-    from kipcheck.harness.cli import check_directory
     budget = parse_budget(args.budget)
     check_directory("--dir", args.dir)
     if args.duration <= 0:
