@@ -22,6 +22,15 @@ from kipcheck.rundir.records import JSONL_NAME
 
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, its refusal one line: argparse prints the whole usage (up to 19 lines for `run`)
+    above its `error:` line, and the project's rule for bad input is one line and exit 2. Subcommands'
+    parsers are of this class too (add_subparsers takes the parent's)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _group_id(text: str) -> str:
     """An argparse type: a group id kipcheck may create (Kafka's legal topic characters, so that it reads
     the same in every tool and log); a bad one is argparse's one-line error, exit 2."""
@@ -328,7 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     from kipcheck.harness.backends import registry
     from kipcheck.harness.clients.workload_options import GROUP_PROTOCOLS, WORKLOADS
     from kipcheck.harness.clients.workload_options import WorkloadOptions as WorkloadDefaults
-    p = argparse.ArgumentParser(prog="kipcheck", description="Chaos and KIP conformance checks for Kafka (KRaft)")
+    p = _Parser(prog="kipcheck", description="Chaos and KIP conformance checks for Kafka (KRaft)")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="cluster up, workload + faults, check, report")
