@@ -246,6 +246,28 @@ def add_campaign_arguments(c) -> None:
     c.add_argument("--quiet", action="store_true")
 
 
+#: the options a resumed campaign takes from its campaign.json, which a new campaign takes from the command
+#: line (those whose default is None or False, so that one given is told from one left out)
+RESUMED = {"faults": "--faults", "kafka_versions": "--kafka-versions", "bootstrap": "--bootstrap", "hosts": "--hosts",
+           "tiered": "--tiered", "group_protocol": "--group-protocol", "allow_uncovered": "--allow-uncovered",
+           "master": "--master"}
+
+
+def _resume(saved: Path, args) -> tuple[list[PlannedRun], dict]:
+    """The plan and settings of the campaign `saved` holds. An option of the plan or the settings given
+    again was silently unused (the saved one wins), so it is refused; a damaged campaign.json is one line,
+    not an internal error."""
+    given = [flag for field, flag in RESUMED.items() if getattr(args, field, None)]
+    if given:
+        raise HarnessError(f"{saved.parent} resumes with the plan and settings of its campaign.json: drop "
+                           f"{', '.join(given)} (or give --seeds and another --dir for a new campaign)")
+    try:
+        data = json.loads(saved.read_text())
+        return [PlannedRun(**p) for p in data["plan"]], dict(data["settings"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise HarnessError(f"cannot resume from {saved}: {type(e).__name__}: {e}") from None
+
+
 def cmd_campaign(args) -> int:
     """`kipcheck campaign`: exit 0 all valid, 1 any anomaly, 3 any undecided, 2 any run errored."""
     import time
@@ -262,9 +284,7 @@ def cmd_campaign(args) -> int:
     if args.seeds is None:  # resume: the saved plan and settings
         if not saved.exists():
             raise HarnessError("--seeds is needed for a new campaign (or --dir of one to resume)")
-        data = json.loads(saved.read_text())
-        planned = [PlannedRun(**p) for p in data["plan"]]
-        settings = data["settings"]
+        planned, settings = _resume(saved, args)
     else:
         try:
             seeds = parse_seeds(args.seeds)

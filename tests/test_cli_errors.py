@@ -334,3 +334,20 @@ def test_an_argparse_refusal_is_one_line_without_the_usage(tmp_path, args):
     code, _, err = kipcheck(*args, env=no_java(tmp_path), cwd=tmp_path)
     assert_one_line_error(code, err, "error:", "--help")
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("saved, args, words", [
+    ('{"plan": [', (), ("cannot resume", "campaign.json")),
+    ('{"plan": []}', (), ("cannot resume", "settings")),
+    ('{"plan": [], "settings": {"duration": 5}}', ("--faults", "kill"), ("resumes", "drop --faults")),
+    ('{"plan": [], "settings": {"duration": 5}}', ("--tiered", "--kafka-versions", "4.3.1"),
+     ("drop --kafka-versions, --tiered",))])
+def test_a_resumed_campaign_refuses_options_it_would_not_use_and_a_damaged_plan(tmp_path, saved, args, words):
+    """A resume took the saved plan and silently dropped a new --faults; a damaged campaign.json was an
+    internal error."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "campaign.json").write_text(saved)
+    code, _, err = kipcheck("campaign", "--dir", "d", *args, "--quiet", env=no_java(tmp_path), cwd=tmp_path)
+    assert_one_line_error(code, err, *words)
+    assert [p.name for p in (tmp_path / "d").iterdir()] == ["campaign.json"]
+    assert (tmp_path / "d" / "campaign.json").read_text() == saved
