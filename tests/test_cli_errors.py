@@ -351,3 +351,12 @@ def test_a_resumed_campaign_refuses_options_it_would_not_use_and_a_damaged_plan(
     assert_one_line_error(code, err, *words)
     assert [p.name for p in (tmp_path / "d").iterdir()] == ["campaign.json"]
     assert (tmp_path / "d" / "campaign.json").read_text() == saved
+
+
+@pytest.mark.parametrize("args", [("run", "--runs-dir", "runs"), ("campaign", "--seeds", "1", "--dir", "d")])
+def test_a_toxiproxy_server_that_is_not_an_executable_is_refused_before_anything_starts(tmp_path, args):
+    """KIPCHECK_TOXIPROXY_SERVER was used as given when the cluster's proxies started, mid-start."""
+    code, _, err = kipcheck(*args, "--quiet", env={**no_java(tmp_path), "KIPCHECK_TOXIPROXY_SERVER": "/nonexistent/tp"},
+                            cwd=tmp_path)
+    assert_one_line_error(code, err, "KIPCHECK_TOXIPROXY_SERVER=/nonexistent/tp", "executable")
+    assert not any(tmp_path.iterdir())
