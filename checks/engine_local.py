@@ -32,9 +32,25 @@ from kipcheck.rundir.history import iter_history
 from kipcheck.checks.verdict import (Counts, Dispatch, as_row, build_verdict, default_rules, from_row,
                             no_cyclic_gc, run_rule, starter)
 
+def _max_bytes_from_env() -> int:
+    """KIPCHECK_LOCAL_MAX_BYTES, else 256 MiB. Read at import; a bad value is a ValueError naming the
+    variable (one line), not int()'s bare message: `kipcheck run` imports this module before its
+    cluster starts so that the check at the end cannot fail on it (harness.campaign.check_engine_environment)."""
+    text = os.environ.get("KIPCHECK_LOCAL_MAX_BYTES")
+    if text is None:
+        return 256 * 2**20
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValueError(f"KIPCHECK_LOCAL_MAX_BYTES must be a whole number of bytes >= 0, got {text!r}")
+    return value
+
+
 #: pickled bytes of held groups kept in memory before they are spilled to disk
 #: (KIPCHECK_LOCAL_MAX_BYTES)
-DEFAULT_MAX_BYTES = int(os.environ.get("KIPCHECK_LOCAL_MAX_BYTES", 256 * 2**20))
+DEFAULT_MAX_BYTES = _max_bytes_from_env()
 #: rows of a held group pickled together (and counted) as one chunk
 CHUNK_ROWS = 256
 _PROTOCOL = pickle.HIGHEST_PROTOCOL

@@ -43,6 +43,16 @@ _ANOMALY_SCHEMA = "run int, name string, known boolean, indices array<long>, mes
 _ANOMALY_COLUMNS = ("name", "known", "indices", "message", "details")
 
 
+def driver_memory() -> str:
+    """KIPCHECK_SPARK_MEMORY, the local driver's memory in the JVM's form (default 2g). Spark reads it only
+    when the session starts, after a run's cluster: a bad value is a one-line ValueError naming the
+    variable, which `kipcheck run` asks for before anything starts (harness.campaign.check_engine_environment)."""
+    text = os.environ.get("KIPCHECK_SPARK_MEMORY", "2g")
+    if not re.fullmatch(r"[1-9][0-9]*[kKmMgGtT]?", text):
+        raise ValueError(f"KIPCHECK_SPARK_MEMORY must be a JVM memory size such as 2g or 512m, got {text!r}")
+    return text
+
+
 def spark_session(master: str | None = None):
     """The active session when there is one and no master is asked for, else a new one.
 
@@ -69,7 +79,7 @@ def spark_session(master: str | None = None):
                # more tasks than cores, so the cores stay evenly busy in the keying pass
                .config("spark.sql.files.maxPartitionBytes", str(32 * 2**20)))
     if master.startswith("local"):
-        builder = builder.config("spark.driver.memory", os.environ.get("KIPCHECK_SPARK_MEMORY", "2g"))
+        builder = builder.config("spark.driver.memory", driver_memory())
     else:  # executors elsewhere get this very checker, whatever is installed there
         builder = builder.config("spark.submit.pyFiles", str(package_zip()))
     spark = builder.getOrCreate()

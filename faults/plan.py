@@ -18,7 +18,7 @@ from kipcheck.faults import schedule as schedules
 from kipcheck.faults.base import FaultContext, FaultSpec
 from kipcheck.faults.errors import FaultError
 from kipcheck.faults.nemesis import Nemesis, heal_all
-from kipcheck.faults.registry import cluster_options, min_brokers, parse_kinds
+from kipcheck.faults.registry import cluster_options, min_brokers, parse_kinds, require_kinds
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,8 @@ class FaultPlan:
         run's default where it cannot isolate a leader. `brokers`: how many the run starts (None:
         kipcheck starts none). `share_group`: the share workload's group, whose coordinators the
         schedule may aim at. An unknown kind or too few brokers is one line (FaultError)."""
-        asked = None if names is None else parse_kinds(",".join(names))
+        # [] is 'none' on purpose; names that parse to no kind ('', ',') are refused (require_kinds)
+        asked = None if names is None else (require_kinds if names else parse_kinds)(",".join(names))
         if asked is None:
             kinds = None if default is None else tuple(default)
         else:

@@ -45,6 +45,15 @@ def parse_kinds(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def require_kinds(text: str) -> list[str]:
+    """parse_kinds for a user's --faults: one that names no kind ('' from an empty shell variable, ',')
+    would be a chaos run without chaos, which only 'none' asks for on purpose; so it is refused."""
+    names = parse_kinds(text)
+    if not names:
+        raise FaultError(f"--faults {text!r} names no fault kind: give kinds such as partition,kill, 'all', or 'none'")
+    return names
+
+
 def cluster_options(names) -> dict:
     """The ClusterOptions fields these kinds need (`FaultKind.cluster_options`, e.g. log_dirs=2,
     fake_clocks=True, proxied_clients=True for client link faults, proxied_links=True for links between nodes)."""

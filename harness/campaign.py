@@ -20,6 +20,7 @@ from pathlib import Path
 
 from kipcheck.errors import KipcheckError
 from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.options import check_backend_options, check_directory, positive
 from kipcheck.harness.reproduce import reproduce_command
 from kipcheck.rundir.records import JSONL_NAME
 
@@ -188,11 +189,34 @@ def check_campaign(directory: Path, planned: list[PlannedRun], state: CampaignSt
 
 
 def add_engine_arguments(c) -> None:
-    """--duration, --engine and --master, as a campaign and a qualification take them."""
-    c.add_argument("--duration", type=float, default=60.0, help="seconds of workload per run (default 60)")
+    """--duration, --engine and --master, as a campaign and a qualification take them; --duration is
+    checked as `kipcheck run` checks it (a finite number > 0), so nan does not reach the runs."""
+    c.add_argument("--duration", type=positive(float), default=60.0, help="seconds of workload per run (default 60)")
     c.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="the one check over all runs: local, or one Spark job (default local)")
     c.add_argument("--master", default=None, help="Spark master for --engine spark (e.g. spark://host:7077)")
+
+
+def check_engine_arguments(args) -> None:
+    """--master names the Spark cluster of --engine spark: with the local engine it would be silently
+    unused, so it is refused, one line, before a campaign or a qualification starts anything."""
+    if args.master and args.engine != "spark":
+        raise HarnessError("--master is for --engine spark")
+    check_engine_environment(args.engine)
+
+
+def check_engine_environment(engine: str) -> None:
+    """The local engine reads KIPCHECK_LOCAL_MAX_BYTES when it is imported, and Spark KIPCHECK_SPARK_MEMORY
+    when its session starts, both only to check the history, after the cluster: a bad value is refused
+    here instead, before anything starts."""
+    try:
+        if engine == "local":
+            import kipcheck.checks.engine_local  # noqa: F401 (its import reads the variable)
+        elif engine == "spark":
+            from kipcheck.checks.engine_spark import driver_memory
+            driver_memory()
+    except ValueError as e:
+        raise HarnessError(str(e)) from None
 
 
 def add_campaign_arguments(c) -> None:
@@ -211,7 +235,7 @@ def add_campaign_arguments(c) -> None:
     c.add_argument("--bootstrap", default=None, help="bootstrap servers (external backend)")
     c.add_argument("--hosts", default=None, metavar="CLUSTER_JSON",
                    help="the ssh backend's cluster file (docs/backends.md), used by every run")
-    c.add_argument("--brokers", type=int, default=3)
+    c.add_argument("--brokers", type=positive(int), default=3, help="broker count of every run (default 3)")
     c.add_argument("--tiered", action="store_true")
     c.add_argument("--workload", choices=WORKLOADS, default="default",
                    help="every run's workload (kipcheck run --workload)")
@@ -222,22 +246,45 @@ def add_campaign_arguments(c) -> None:
     c.add_argument("--quiet", action="store_true")
 
 
+#: the options a resumed campaign takes from its campaign.json, which a new campaign takes from the command
+#: line (those whose default is None or False, so that one given is told from one left out)
+RESUMED = {"faults": "--faults", "kafka_versions": "--kafka-versions", "bootstrap": "--bootstrap", "hosts": "--hosts",
+           "tiered": "--tiered", "group_protocol": "--group-protocol", "allow_uncovered": "--allow-uncovered",
+           "master": "--master"}
+
+
+def _resume(saved: Path, args) -> tuple[list[PlannedRun], dict]:
+    """The plan and settings of the campaign `saved` holds. An option of the plan or the settings given
+    again was silently unused (the saved one wins), so it is refused; a damaged campaign.json is one line,
+    not an internal error."""
+    given = [flag for field, flag in RESUMED.items() if getattr(args, field, None)]
+    if given:
+        raise HarnessError(f"{saved.parent} resumes with the plan and settings of its campaign.json: drop "
+                           f"{', '.join(given)} (or give --seeds and another --dir for a new campaign)")
+    try:
+        data = json.loads(saved.read_text())
+        return [PlannedRun(**p) for p in data["plan"]], dict(data["settings"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise HarnessError(f"cannot resume from {saved}: {type(e).__name__}: {e}") from None
+
+
 def cmd_campaign(args) -> int:
     """`kipcheck campaign`: exit 0 all valid, 1 any anomaly, 3 any undecided, 2 any run errored."""
     import time
 
-    from kipcheck.faults.registry import parse_kinds
+    from kipcheck.faults.registry import require_kinds
     from kipcheck.harness.backends import registry
     from kipcheck.harness.progress import ProgressUI
     from kipcheck.harness.run import RunOptions
+    check_engine_arguments(args)
+    check_backend_options(args)
+    check_directory("--dir", args.dir)
     directory = Path(args.dir or Path("campaigns") / time.strftime("%Y%m%d-%H%M%S"))
     saved = directory / "campaign.json"
     if args.seeds is None:  # resume: the saved plan and settings
         if not saved.exists():
             raise HarnessError("--seeds is needed for a new campaign (or --dir of one to resume)")
-        data = json.loads(saved.read_text())
-        planned = [PlannedRun(**p) for p in data["plan"]]
-        settings = data["settings"]
+        planned, settings = _resume(saved, args)
     else:
         try:
             seeds = parse_seeds(args.seeds)
@@ -246,7 +293,7 @@ def cmd_campaign(args) -> int:
         mixes = args.faults or ["default"]
         for mix in mixes:
             if mix not in ("default", "none"):
-                parse_kinds(mix)  # an unknown kind is a one-line error before anything starts
+                require_kinds(mix)  # an unknown kind, or none, is a one-line error before anything starts
         versions = [v.strip() for v in args.kafka_versions.split(",")] if args.kafka_versions else [None]
         if registry.get(args.backend).capabilities.starts_kafka:  # fixed once, in campaign.json: a resume runs the same releases
             from kipcheck.harness.backends.kafka_dist import LATEST, version_of

@@ -15,23 +15,20 @@ from pathlib import Path
 from kipcheck.errors import EXIT_ANOMALIES, EXIT_ERROR, EXIT_VALID, KipcheckError, exit_code
 from kipcheck.harness.backends import releases
 from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.options import check_backend_options, check_directory
+from kipcheck.harness.options import positive as _positive
 from kipcheck.harness.backends.node import JIT_ENV, JIT_FLAGS, check_jit, default_jit
 from kipcheck.rundir.records import JSONL_NAME
 
 
 
-def _positive(kind, zero: bool = False):
-    """An argparse type: a number > 0 (>= 0 with `zero`); a bad value is argparse's one-line error, exit 2."""
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if value < 0 or (value == 0 and not zero):
-            raise argparse.ArgumentTypeError(f"must be {'>=' if zero else '>'} 0, got {text}")
-        return value
-    parse.__name__ = kind.__name__
-    return parse
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, its refusal one line: argparse prints the whole usage (up to 19 lines for `run`)
+    above its `error:` line, and the project's rule for bad input is one line and exit 2. Subcommands'
+    parsers are of this class too (add_subparsers takes the parent's)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _group_id(text: str) -> str:
@@ -39,6 +36,15 @@ def _group_id(text: str) -> str:
     the same in every tool and log); a bad one is argparse's one-line error, exit 2."""
     if not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", text):
         raise argparse.ArgumentTypeError(f"not a group id (letters, digits, '.', '_', '-'; at most 249): {text!r}")
+    return text
+
+
+def _jvm_arg(text: str) -> str:
+    """An argparse type: one JVM option for --broker-jvm-arg. The options go before the broker's main class,
+    so an empty one or one without its leading '-' (a value split from its option) would be taken for the
+    class and every broker would fail to start; a bad one is argparse's one-line error, exit 2."""
+    if not text.startswith("-") or not text.strip("-").strip():
+        raise argparse.ArgumentTypeError(f"not a JVM option (it starts with '-', e.g. -XX:+UseZGC): {text!r}")
     return text
 
 
@@ -50,7 +56,7 @@ def _kafka_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--brokers", type=_positive(int), default=3, help="broker count (default 3)")
     p.add_argument("--controllers", type=int, default=0, choices=range(0, 8), metavar="N",
                    help="dedicated controllers (default 0: every node is broker+controller)")
-    p.add_argument("--broker-jvm-arg", action="append", default=[], metavar="ARG", dest="broker_jvm_args",
+    p.add_argument("--broker-jvm-arg", action="append", default=[], metavar="ARG", dest="broker_jvm_args", type=_jvm_arg,
                    help="an extra JVM argument for every broker (repeatable; '{node_dir}' becomes the node's "
                         "directory), e.g. --broker-jvm-arg=-agentlib:jdwp=transport=dt_socket,server=y,suspend=n")
     p.add_argument("--broker-jit", default=None, metavar="{" + ",".join(JIT_FLAGS) + "}",
@@ -58,9 +64,26 @@ def _kafka_args(p: argparse.ArgumentParser) -> None:
                         f"CPU for short runs on a small machine); default: ${JIT_ENV}, else full")
 
 
+def _one_kafka(args) -> None:
+    """--kafka-home runs the release of its own jars and --kafka-version was silently unused beside it
+    (a run would then be judged, and named, by another release than the one asked): both is refused."""
+    if args.kafka_home and args.kafka_version:
+        raise HarnessError(f"--kafka-home runs its own release, so --kafka-version {args.kafka_version} would be "
+                           f"unused: give one of them")
+
+
 def _broker_jit(args) -> str:
     """--broker-jit, else the environment's default, checked before anything starts."""
     return check_jit(args.broker_jit or default_jit())
+
+
+def _refuse_share_consumers_without_share(args) -> None:
+    """--share-consumers sizes the share group of --workload share; with another workload it would be
+    silently unused (as --share-group would), so it is refused before anything starts. The parser's
+    default is None so that an explicit value equal to the default is refused too; None becomes it here."""
+    if args.share_consumers is not None and args.workload != "share":
+        raise HarnessError(f"--share-consumers sizes the share group of --workload share; this run's workload is "
+                           f"{args.workload}: add --workload share or drop --share-consumers")
 
 
 def cmd_run(args) -> int:
@@ -82,6 +105,12 @@ def cmd_run(args) -> int:
             raise HarnessError(str(e)) from None
     if args.share_group and args.workload != "share":
         raise HarnessError("--share-group names the group of --workload share; this run has none")
+    _refuse_share_consumers_without_share(args)
+    check_directory("--runs-dir", args.runs_dir)
+    _one_kafka(args)
+    check_backend_options(args)
+    from kipcheck.harness.campaign import check_engine_environment
+    check_engine_environment(args.engine)
     if args.profile:
         from kipcheck.reference_model import profiles
         try:
@@ -101,7 +130,9 @@ def cmd_run(args) -> int:
                       upgrade_from=args.upgrade_from, upgrade_to=args.upgrade_to,
                       workload=WorkloadOptions(producers=args.producers, in_flight=args.in_flight, rate=args.rate,
                                                consumers=args.consumers, workload=args.workload,
-                                               share_consumers=args.share_consumers, share_group=args.share_group))
+                                               share_group=args.share_group,
+                                               **({} if args.share_consumers is None
+                                                  else {"share_consumers": args.share_consumers})))
     ui = ProgressUI(quiet=args.quiet)
     run_dir, verdict = run(opts, ui)
     if verdict is not None:
@@ -119,13 +150,32 @@ def cmd_run(args) -> int:
     return exit_code(verdict)
 
 
+#: `kipcheck cluster` options -> the actions that read them (the rest of the actions ignored them)
+CLUSTER_OPTIONS = {"id": ("--id", ("down",)), "hosts": ("--hosts", ("down",)), "dir": ("--dir", ("up",)),
+                   "tiered": ("--tiered", ("up",)), "kafka_version": ("--kafka-version", ("up",)),
+                   "kafka_home": ("--kafka-home", ("up",)), "broker_jvm_args": ("--broker-jvm-arg", ("up",)),
+                   "broker_jit": ("--broker-jit", ("up",))}
+
+
+def _check_cluster_options(args) -> None:
+    """Each `kipcheck cluster` option is read by one action: `cluster up --hosts cluster.json` started a
+    local cluster, and `cluster down --dir runs/a` stopped every cluster, not that one. An option given to
+    an action that does not read it is refused, one line, before anything starts or stops."""
+    for field, (flag, actions) in CLUSTER_OPTIONS.items():
+        if getattr(args, field, None) and args.action not in actions:
+            raise HarnessError(f"{flag} is for `kipcheck cluster {'/'.join(actions)}`, not {args.action}")
+
+
 def cmd_cluster(args) -> int:
     from kipcheck.harness.backends.state import all_states
     from kipcheck.harness.backends.sweep import reap_stale, teardown
+    _check_cluster_options(args)
     if args.action == "up":
         from kipcheck.harness.backends.cluster import ClusterOptions, NativeCluster
         from kipcheck.harness.backends.kafka_dist import resolve
         from kipcheck.harness.progress import ProgressUI
+        _one_kafka(args)
+        check_directory("--dir", args.dir)
         dist = resolve(args.kafka_version, args.kafka_home)
         root = Path(args.dir or Path("runs") / "cluster").resolve()
         cluster = NativeCluster(dist, root, ClusterOptions(args.brokers, args.controllers, tiered=args.tiered,
@@ -183,16 +233,41 @@ def cmd_cluster(args) -> int:
     raise HarnessError(f"unknown cluster action {args.action}")
 
 
+def _selftest_bugs(text: str | None) -> list[str] | None:
+    """--bugs as a list (None: every seeded bug). One that names none (',', or '' from an empty shell
+    variable) is refused: run_matrix would take the empty list for 'all' and run every bug's window."""
+    if text is None:
+        return None
+    bugs = [b.strip() for b in text.split(",") if b.strip()]
+    if not bugs:
+        raise HarnessError(f"--bugs {text!r} names no seeded bug: give names such as lost-write,duplicate, "
+                           f"or drop --bugs for all")
+    return bugs
+
+
+def _markdown_target(path: str | None) -> None:
+    """--markdown is written after the whole matrix: a path whose directory is missing (or a directory
+    itself) would fail only then, so it is refused before any cluster starts."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.is_dir() or not target.resolve().parent.is_dir():
+        raise HarnessError(f"--markdown {path}: not a file in an existing directory")
+
+
 def cmd_selftest(args) -> int:
     from kipcheck.harness.progress import ProgressUI
     from kipcheck.harness.selftest import format_markdown, format_text, matrix_passes, restatus, run_matrix
+    _markdown_target(args.markdown)
     if args.from_matrix:
         try:
             matrix = restatus(json.loads(Path(args.from_matrix).read_text()))
         except (OSError, ValueError, KeyError) as e:
             raise HarnessError(f"cannot read {args.from_matrix}: {e}") from None
     else:
-        bugs = [b.strip() for b in args.bugs.split(",") if b.strip()] if args.bugs else None
+        bugs = _selftest_bugs(args.bugs)
+        check_directory("--runs-dir", args.runs_dir)
+        _one_kafka(args)
         matrix = run_matrix(args.kafka_version, args.kafka_home, args.window, bugs, args.runs_dir,
                             ProgressUI(args.quiet))
     print(format_text(matrix))
@@ -262,7 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     from kipcheck.harness.backends import registry
     from kipcheck.harness.clients.workload_options import GROUP_PROTOCOLS, WORKLOADS
     from kipcheck.harness.clients.workload_options import WorkloadOptions as WorkloadDefaults
-    p = argparse.ArgumentParser(prog="kipcheck", description="Chaos and KIP conformance checks for Kafka (KRaft)")
+    p = _Parser(prog="kipcheck", description="Chaos and KIP conformance checks for Kafka (KRaft)")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="cluster up, workload + faults, check, report")
@@ -308,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--consumers", type=_positive(int, zero=True), default=w.consumers,
                    help=f"consumers, cycling assign/subscribe, rack-aware but the last, some read_uncommitted "
                         f"(default {w.consumers})")
-    r.add_argument("--share-consumers", type=_positive(int), default=w.share_consumers,
+    r.add_argument("--share-consumers", type=_positive(int), default=None,
                    help=f"share consumers of --workload share (default {w.share_consumers})")
     r.add_argument("--share-group", type=_group_id, default=None, metavar="GROUP",
                    help="the share group of --workload share (default: a new one each run); a reproduce command "

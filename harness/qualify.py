@@ -20,8 +20,9 @@ from pathlib import Path
 
 from kipcheck.harness.backends import releases
 from kipcheck.harness.campaign import (DONE, ERROR, CampaignState, PlannedRun, add_engine_arguments, check_campaign,
-                                      do_run, preflight_plan)
+                                      check_engine_arguments, do_run, preflight_plan)
 from kipcheck.harness.errors import HarnessError
+from kipcheck.harness.options import check_directory
 
 DROPPED = "dropped"
 
@@ -307,10 +308,10 @@ def check_arguments(args) -> tuple[str, str, float]:
     from kipcheck.harness.backends.kafka_dist import resolve
     from kipcheck.harness.progress import ProgressUI
     budget = parse_budget(args.budget)
+    check_directory("--dir", args.dir)
     if args.duration <= 0:
         raise HarnessError("--duration must be positive")
-    if args.master and args.engine != "spark":
-        raise HarnessError("--master is for --engine spark")
+    check_engine_arguments(args)
     version = args.kafka_version
     baseline = args.baseline or default_baseline(version)
     for v, flag in ((version, "--kafka-version"), (baseline, "--baseline")):

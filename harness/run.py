@@ -146,6 +146,8 @@ def _prepare(options: RunOptions, ui) -> tuple[Backend, RunOptions, FaultPlan]:
     run starts, the cluster they need and their schedule (faults.plan). `options.faults` becomes
     the kinds the run injects (config.json, the reproduce command)."""
     backend, options = registry.prepare(options)
+    from kipcheck.harness.backends.toxiproxy import server_override
+    server_override()  # a bad KIPCHECK_TOXIPROXY_SERVER fails here, not when the cluster's proxies start
     # the share group is named here, before the schedule that may aim at its coordinators
     options = replace(options, workload=options.workload.with_share_group(secrets.token_hex(3)))
     support, w = backend.capabilities.faults, options.workload

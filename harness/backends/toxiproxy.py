@@ -45,13 +45,27 @@ def binary_path(version: str = VERSION) -> Path:
     return Path(os.environ.get("KIPCHECK_CACHE", Path.home() / ".cache" / "kipcheck")) / "bin" / f"toxiproxy-server-{version}"
 
 
+def server_override() -> Path | None:
+    """KIPCHECK_TOXIPROXY_SERVER, a prebuilt server binary, checked: a path that is not an executable file
+    would fail only when a node's proxies start, in the middle of the cluster's start, so `kipcheck run`
+    asks for it first (harness.run._prepare). None when the variable is not set."""
+    text = os.environ.get("KIPCHECK_TOXIPROXY_SERVER")
+    if not text:
+        return None
+    path = Path(text)
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise HarnessError(f"KIPCHECK_TOXIPROXY_SERVER={text} is not an executable file (a toxiproxy-server "
+                           f"{VERSION} binary); unset it to use kipcheck's own")
+    return path
+
+
 def ensure_installed(version: str = VERSION) -> Path:
     """The pinned server binary, built once by `go install` (what scripts/install-toxiproxy.sh does).
 
     KIPCHECK_TOXIPROXY_SERVER names a prebuilt binary instead."""
-    override = os.environ.get("KIPCHECK_TOXIPROXY_SERVER")
+    override = server_override()
     if override:
-        return Path(override)
+        return override
     path = binary_path(version)
     if path.exists():
         return path
