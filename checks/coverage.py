@@ -355,8 +355,8 @@ def parse_requirement(spec: str) -> dict[str, int]:
             raise ValueError(f"--require-coverage: unknown rule {rid!r} (rules: {', '.join(sorted(OBSERVED))})")
         if rid != "*" and rid not in OBSERVED:
             raise ValueError(f"--require-coverage: {rid} is not judged from histories on its own")
-        if not n.isdigit():
-            raise ValueError(f"--require-coverage: {item!r} is not N or RULE=N with N a whole number")
+        if not n.isdigit() or int(n) < 1:  # 0 asks for nothing: a requirement that could never fail
+            raise ValueError(f"--require-coverage: {item!r} is not N or RULE=N with N a whole number >= 1")
         out[rid] = int(n)
     if not out:
         raise ValueError("--require-coverage: empty requirement")

@@ -255,11 +255,28 @@ def _markdown_target(path: str | None) -> None:
         raise HarnessError(f"--markdown {path}: not a file in an existing directory")
 
 
+#: seconds each seeded bug is on in `kipcheck selftest` (--window)
+SELFTEST_WINDOW_S = 20.0
+#: selftest options that only measuring a matrix reads: `--from` prints a measured one again
+_MEASURING = {"kafka_version": "--kafka-version", "kafka_home": "--kafka-home", "window": "--window",
+              "bugs": "--bugs", "runs_dir": "--runs-dir"}
+
+
+def _refuse_measuring_options_with_from(args) -> None:
+    """`selftest --from MATRIX_JSON` prints a measured matrix again and starts nothing, so an option that
+    shapes a measurement (--bugs, --window, ...) would be silently unused: refused, one line."""
+    given = [flag for field, flag in _MEASURING.items() if getattr(args, field, None) is not None]
+    if given:
+        raise HarnessError(f"--from prints a measured matrix again: {', '.join(given)} would be unused (drop "
+                           f"{'it' if len(given) == 1 else 'them'}, or drop --from to measure)")
+
+
 def cmd_selftest(args) -> int:
     from kipcheck.harness.progress import ProgressUI
     from kipcheck.harness.selftest import format_markdown, format_text, matrix_passes, restatus, run_matrix
     _markdown_target(args.markdown)
     if args.from_matrix:
+        _refuse_measuring_options_with_from(args)
         try:
             matrix = restatus(json.loads(Path(args.from_matrix).read_text()))
         except (OSError, ValueError, KeyError) as e:
@@ -268,8 +285,8 @@ def cmd_selftest(args) -> int:
         bugs = _selftest_bugs(args.bugs)
         check_directory("--runs-dir", args.runs_dir)
         _one_kafka(args)
-        matrix = run_matrix(args.kafka_version, args.kafka_home, args.window, bugs, args.runs_dir,
-                            ProgressUI(args.quiet))
+        matrix = run_matrix(args.kafka_version, args.kafka_home, args.window or SELFTEST_WINDOW_S, bugs,
+                            args.runs_dir or "runs", ProgressUI(args.quiet))
     print(format_text(matrix))
     if args.markdown:
         Path(args.markdown).write_text(format_markdown(matrix))
@@ -429,11 +446,11 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("selftest", help="seed broker bugs one at a time; show which anomalies the checker names")
     st.add_argument("--kafka-version", default=None, help=f"Kafka version under qualification, or `latest` (default: {releases.DEFAULT_VERSION})")
     st.add_argument("--kafka-home", default=None, help="use an unpacked Kafka distribution instead of Maven")
-    st.add_argument("--window", type=_positive(float), default=20.0, help="seconds each bug is on (default 20)")
+    st.add_argument("--window", type=_positive(float), default=None, help=f"seconds each bug is on (default {SELFTEST_WINDOW_S:g})")
     st.add_argument("--bugs", default=None, help="comma-separated seeded bugs (default: all; see harness/backends/seeded.py)")
     st.add_argument("--markdown", default=None, metavar="FILE", help="also write the matrix as Markdown "
                     "(docs/detection.md is made this way)")
-    st.add_argument("--runs-dir", default="runs", help="where the selftest directory goes (default ./runs)")
+    st.add_argument("--runs-dir", default=None, help="where the selftest directory goes (default ./runs)")
     st.add_argument("--from", dest="from_matrix", default=None, metavar="MATRIX_JSON",
                     help="print (and with --markdown write) a measured matrix.json again, without a cluster")
     st.add_argument("--quiet", action="store_true", help="no progress display")

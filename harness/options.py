@@ -32,13 +32,26 @@ def positive(kind, zero: bool = False):
 BACKEND_OPTIONS = {"bootstrap": ("--bootstrap", "external"), "hosts": ("--hosts", "ssh")}
 
 
+#: options only a backend that starts its own Kafka nodes reads (its brokers' JVMs, its quorum's shape)
+STARTING_OPTIONS = {"broker_jvm_args": "--broker-jvm-arg", "broker_jit": "--broker-jit", "controllers": "--controllers"}
+
+
 def check_backend_options(args) -> None:
     """--bootstrap is the external backend's and --hosts the ssh backend's: with another backend they were
-    silently unused (`--hosts cluster.json` without `--backend ssh` started a local cluster), so refused."""
+    silently unused (`--hosts cluster.json` without `--backend ssh` started a local cluster), so refused.
+    So are the options of the brokers' JVMs and the quorum's shape with a backend that starts no Kafka
+    (`--backend external` reaches a running cluster)."""
     for field, (flag, backend) in BACKEND_OPTIONS.items():
         if getattr(args, field, None) and args.backend != backend:
             raise HarnessError(f"{flag} is for --backend {backend}, and this run's backend is {args.backend}: "
                                f"add --backend {backend} or drop {flag}")
+    from kipcheck.harness.backends import registry
+    if registry.get(args.backend).capabilities.starts_kafka:
+        return
+    given = [flag for field, flag in STARTING_OPTIONS.items() if getattr(args, field, None)]
+    if given:
+        raise HarnessError(f"--backend {args.backend} starts no Kafka node, so {', '.join(given)} would be unused: "
+                           f"drop {'it' if len(given) == 1 else 'them'}")
 
 
 def check_directory(option: str, path: str | None) -> None:

@@ -100,11 +100,14 @@ def default_baseline(version: str) -> str:
 
 
 def parse_budget(text: str) -> float:
-    """"45m", "90s", "1h", "1h30m" or plain seconds -> seconds; a one-line error otherwise."""
-    m = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text or "")
+    """"45m", "90s", "1h", "1h30m" or plain seconds ("300") -> seconds; a one-line error otherwise. A number
+    after a unit needs its own unit: "1h30" was read as 1 h 30 s where 1 h 30 min was meant."""
+    plain = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*", text or "")
+    m = plain or re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s)?\s*",
+                              text or "")
     if not m or not any(m.groups()):
         raise HarnessError(f"--budget: {text!r} is not a duration such as 45m, 90s or 1h30m")
-    hours, minutes, seconds = (float(g or 0) for g in m.groups())
+    hours, minutes, seconds = (0.0, 0.0, float(plain.group(1))) if plain else (float(g or 0) for g in m.groups())
     total = hours * 3600 + minutes * 60 + seconds
     if total <= 0:
         raise HarnessError("--budget must be positive")

@@ -360,3 +360,32 @@ def test_a_toxiproxy_server_that_is_not_an_executable_is_refused_before_anything
                             cwd=tmp_path)
     assert_one_line_error(code, err, "KIPCHECK_TOXIPROXY_SERVER=/nonexistent/tp", "executable")
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("option", [("--broker-jvm-arg=-XX:+UseZGC",), ("--broker-jit", "c1"), ("--controllers", "1")])
+def test_an_option_of_the_brokers_jvms_with_a_backend_that_starts_no_kafka_is_refused(tmp_path, option):
+    """`--backend external` reaches a running cluster: an option for the JVMs or the quorum of nodes
+    kipcheck starts was silently unused there."""
+    code, _, err = kipcheck("run", "--backend", "external", "--bootstrap", "127.0.0.1:1", *option,
+                            "--runs-dir", str(tmp_path / "runs"), "--quiet", env=no_java(tmp_path), cwd=tmp_path)
+    assert_one_line_error(code, err, "--backend external", option[0].split("=")[0])
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("option", [("--bugs", "lost-write"), ("--window", "5"), ("--kafka-version", "4.3.1"),
+                                    ("--runs-dir", "runs")])
+def test_selftest_from_a_matrix_refuses_the_options_of_a_measurement(tmp_path, option):
+    """`--from` prints a measured matrix again: --bugs and --window were silently unused beside it."""
+    (tmp_path / "matrix.json").write_text("{}")
+    code, _, err = kipcheck("selftest", "--from", "matrix.json", *option, env=no_java(tmp_path), cwd=tmp_path)
+    assert_one_line_error(code, err, "--from", option[0])
+    assert [p.name for p in tmp_path.iterdir()] == ["matrix.json"]
+
+
+@pytest.mark.parametrize("value", ["0", "kip392.consumer_fetch_outcomes=0"])
+def test_a_coverage_requirement_of_zero_is_refused_before_anything_starts(tmp_path, value):
+    """At least 0 observations asks for nothing: a requirement that could never fail."""
+    code, _, err = kipcheck("run", "--require-coverage", value, "--runs-dir", str(tmp_path / "runs"), "--quiet",
+                            env=no_java(tmp_path), cwd=tmp_path)
+    assert_one_line_error(code, err, "--require-coverage", ">= 1")
+    assert not any(tmp_path.iterdir())

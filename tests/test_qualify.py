@@ -19,12 +19,13 @@ from kipcheck.harness.run import RunOptions
 from tests.test_report_browser import SHOTS, render
 
 
-@pytest.mark.parametrize("text, seconds", [("45m", 2700), ("90s", 90), ("1h30m", 5400), ("120", 120), ("0.5h", 1800)])
+@pytest.mark.parametrize("text, seconds", [("45m", 2700), ("90s", 90), ("1h30m", 5400), ("120", 120), ("0.5h", 1800),
+                                           ("1h30s", 3630), ("2m30s", 150)])
 def test_budget_parses(text, seconds):
     assert qualify.parse_budget(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "m", "45x", "-5m", "0", "forty"])
+@pytest.mark.parametrize("text", ["", "m", "45x", "-5m", "0", "forty", "1h30", "2m30", "1h 30"])
 def test_a_bad_budget_is_one_line(text):
     with pytest.raises(HarnessError):
         qualify.parse_budget(text)
