@@ -32,10 +32,10 @@ from kipcheck.rundir.history import iter_history
 from kipcheck.checks.verdict import (Counts, Dispatch, as_row, build_verdict, default_rules, from_row,
                             no_cyclic_gc, run_rule, starter)
 
-def _max_bytes_from_env() -> int:
+def max_bytes_from_env() -> int:
     """KIPCHECK_LOCAL_MAX_BYTES, else 256 MiB. Read at import; a bad value is a ValueError naming the
-    variable (one line), not int()'s bare message: `kipcheck run` imports this module before its
-    cluster starts so that the check at the end cannot fail on it (harness.campaign.check_engine_environment)."""
+    variable (one line), not int()'s bare message: `kipcheck run` calls it before its cluster starts, so
+    that the check at the end cannot fail on it (harness.campaign.check_engine_environment)."""
     text = os.environ.get("KIPCHECK_LOCAL_MAX_BYTES")
     if text is None:
         return 256 * 2**20
@@ -50,7 +50,7 @@ def _max_bytes_from_env() -> int:
 
 #: pickled bytes of held groups kept in memory before they are spilled to disk
 #: (KIPCHECK_LOCAL_MAX_BYTES)
-DEFAULT_MAX_BYTES = _max_bytes_from_env()
+DEFAULT_MAX_BYTES = max_bytes_from_env()
 #: rows of a held group pickled together (and counted) as one chunk
 CHUNK_ROWS = 256
 _PROTOCOL = pickle.HIGHEST_PROTOCOL

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kipcheck.errors import KipcheckError
 from kipcheck.harness.errors import HarnessError
-from kipcheck.harness.options import check_backend_options, check_directory, positive
+from kipcheck.harness.options import check_backend_options, check_directory, given_options, positive, refuse_unused
 from kipcheck.harness.reproduce import reproduce_command
 from kipcheck.rundir.records import JSONL_NAME
 
@@ -211,7 +211,8 @@ def check_engine_environment(engine: str) -> None:
     here instead, before anything starts."""
     try:
         if engine == "local":
-            import kipcheck.checks.engine_local  # noqa: F401 (its import reads the variable)
+            from kipcheck.checks.engine_local import max_bytes_from_env
+            max_bytes_from_env()
         elif engine == "spark":
             from kipcheck.checks.engine_spark import driver_memory
             driver_memory()
@@ -257,10 +258,8 @@ def _resume(saved: Path, args) -> tuple[list[PlannedRun], dict]:
     """The plan and settings of the campaign `saved` holds. An option of the plan or the settings given
     again was silently unused (the saved one wins), so it is refused; a damaged campaign.json is one line,
     not an internal error."""
-    given = [flag for field, flag in RESUMED.items() if getattr(args, field, None)]
-    if given:
-        raise HarnessError(f"{saved.parent} resumes with the plan and settings of its campaign.json: drop "
-                           f"{', '.join(given)} (or give --seeds and another --dir for a new campaign)")
+    refuse_unused(given_options(args, RESUMED), f"{saved.parent} resumes with the plan and settings of its "
+                  f"campaign.json (a new campaign needs --seeds and another --dir)")
     try:
         data = json.loads(saved.read_text())
         return [PlannedRun(**p) for p in data["plan"]], dict(data["settings"])

@@ -15,7 +15,7 @@ from pathlib import Path
 from kipcheck.errors import EXIT_ANOMALIES, EXIT_ERROR, EXIT_VALID, KipcheckError, exit_code
 from kipcheck.harness.backends import releases
 from kipcheck.harness.errors import HarnessError
-from kipcheck.harness.options import check_backend_options, check_directory
+from kipcheck.harness.options import check_backend_options, check_directory, given_options, refuse_unused
 from kipcheck.harness.options import positive as _positive
 from kipcheck.harness.backends.node import JIT_ENV, JIT_FLAGS, check_jit, default_jit
 from kipcheck.rundir.records import JSONL_NAME
@@ -77,13 +77,16 @@ def _broker_jit(args) -> str:
     return check_jit(args.broker_jit or default_jit())
 
 
-def _refuse_share_consumers_without_share(args) -> None:
-    """--share-consumers sizes the share group of --workload share; with another workload it would be
-    silently unused (as --share-group would), so it is refused before anything starts. The parser's
-    default is None so that an explicit value equal to the default is refused too; None becomes it here."""
-    if args.share_consumers is not None and args.workload != "share":
-        raise HarnessError(f"--share-consumers sizes the share group of --workload share; this run's workload is "
-                           f"{args.workload}: add --workload share or drop --share-consumers")
+#: options only --workload share reads (--share-consumers' parser default is None, so that an explicit
+#: value equal to the workload's default is refused too; None becomes that default in cmd_run)
+SHARE_OPTIONS = {"share_group": "--share-group", "share_consumers": "--share-consumers"}
+
+
+def _refuse_share_options_without_share(args) -> None:
+    """The share group's name and size are read by --workload share alone: refused with another workload."""
+    if args.workload != "share":
+        refuse_unused(given_options(args, SHARE_OPTIONS), f"the share group's options are for --workload share, "
+                      f"and this run's workload is {args.workload} (or add --workload share)")
 
 
 def cmd_run(args) -> int:
@@ -103,9 +106,7 @@ def cmd_run(args) -> int:
             parse_requirement(args.require_coverage)  # a typo fails before the cluster starts
         except ValueError as e:
             raise HarnessError(str(e)) from None
-    if args.share_group and args.workload != "share":
-        raise HarnessError("--share-group names the group of --workload share; this run has none")
-    _refuse_share_consumers_without_share(args)
+    _refuse_share_options_without_share(args)
     check_directory("--runs-dir", args.runs_dir)
     _one_kafka(args)
     check_backend_options(args)
@@ -162,8 +163,9 @@ def _check_cluster_options(args) -> None:
     local cluster, and `cluster down --dir runs/a` stopped every cluster, not that one. An option given to
     an action that does not read it is refused, one line, before anything starts or stops."""
     for field, (flag, actions) in CLUSTER_OPTIONS.items():
-        if getattr(args, field, None) and args.action not in actions:
-            raise HarnessError(f"{flag} is for `kipcheck cluster {'/'.join(actions)}`, not {args.action}")
+        if args.action not in actions:
+            refuse_unused(given_options(args, {field: flag}),
+                          f"{flag} is for `kipcheck cluster {'/'.join(actions)}`, not {args.action}")
 
 
 def cmd_cluster(args) -> int:
@@ -265,10 +267,7 @@ _MEASURING = {"kafka_version": "--kafka-version", "kafka_home": "--kafka-home", 
 def _refuse_measuring_options_with_from(args) -> None:
     """`selftest --from MATRIX_JSON` prints a measured matrix again and starts nothing, so an option that
     shapes a measurement (--bugs, --window, ...) would be silently unused: refused, one line."""
-    given = [flag for field, flag in _MEASURING.items() if getattr(args, field, None) is not None]
-    if given:
-        raise HarnessError(f"--from prints a measured matrix again: {', '.join(given)} would be unused (drop "
-                           f"{'it' if len(given) == 1 else 'them'}, or drop --from to measure)")
+    refuse_unused(given_options(args, _MEASURING), "--from prints a measured matrix again (or drop --from to measure)")
 
 
 def cmd_selftest(args) -> int:

@@ -28,6 +28,19 @@ def positive(kind, zero: bool = False):
     return parse
 
 
+def given_options(args, flags: dict[str, str]) -> list[str]:
+    """The flags among `flags` (args field -> flag) the command line gave: its field away from the parser's
+    default (None, False, 0 or an empty list). Every check that refuses an option nothing would read asks
+    this, so "given" means one thing for all of them."""
+    return [flag for field, flag in flags.items() if getattr(args, field, None) not in (None, False, 0, [])]
+
+
+def refuse_unused(given: list[str], why: str) -> None:
+    """One line saying why nothing would read the options given, and to drop them (a HarnessError, exit 2)."""
+    if given:
+        raise HarnessError(f"{why}: drop {', '.join(given)}")
+
+
 #: an option only one backend reads -> that backend (`run` and `campaign`)
 BACKEND_OPTIONS = {"bootstrap": ("--bootstrap", "external"), "hosts": ("--hosts", "ssh")}
 
@@ -42,16 +55,13 @@ def check_backend_options(args) -> None:
     So are the options of the brokers' JVMs and the quorum's shape with a backend that starts no Kafka
     (`--backend external` reaches a running cluster)."""
     for field, (flag, backend) in BACKEND_OPTIONS.items():
-        if getattr(args, field, None) and args.backend != backend:
-            raise HarnessError(f"{flag} is for --backend {backend}, and this run's backend is {args.backend}: "
-                               f"add --backend {backend} or drop {flag}")
+        if args.backend != backend:
+            refuse_unused(given_options(args, {field: flag}), f"{flag} is for --backend {backend}, and this run's "
+                          f"backend is {args.backend} (or add --backend {backend})")
     from kipcheck.harness.backends import registry
-    if registry.get(args.backend).capabilities.starts_kafka:
-        return
-    given = [flag for field, flag in STARTING_OPTIONS.items() if getattr(args, field, None)]
-    if given:
-        raise HarnessError(f"--backend {args.backend} starts no Kafka node, so {', '.join(given)} would be unused: "
-                           f"drop {'it' if len(given) == 1 else 'them'}")
+    if not registry.get(args.backend).capabilities.starts_kafka:
+        refuse_unused(given_options(args, STARTING_OPTIONS),
+                      f"--backend {args.backend} starts no Kafka node, so its JVMs and quorum take no option")
 
 
 def check_directory(option: str, path: str | None) -> None:
